@@ -25,6 +25,11 @@ void dequantize_row(DType type, const void * src, float * dst, size_t n);
 // quantize_row_<type>_ref does (no importance matrix). n is a multiple of the block size.
 void quantize_row(DType type, const float * src, void * dst, size_t n);
 
+// Converts activations to `vec_dot_type` the way llama.cpp's x86 CPU backend does before
+// a dot product: Q8_0/Q8_1 with scale 127/amax and round-half-to-even (its AVX kernels),
+// every other type as quantize_row. Weights keep quantize_row (llama-quantize's rounding).
+void quantize_activations(DType vec_dot_type, const float * src, void * dst, size_t n);
+
 // The type activations are converted to for a dot product with weights of `type`
 // (ggml's vec_dot_type): F32->F32, F16->F16, BF16->BF16, Q4_0/Q5_0/Q8_0/IQ4_NL->Q8_0,
 // Q4_1/Q5_1->Q8_1, K-quants->Q8_K.

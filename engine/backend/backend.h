@@ -1,0 +1,126 @@
+#pragma once
+// The compute interface the model is written against. Every pointer argument lives in
+// the backend's memory (host RAM for the CPU backend, VRAM for CUDA), except the small
+// host arrays named *_host. Row-major: a matrix [n_rows][n_cols] has rows contiguous.
+// Ops are asynchronous on devices that queue work; synchronize() waits for them.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/backend/paged_kv_view.h"
+#include "engine/common/dtype.h"
+#include "engine/common/status.h"
+
+namespace lr {
+
+// A weight matrix [n_rows][n_cols] of `type` (GGUF ne0 = n_cols, ne1 = n_rows), or a
+// 1-D F32 vector (n_rows = 1).
+struct WeightView {
+    DType type = DType::F32;
+    int64_t n_cols = 0;
+    int64_t n_rows = 0;
+    const void * data = nullptr;
+    size_t row_bytes() const { return lr::row_bytes(type, static_cast<size_t>(n_cols)); }
+};
+
+// Backend memory, freed when it goes out of scope.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(void * data, size_t n_bytes, std::function<void(void *)> free_fn)
+        : data_(data), n_bytes_(n_bytes), free_(std::move(free_fn)) {}
+    DeviceBuffer(DeviceBuffer && o) noexcept { swap(o); }
+    DeviceBuffer & operator=(DeviceBuffer && o) noexcept {
+        DeviceBuffer tmp(std::move(o));
+        swap(tmp);
+        return *this;
+    }
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer & operator=(const DeviceBuffer &) = delete;
+    ~DeviceBuffer() {
+        if (data_ && free_) free_(data_);
+    }
+
+    void * data() const { return data_; }
+    template <class T>
+    T * as() const { return static_cast<T *>(data_); }
+    size_t n_bytes() const { return n_bytes_; }
+
+private:
+    void swap(DeviceBuffer & o) noexcept {
+        std::swap(data_, o.data_);
+        std::swap(n_bytes_, o.n_bytes_);
+        std::swap(free_, o.free_);
+    }
+    void * data_ = nullptr;
+    size_t n_bytes_ = 0;
+    std::function<void(void *)> free_;
+};
+
+enum class RopeMode { normal, neox };  // normal: pairs (2i, 2i+1) [llama]; neox: (i, i + n_rot/2) [qwen2]
+
+struct RopeParams {
+    RopeMode mode = RopeMode::normal;
+    int32_t n_rot = 0;              // rotated dimensions per head (<= head_dim)
+    int32_t head_dim = 0;
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;        // 1/factor for linear scaling
+    const float * freq_factors = nullptr;  // [n_rot/2] divisors (llama3 rope_freqs), backend memory, or nullptr
+};
+
+struct AttentionParams {
+    int32_t n_head = 0;
+    int32_t n_head_kv = 0;
+    int32_t head_dim = 0;
+    float scale = 1.0f;  // applied to q.k
+};
+
+enum class BackendKind { cpu, cuda };
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual BackendKind kind() const = 0;
+    virtual std::string name() const = 0;  // e.g. "cpu (avx2, 2 threads)"
+
+    // Memory
+    virtual Result<DeviceBuffer> alloc(size_t n_bytes) = 0;
+    // Makes a weight read from the model file usable by this backend. The CPU backend
+    // points into the mapping (no copy); devices upload.
+    virtual Result<WeightView> prepare_weight(const WeightView & host) = 0;
+    virtual void copy_to_device(void * dst, const void * src_host, size_t n_bytes) = 0;
+    virtual void copy_to_host(void * dst_host, const void * src, size_t n_bytes) = 0;
+    virtual void copy_on_device(void * dst, const void * src, size_t n_bytes) = 0;
+    virtual void synchronize() = 0;
+
+    // out[i][:] = row ids_host[i] of w, as f32                         out: [n][w.n_cols]
+    virtual void get_rows(const WeightView & w, const int32_t * ids_host, int64_t n, float * out) = 0;
+    // y[t][r] = sum_c w[r][c] * x[t][c]                 x: [n_tokens][n_cols], y: [n_tokens][n_rows]
+    virtual void matmul(const WeightView & w, const float * x, int64_t n_tokens, float * y) = 0;
+    // x[t][c] += b[c]                                                  x: [n_rows][n_cols]
+    virtual void add_bias(float * x, const WeightView & b, int64_t n_rows) = 0;
+    // out[t][c] = x[t][c] / rms(x[t]) * w[c]                           x, out: [n_rows][n_cols]
+    virtual void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) = 0;
+    // x[i] += y[i]
+    virtual void add(float * x, const float * y, int64_t n) = 0;
+    // out[i] = silu(gate[i]) * up[i]
+    virtual void swiglu(const float * gate, const float * up, int64_t n, float * out) = 0;
+    // Rotates each head of each token by its position.           x: [n_tokens][n_heads][head_dim]
+    virtual void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) = 0;
+
+    // Writes the ubatch's K, V and positions into the slots view.write_slots names,
+    // encoding K and V in the view's codecs.          k, v: [n_tokens][n_head_kv][head_dim]
+    virtual void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
+                          int64_t n_tokens) = 0;
+    // Causal attention of the ubatch's queries over the view: query t sees the slots whose
+    // position is <= pos_host[t]. Adds the attention mass to view.attn_mass when set.
+    //                                                 q, out: [n_tokens][n_head][head_dim]
+    virtual void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
+                           const AttentionParams & p, float * out) = 0;
+};
+
+}  // namespace lr

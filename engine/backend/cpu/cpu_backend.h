@@ -1,0 +1,50 @@
+#pragma once
+// The CPU backend: ops parallelized over a persistent thread pool. Weights are read from
+// the model file's mapping (no copy); activations for quantized weights are converted to
+// the weight's vec_dot_type first, as llama.cpp does, so results match it closely.
+
+#include <memory>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/thread_pool.h"
+
+namespace lr {
+
+struct CpuBackendOptions {
+    int n_threads = 0;  // 0: the physical core count
+};
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(CpuBackendOptions options = {});
+
+    BackendKind kind() const override { return BackendKind::cpu; }
+    std::string name() const override;
+    int n_threads() const { return pool_.n_threads(); }
+
+    Result<DeviceBuffer> alloc(size_t n_bytes) override;
+    Result<WeightView> prepare_weight(const WeightView & host) override;
+    void copy_to_device(void * dst, const void * src_host, size_t n_bytes) override;
+    void copy_to_host(void * dst_host, const void * src, size_t n_bytes) override;
+    void copy_on_device(void * dst, const void * src, size_t n_bytes) override;
+    void synchronize() override {}
+
+    void get_rows(const WeightView & w, const int32_t * ids_host, int64_t n, float * out) override;
+    void matmul(const WeightView & w, const float * x, int64_t n_tokens, float * y) override;
+    void add_bias(float * x, const WeightView & b, int64_t n_rows) override;
+    void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) override;
+    void add(float * x, const float * y, int64_t n) override;
+    void swiglu(const float * gate, const float * up, int64_t n, float * out) override;
+    void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
+    void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
+                  int64_t n_tokens) override;
+    void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
+                   const AttentionParams & p, float * out) override;
+
+private:
+    ThreadPool pool_;
+    std::vector<uint8_t> act_scratch_;  // activations converted to a weight's vec_dot_type
+};
+
+}  // namespace lr

@@ -1,0 +1,14 @@
+#pragma once
+// Encoding and decoding of one head's row of head_dim K or V values in a KvCodec
+// (scalar reference; backends may use faster equivalents).
+
+#include <cstdint>
+
+#include "engine/backend/kv_block_layout.h"
+
+namespace lr {
+
+void kv_encode_row(KvCodec codec, const float * src, void * dst, uint32_t head_dim);
+void kv_decode_row(KvCodec codec, const void * src, float * dst, uint32_t head_dim);
+
+}  // namespace lr

@@ -1,0 +1,28 @@
+#pragma once
+// What attention reads: the KV blocks of one layer of one sequence, resident on the
+// backend's device tier, in logical order. Built by the KV cache for each layer of each
+// ubatch; backends only read and write through it.
+
+#include <cstdint>
+#include <span>
+
+#include "engine/backend/kv_block_layout.h"
+
+namespace lr {
+
+struct PagedKvView {
+    KvBlockLayout layout;
+    std::span<uint8_t * const> blocks;  // base of each block, in backend memory
+
+    // Where the ubatch's new tokens are written: token i goes to block write_slots[i] /
+    // block_tokens, slot write_slots[i] % block_tokens (same slot for every head).
+    std::span<const uint32_t> write_slots;
+
+    // Optional: attention mass each slot receives, summed over the query heads of its KV
+    // head and over the ubatch's queries, added to [n_blocks][n_head_kv][block_tokens].
+    float * attn_mass = nullptr;  // backend memory, or nullptr when not collected
+
+    uint32_t n_blocks() const { return static_cast<uint32_t>(blocks.size()); }
+};
+
+}  // namespace lr

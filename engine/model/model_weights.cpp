@@ -1,0 +1,86 @@
+#include "model_weights.h"
+
+#include "engine/quant/quant.h"
+
+namespace lr {
+namespace {
+
+class WeightLoader {
+public:
+    WeightLoader(const gguf::GgufFile & file, Backend & backend, ModelWeights & out)
+        : file_(file), backend_(backend), out_(out) {}
+
+    // A tensor of shape ne0 x ne1 (ne1 = 1 for vectors).
+    Result<WeightView> get(const std::string & name, uint64_t ne0, uint64_t ne1) {
+        const gguf::TensorInfo * t = file_.find_tensor(name);
+        if (!t) return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' is missing");
+        if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+            return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) +
+                         ", " + std::to_string(t->ne[1]) + "], expected [" + std::to_string(ne0) + ", " + std::to_string(ne1) + "]");
+        }
+        if (!quant::can_dequantize(t->type)) {
+            return error(StatusCode::unsupported, file_.path() + ": tensor '" + name + "' has type " + std::string(dtype_name(t->type)) +
+                         ", which Longread does not support (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL)");
+        }
+        if (ne1 == 1 && t->type != DType::F32) {
+            return error(StatusCode::unsupported, file_.path() + ": vector tensor '" + name + "' must be F32");
+        }
+        WeightView host{t->type, static_cast<int64_t>(ne0), static_cast<int64_t>(ne1), t->data};
+        out_.n_params += t->n_elements();
+        out_.n_bytes += t->n_bytes;
+        return backend_.prepare_weight(host);
+    }
+
+    Result<std::optional<WeightView>> get_optional(const std::string & name, uint64_t ne0, uint64_t ne1) {
+        if (!file_.find_tensor(name)) return std::optional<WeightView>{};
+        LR_ASSIGN_OR_RETURN(WeightView w, get(name, ne0, ne1));
+        return std::optional<WeightView>(w);
+    }
+
+private:
+    const gguf::GgufFile & file_;
+    Backend & backend_;
+    ModelWeights & out_;
+};
+
+}  // namespace
+
+Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParams & hp, Backend & backend) {
+    ModelWeights w;
+    WeightLoader load(file, backend, w);
+    for (const gguf::TensorInfo & t : file.tensors()) {
+        if (t.name.find("ffn_gate_inp") != std::string::npos || t.name.find("_exps") != std::string::npos) {
+            return error(StatusCode::unsupported, file.path() + ": mixture-of-experts models (tensor '" + t.name + "') are not supported yet");
+        }
+    }
+    LR_ASSIGN_OR_RETURN(w.token_embd, load.get("token_embd.weight", hp.n_embd, hp.n_vocab));
+    LR_ASSIGN_OR_RETURN(w.output_norm, load.get("output_norm.weight", hp.n_embd, 1));
+    LR_ASSIGN_OR_RETURN(std::optional<WeightView> output, load.get_optional("output.weight", hp.n_embd, hp.n_vocab));
+    w.tied_output = !output.has_value();
+    w.output = output ? *output : w.token_embd;
+    LR_ASSIGN_OR_RETURN(w.rope_freqs, load.get_optional("rope_freqs.weight", hp.n_rot / 2, 1));
+
+    w.layers.resize(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        LayerWeights & L = w.layers[il];
+        const std::string p = "blk." + std::to_string(il) + ".";
+        LR_ASSIGN_OR_RETURN(L.attn_norm, load.get(p + "attn_norm.weight", hp.n_embd, 1));
+        LR_ASSIGN_OR_RETURN(L.wq, load.get(p + "attn_q.weight", hp.n_embd, hp.n_embd_q()));
+        LR_ASSIGN_OR_RETURN(L.wk, load.get(p + "attn_k.weight", hp.n_embd, hp.n_embd_kv()));
+        LR_ASSIGN_OR_RETURN(L.wv, load.get(p + "attn_v.weight", hp.n_embd, hp.n_embd_kv()));
+        LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q(), hp.n_embd));
+        LR_ASSIGN_OR_RETURN(L.bq, load.get_optional(p + "attn_q.bias", hp.n_embd_q(), 1));
+        LR_ASSIGN_OR_RETURN(L.bk, load.get_optional(p + "attn_k.bias", hp.n_embd_kv(), 1));
+        LR_ASSIGN_OR_RETURN(L.bv, load.get_optional(p + "attn_v.bias", hp.n_embd_kv(), 1));
+        LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + "ffn_norm.weight", hp.n_embd, 1));
+        LR_ASSIGN_OR_RETURN(L.ffn_gate, load.get(p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
+        LR_ASSIGN_OR_RETURN(L.ffn_up, load.get(p + "ffn_up.weight", hp.n_embd, hp.n_ff));
+        LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+        if (hp.arch == ModelArch::qwen2 && !(L.bq && L.bk && L.bv)) {
+            return error(StatusCode::corrupt_data, file.path() + ": qwen2 layer " + std::to_string(il) + " lacks its q/k/v biases");
+        }
+    }
+    return w;
+}
+
+}  // namespace lr
