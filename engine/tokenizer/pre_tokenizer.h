@@ -1,0 +1,36 @@
+#pragma once
+// Pre-tokenizers of byte-level BPE vocabularies: split a text fragment into the words that
+// BPE merges run within, exactly as llama.cpp does for tokenizer.ggml.pre. The regexes
+// (Unicode classes, case-insensitive contractions, `\s+(?!\S)`) are hand-written
+// scanners, linear in the input, so megabytes of text and long whitespace runs are fine.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace lr {
+
+enum class PreTokenizer {
+    // llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEFAULT, used for "default", a missing key and (by
+    // Longread's choice) unknown names. Four passes, each splitting the previous pieces:
+    //   [\p{P}\$\+<=>\^~\|]+ , then the GPT-2 regex, then \p{N}+ , then [0-9][0-9][0-9]
+    llama_default,
+    // "gpt-2" and aliases: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+    gpt2,
+    // "llama-bpe" (Llama 3) and aliases:
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    llama3,
+    // "qwen2" and aliases: the Llama 3 regex with single digits (\p{N} instead of \p{N}{1,3}).
+    qwen2,
+};
+
+std::string_view pre_tokenizer_name(PreTokenizer kind);
+
+// Splits the code points of one fragment into words. Returns the length of each word in
+// code points, in order; the lengths sum to cpts.size() (text no regex matches becomes
+// words of its own, as in llama.cpp).
+std::vector<size_t> split_words(PreTokenizer kind, std::span<const uint32_t> cpts);
+
+}  // namespace lr
