@@ -1,0 +1,78 @@
+#pragma once
+// A conversation's state on one model: the tokens evaluated so far and their KV cache.
+// Tokens are evaluated in chunks (prefill) or one at a time (decode); every long call takes
+// a stop token checked between chunks, and a cancelled call leaves the session consistent
+// (the tokens of finished chunks stay, the interrupted chunk is dropped).
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <vector>
+
+#include "engine/model/llama_graph.h"
+#include "engine/model/model.h"
+#include "kvcache/kv_cache.h"
+
+namespace lr {
+
+struct SessionConfig {
+    uint32_t n_ctx = 0;           // positions the session may hold; 0: the model's trained context
+    uint32_t chunk_tokens = 256;  // prefill chunk (ubatch) size
+    KvCacheConfig kv;             // kv.max_tokens is set from n_ctx
+};
+
+// Checks the settings against the model; messages name the setting and its range.
+Status validate(const SessionConfig & config, const ModelHParams & hp);
+
+struct PrefillProgress {
+    uint32_t n_done = 0;      // tokens of this call evaluated (or restored) so far
+    uint32_t n_total = 0;     // tokens of this call
+    uint32_t n_restored = 0;  // of n_done, restored from the prefix cache
+};
+using ProgressFn = std::function<void(const PrefillProgress &)>;
+
+class Session {
+public:
+    static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model, SessionConfig config);
+
+    const Model & model() const { return *model_; }
+    const SessionConfig & config() const { return config_; }
+    uint32_t n_ctx() const { return config_.n_ctx; }
+    const std::vector<int32_t> & tokens() const { return tokens_; }
+    KvCache & kv_cache() { return *kv_; }
+
+    // Evaluates `tokens` after the current ones. logits() then holds the last token's.
+    // context_full (nothing evaluated) when they do not fit; cancelled when stopped.
+    Status append(std::span<const int32_t> tokens, const ProgressFn & progress = {}, std::stop_token stop = {});
+
+    // As append, and returns the logits of every appended token: [n][n_vocab].
+    Status append_all_logits(std::span<const int32_t> tokens, std::vector<float> & logits, std::stop_token stop = {});
+
+    // Makes the session hold exactly `tokens`: keeps the common prefix, drops the rest and
+    // evaluates what is new (a chat turn re-sent with its history, an edited message).
+    Status sync(std::span<const int32_t> tokens, const ProgressFn & progress = {}, std::stop_token stop = {});
+
+    // The logits after the last evaluated token: [n_vocab]; empty before any.
+    std::span<const float> logits() const { return last_logits_; }
+
+    // Keeps the first n_keep tokens.
+    void truncate(uint32_t n_keep);
+
+private:
+    Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph);
+    Status evaluate(std::span<const int32_t> tokens, std::vector<float> * all_logits, const ProgressFn & progress,
+                    std::stop_token stop);
+
+    std::shared_ptr<const Model> model_;
+    SessionConfig config_;
+    std::unique_ptr<KvCache> kv_;
+    LlamaGraph graph_;
+    std::vector<int32_t> tokens_;
+    std::vector<float> last_logits_;
+    std::vector<float> chunk_logits_;
+    std::vector<int32_t> positions_;
+    static constexpr SeqId kSeq = 0;
+};
+
+}  // namespace lr
