@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <memory>
 
 #include "engine/common/assert.h"
@@ -138,7 +139,8 @@ void GgufWriter::add_tensor(const std::string & name, DType type, std::vector<ui
     LR_ASSERT(ne[0] % t.block_elems == 0);
     const uint64_t n_bytes = n / t.block_elems * t.block_bytes;
     const uint64_t offset = tensors_.empty() ? 0 : align_up(tensors_.back().offset + tensors_.back().n_bytes, alignment_);
-    tensors_.push_back({name, type, std::move(ne), n_bytes, offset});
+    const uint64_t row = ne[0] / t.block_elems * t.block_bytes;
+    tensors_.push_back({name, type, std::move(ne), n_bytes, offset, row});
 }
 
 std::vector<uint8_t> GgufWriter::header() const {
@@ -167,12 +169,33 @@ uint64_t GgufWriter::data_size() const {
     return tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().n_bytes;
 }
 
+Status GgufWriter::produce(size_t i, const TensorFiller & fill,
+                          const std::function<Status(std::span<const uint8_t>)> & sink) const {
+    constexpr uint64_t kPieceBytes = 16u << 20;
+    const Tensor & t = tensors_[i];
+    const uint64_t n_rows = t.n_bytes / t.row_bytes;
+    const uint64_t rows_per_piece = std::max<uint64_t>(1, kPieceBytes / t.row_bytes);
+    std::vector<uint8_t> piece;
+    for (uint64_t row = 0; row < n_rows; row += rows_per_piece) {
+        const uint64_t n = std::min(rows_per_piece, n_rows - row);
+        piece.assign(n * t.row_bytes, 0);
+        LR_RETURN_IF_ERROR(fill(i, row, piece));
+        LR_RETURN_IF_ERROR(sink(piece));
+    }
+    return {};
+}
+
 Result<std::vector<uint8_t>> GgufWriter::write_bytes(const TensorFiller & fill) const {
     std::vector<uint8_t> out = header();
     const size_t data_start = out.size();
     out.resize(data_start + data_size(), 0);
     for (size_t i = 0; i < tensors_.size(); ++i) {
-        LR_RETURN_IF_ERROR(fill(i, {out.data() + data_start + tensors_[i].offset, tensors_[i].n_bytes}));
+        size_t at = data_start + tensors_[i].offset;
+        LR_RETURN_IF_ERROR(produce(i, fill, [&](std::span<const uint8_t> piece) {
+            std::copy(piece.begin(), piece.end(), out.begin() + std::ptrdiff_t(at));
+            at += piece.size();
+            return Status{};
+        }));
     }
     return out;
 }
@@ -183,34 +206,30 @@ Status GgufWriter::write_file(const std::string & path, const TensorFiller & fil
     if (!f) return error(StatusCode::io_error, tmp + ": cannot create (" + std::strerror(errno) + ")");
     auto write_all = [&](const void * p, size_t n) -> Status {
         if (n != 0 && std::fwrite(p, 1, n, f.get()) != n) {
-            return error(StatusCode::io_error, tmp + ": write failed (" + std::strerror(errno) + ")");
+            return error(StatusCode::io_error, path + ": write failed (" + std::strerror(errno) + ")");
         }
         return {};
     };
-    const std::vector<uint8_t> head = header();
-    LR_RETURN_IF_ERROR(write_all(head.data(), head.size()));
-    std::vector<uint8_t> buf;
-    uint64_t written = 0;
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-        const std::vector<uint8_t> pad(tensors_[i].offset - written, 0);
-        LR_RETURN_IF_ERROR(write_all(pad.data(), pad.size()));
-        buf.assign(tensors_[i].n_bytes, 0);
-        Status s = fill(i, buf);
-        if (!s.ok()) {
-            f.reset();
-            std::remove(tmp.c_str());
-            return s;
+    auto write_everything = [&]() -> Status {
+        const std::vector<uint8_t> head = header();
+        LR_RETURN_IF_ERROR(write_all(head.data(), head.size()));
+        uint64_t written = 0;
+        for (size_t i = 0; i < tensors_.size(); ++i) {
+            const std::vector<uint8_t> pad(tensors_[i].offset - written, 0);
+            LR_RETURN_IF_ERROR(write_all(pad.data(), pad.size()));
+            LR_RETURN_IF_ERROR(produce(i, fill, [&](std::span<const uint8_t> piece) { return write_all(piece.data(), piece.size()); }));
+            written = tensors_[i].offset + tensors_[i].n_bytes;
         }
-        LR_RETURN_IF_ERROR(write_all(buf.data(), buf.size()));
-        written = tensors_[i].offset + tensors_[i].n_bytes;
+        if (std::fflush(f.get()) != 0) return error(StatusCode::io_error, path + ": write failed (" + std::strerror(errno) + ")");
+        return {};
+    };
+    Status s = write_everything();
+    if (std::fclose(f.release()) != 0 && s.ok()) s = error(StatusCode::io_error, path + ": write failed (" + std::strerror(errno) + ")");
+    if (s.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+        s = error(StatusCode::io_error, path + ": cannot rename the finished file into place (" + std::strerror(errno) + ")");
     }
-    if (std::fflush(f.get()) != 0) return error(StatusCode::io_error, tmp + ": flush failed (" + std::strerror(errno) + ")");
-    f.reset();
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        return error(StatusCode::io_error, path + ": cannot rename the finished file into place (" + std::strerror(errno) + ")");
-    }
-    return {};
+    if (!s.ok()) std::remove(tmp.c_str());
+    return s;
 }
 
 }  // namespace lr::gguf

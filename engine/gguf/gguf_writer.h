@@ -32,11 +32,13 @@ public:
     void add_tensor(const std::string & name, DType type, std::vector<uint64_t> ne);
     size_t n_tensors() const { return tensors_.size(); }
 
-    // Produces the bytes of tensor `index` into `dst` (exactly its size).
-    using TensorFiller = std::function<Status(size_t index, std::span<uint8_t> dst)>;
+    // Produces rows [first_row, first_row + dst.size() / row_bytes) of tensor `index` (a
+    // row is ne[0] elements) into `dst`. Called for consecutive pieces of about 16 MiB of
+    // whole rows, in order, so a huge tensor never sits in memory at once.
+    using TensorFiller = std::function<Status(size_t index, uint64_t first_row, std::span<uint8_t> dst)>;
 
-    // Writes the whole file to `path` (through a temporary file renamed at the end, so a
-    // failed write never leaves a half file under the final name).
+    // Writes the whole file to `path` through "<path>.partial", renamed at the end: a
+    // failure (the filler's, a full disk) leaves no file under either name.
     Status write_file(const std::string & path, const TensorFiller & fill) const;
     // The same bytes, in memory (tests).
     Result<std::vector<uint8_t>> write_bytes(const TensorFiller & fill) const;
@@ -48,9 +50,12 @@ private:
         std::vector<uint64_t> ne;
         uint64_t n_bytes;
         uint64_t offset;
+        uint64_t row_bytes;  // bytes of ne[0] elements
     };
     void set_raw(const std::string & key, ValueType type, std::vector<uint8_t> payload);
     std::vector<uint8_t> header() const;
+    // Calls `fill` for tensor i piece by piece; `sink` takes each filled piece.
+    Status produce(size_t i, const TensorFiller & fill, const std::function<Status(std::span<const uint8_t>)> & sink) const;
     uint64_t data_size() const;
 
     struct Entry {

@@ -29,7 +29,7 @@ GgufWriter small_writer() {
 }
 
 std::vector<uint8_t> small_file() {
-    auto bytes = small_writer().write_bytes([](size_t i, std::span<uint8_t> dst) {
+    auto bytes = small_writer().write_bytes([](size_t i, uint64_t, std::span<uint8_t> dst) {
         for (size_t j = 0; j < dst.size(); ++j) dst[j] = static_cast<uint8_t>(i * 31 + j);
         return Status{};
     });
@@ -132,7 +132,7 @@ private slots:
         GgufWriter w;
         for (const MetaEntry & e : src->metadata()) w.copy_entry(e);
         w.add_tensor("t", DType::F16, {8});
-        QVERIFY(w.write_file(path, [](size_t, std::span<uint8_t> d) {
+        QVERIFY(w.write_file(path, [](size_t, uint64_t, std::span<uint8_t> d) {
             std::fill(d.begin(), d.end(), uint8_t(7));
             return Status{};
         }).ok());
@@ -144,11 +144,33 @@ private slots:
         QVERIFY(!QFile::exists(QString::fromStdString(path + ".partial")));
     }
 
+    // A tensor larger than one piece is produced in whole-row pieces, in order.
+    void largeTensorsAreFilledPieceByPiece() {
+        GgufWriter w;
+        w.add_tensor("big", DType::F32, {1000, 9000});  // 36 MB: three pieces of 16 MiB or less
+        std::vector<uint64_t> firsts;
+        auto bytes = w.write_bytes([&](size_t, uint64_t first_row, std::span<uint8_t> dst) {
+            firsts.push_back(first_row);
+            if (dst.size() % 4000 != 0) return error(StatusCode::internal, "piece is not whole rows");
+            auto * f = reinterpret_cast<float *>(dst.data());
+            for (size_t r = 0; r < dst.size() / 4000; ++r) f[r * 1000] = float(first_row + r);
+            return Status{};
+        });
+        QVERIFY(bytes.ok());
+        QVERIFY(firsts.size() >= 3);
+        QCOMPARE(firsts.front(), uint64_t(0));
+        QVERIFY(std::is_sorted(firsts.begin(), firsts.end()));
+        auto f = GgufFile::parse(*bytes, "big");
+        QVERIFY(f.ok());
+        const auto * data = reinterpret_cast<const float *>(f->find_tensor("big")->data);
+        for (uint64_t r : {uint64_t(0), uint64_t(4193), uint64_t(8999)}) QCOMPARE(data[r * 1000], float(r));
+    }
+
     void failedFillLeavesNoFile() {
         QTemporaryDir dir;
         const std::string path = (dir.path() + "/bad.gguf").toStdString();
         GgufWriter w = small_writer();
-        Status s = w.write_file(path, [](size_t, std::span<uint8_t>) { return error(StatusCode::cancelled, "stop"); });
+        Status s = w.write_file(path, [](size_t, uint64_t, std::span<uint8_t>) { return error(StatusCode::cancelled, "stop"); });
         QCOMPARE(s.code(), StatusCode::cancelled);
         QVERIFY(!QFile::exists(QString::fromStdString(path)));
         QVERIFY(!QFile::exists(QString::fromStdString(path + ".partial")));
@@ -224,7 +246,7 @@ private slots:
         } else if (mutation == "alignment") {
             GgufWriter w = small_writer();
             w.set_uint32("general.alignment", 3);  // writer keeps 32, reader must refuse 3
-            b = w.write_bytes([](size_t, std::span<uint8_t>) { return Status{}; }).value();
+            b = w.write_bytes([](size_t, uint64_t, std::span<uint8_t>) { return Status{}; }).value();
         } else if (mutation == "tensortype" || mutation == "ndims" || mutation == "zerodim" ||
                    mutation == "offset" || mutation == "pastend" || mutation == "blocksize") {
             // Tensor info of "b.weight": name, n_dims, ne[2], type, offset.
@@ -239,7 +261,7 @@ private slots:
             GgufWriter w;
             w.set_string("k", "1");
             w.set_string("j", "2");
-            b = w.write_bytes([](size_t, std::span<uint8_t>) { return Status{}; }).value();
+            b = w.write_bytes([](size_t, uint64_t, std::span<uint8_t>) { return Status{}; }).value();
             b[find_bytes(b, "j")] = 'k';
         } else if (mutation == "nested") {
             const size_t at = find_bytes(b, "tokenizer.ggml.scores") + 21 + 4;  // element type

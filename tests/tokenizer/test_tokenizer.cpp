@@ -101,7 +101,7 @@ struct ParsedVocab {
 
 std::unique_ptr<ParsedVocab> parse_vocab(const gguf::GgufWriter & w) {
     auto out = std::make_unique<ParsedVocab>();
-    auto bytes = w.write_bytes([](size_t, std::span<uint8_t>) { return Status{}; });
+    auto bytes = w.write_bytes([](size_t, uint64_t, std::span<uint8_t>) { return Status{}; });
     if (!bytes.ok()) {
         out->vocab = bytes.status();
         return out;

@@ -1,0 +1,146 @@
+#include "cli_common.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "resources/bundled_model.h"
+
+namespace lr::cli {
+
+std::vector<FlagSpec> model_flags() {
+    return {
+        {"-m", "--model", true, false, "GGUF model file (default: the bundled stories260K)"},
+        {"-t", "--threads", true, false, "CPU threads (default: the physical cores)"},
+    };
+}
+
+std::vector<FlagSpec> session_flags() {
+    return {
+        {"-c", "--ctx-size", true, false, "context size in tokens (default: the model's trained context)"},
+        {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
+    };
+}
+
+std::vector<FlagSpec> sampling_flags() {
+    return {
+        {"--temp", "", true, false, "temperature; 0 = greedy (default 0.8)"},
+        {"--seed", "", true, false, "random seed (default: fixed)"},
+        {"--top-k", "", true, false, "top-k (default 40; 0 = off)"},
+        {"--top-p", "", true, false, "top-p (default 0.95; 1 = off)"},
+        {"--min-p", "", true, false, "min-p (default 0.05; 0 = off)"},
+        {"--repeat-penalty", "", true, false, "repetition penalty (default 1.0 = off)"},
+        {"--repeat-last-n", "", true, false, "tokens the penalties look back (default 64)"},
+        {"--presence-penalty", "", true, false, "presence penalty (default 0)"},
+        {"--frequency-penalty", "", true, false, "frequency penalty (default 0)"},
+    };
+}
+
+std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
+    std::vector<FlagSpec> out;
+    for (const auto & g : groups) out.insert(out.end(), g.begin(), g.end());
+    return out;
+}
+
+Result<LoadedModel> load_model(const Args & args) {
+    LR_ASSIGN_OR_RETURN(long long threads, args.get_int("-t", 0, 0, 1024));
+    LoadedModel loaded;
+    loaded.backend = std::make_unique<CpuBackend>(CpuBackendOptions{.n_threads = int(threads)});
+    const std::string path = args.get_or("-m", kBundledModelName);
+    Result<std::shared_ptr<const Model>> model = path == kBundledModelName
+                                                     ? Model::load_from_memory(bundled_model_bytes(), kBundledModelName, *loaded.backend)
+                                                     : Model::load(path, *loaded.backend);
+    if (!model.ok()) return model.status();
+    loaded.model = *model;
+    return loaded;
+}
+
+Result<SessionConfig> session_config(const Args & args, const Model & model) {
+    SessionConfig config;
+    LR_ASSIGN_OR_RETURN(long long n_ctx, args.get_int("-c", 0, 0, 1 << 24));
+    LR_ASSIGN_OR_RETURN(long long chunk, args.get_int("--chunk", 256, 1, 8192));
+    config.n_ctx = uint32_t(n_ctx);
+    config.chunk_tokens = uint32_t(chunk);
+    LR_RETURN_IF_ERROR(validate(config, model.hparams()));
+    return config;
+}
+
+Result<SamplerParams> sampler_params(const Args & args) {
+    SamplerParams p;
+    LR_ASSIGN_OR_RETURN(double temp, args.get_double("--temp", p.temperature, 0, 100));
+    LR_ASSIGN_OR_RETURN(long long seed, args.get_int("--seed", (long long)(p.seed & 0x7fffffffffffffffull), 0, INT64_MAX));
+    LR_ASSIGN_OR_RETURN(long long top_k, args.get_int("--top-k", p.top_k, 0, 1 << 30));
+    LR_ASSIGN_OR_RETURN(double top_p, args.get_double("--top-p", p.top_p, 0, 1));
+    LR_ASSIGN_OR_RETURN(double min_p, args.get_double("--min-p", p.min_p, 0, 1));
+    LR_ASSIGN_OR_RETURN(double repeat_penalty, args.get_double("--repeat-penalty", p.repeat_penalty, 0, 100));
+    LR_ASSIGN_OR_RETURN(long long last_n, args.get_int("--repeat-last-n", p.repeat_last_n, 0, 1 << 20));
+    LR_ASSIGN_OR_RETURN(double presence, args.get_double("--presence-penalty", p.presence_penalty, -100, 100));
+    LR_ASSIGN_OR_RETURN(double frequency, args.get_double("--frequency-penalty", p.frequency_penalty, -100, 100));
+    p.temperature = float(temp);
+    if (args.has("--seed")) p.seed = uint64_t(seed);
+    p.top_k = int32_t(top_k);
+    p.top_p = float(top_p);
+    p.min_p = float(min_p);
+    p.repeat_penalty = float(repeat_penalty);
+    p.repeat_last_n = int32_t(last_n);
+    p.presence_penalty = float(presence);
+    p.frequency_penalty = float(frequency);
+    LR_RETURN_IF_ERROR(validate_sampler_params(p));
+    return p;
+}
+
+Result<std::string> read_text_file(const std::string & path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return error(StatusCode::not_found, path + ": cannot open the file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return error(StatusCode::io_error, path + ": read failed");
+    return ss.str();
+}
+
+Result<std::string> prompt_text(const Args & args) {
+    if (args.has("-p") && args.has("-f")) return error(StatusCode::invalid_argument, "give the prompt with -p or -f, not both");
+    if (args.has("-f")) return read_text_file(*args.get("-f"));
+    return args.get_or("-p", "");
+}
+
+std::string json_string(std::string_view text) {
+    std::string out = "\"";
+    for (size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        switch (c) {
+            case '"': out += "\\\""; continue;
+            case '\\': out += "\\\\"; continue;
+            case '\n': out += "\\n"; continue;
+            case '\r': out += "\\r"; continue;
+            case '\t': out += "\\t"; continue;
+            default: break;
+        }
+        if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+            continue;
+        }
+        if (c < 0x80) {
+            out += char(c);
+            continue;
+        }
+        // Copy a whole valid UTF-8 sequence; escape a stray byte as its code point.
+        const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+        bool valid = len != 0 && i + len <= text.size();
+        for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+        if (valid) {
+            out.append(text.substr(i, len));
+            i += len - 1;
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace lr::cli

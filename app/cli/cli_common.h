@@ -1,0 +1,38 @@
+#pragma once
+// What several commands share: loading the model (-m, or the bundled one), the backend
+// (-t), the session settings (-c, --chunk) and the sampler flags.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli_args.h"
+#include "engine/backend/backend.h"
+#include "engine/model/model.h"
+#include "engine/runtime/session.h"
+#include "engine/sampling/sampler.h"
+
+namespace lr::cli {
+
+struct LoadedModel {
+    std::unique_ptr<Backend> backend;
+    std::shared_ptr<const Model> model;
+};
+
+std::vector<FlagSpec> model_flags();     // -m -t
+std::vector<FlagSpec> session_flags();   // -c --chunk
+std::vector<FlagSpec> sampling_flags();  // --temp --seed --top-k --top-p --min-p --repeat-penalty ...
+std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
+
+Result<LoadedModel> load_model(const Args & args);
+Result<SessionConfig> session_config(const Args & args, const Model & model);
+Result<SamplerParams> sampler_params(const Args & args);
+
+// The text of -p, or of the file -f names (read whole; a missing or unreadable file is an error).
+Result<std::string> prompt_text(const Args & args);
+Result<std::string> read_text_file(const std::string & path);
+
+// A JSON string literal of UTF-8 text (invalid bytes as \u00XX, never broken JSON).
+std::string json_string(std::string_view text);
+
+}  // namespace lr::cli

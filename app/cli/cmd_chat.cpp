@@ -1,0 +1,81 @@
+// chat: an interactive conversation using the model's chat template. Ctrl-C stops the
+// reply (not the program); /reset starts over; /exit or Ctrl-D quits.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
+#include "engine/runtime/chat_session.h"
+
+namespace lr::cli {
+
+int run_chat(const Argv & argv) {
+    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), {
+        {"-s", "--system", true, false, "a system message"},
+        {"-n", "--n-predict", true, false, "tokens per reply at most (default: until the model stops)"},
+        {"-h", "--help", false, false, "this help"},
+    }});
+    auto args = Args::parse(argv, specs);
+    if (!args.ok()) return fail(args.status().message());
+    if (args->has("-h")) {
+        std::printf("usage: longread-cli chat [-m MODEL] [options]\n%s", usage_of(specs).c_str());
+        return 0;
+    }
+    auto sampler = sampler_params(*args);
+    if (!sampler.ok()) return fail(sampler.status().message());
+    auto n_predict = args->get_int("-n", -1, -1, 1 << 24);
+    if (!n_predict.ok()) return fail(n_predict.status().message());
+    auto loaded = load_model(*args);
+    if (!loaded.ok()) return fail(loaded.status().message());
+    auto config = session_config(*args, *loaded->model);
+    if (!config.ok()) return fail(config.status().message());
+    auto session = Session::create(loaded->model, *config);
+    if (!session.ok()) return fail(session.status().message());
+
+    ChatSession chat(**session);
+    if (args->has("-s")) chat.messages().push_back({"system", *args->get("-s")});
+    const bool tty = isatty(STDIN_FILENO);
+    std::fprintf(stderr, "Longread chat with %s (context %u tokens, template %s). Ctrl-C stops a reply; /reset starts over; /exit quits.\n",
+                 loaded->model->hparams().name.c_str(), (*session)->n_ctx(),
+                 std::string(chat::chat_family_name(loaded->model->chat_template().family())).c_str());
+    InterruptWatcher interrupt;
+    GenerateParams params{.max_tokens = int32_t(*n_predict), .sampler = *sampler};
+    std::string line;
+    for (;;) {
+        if (tty) std::fprintf(stderr, "\n> ");
+        if (!std::getline(std::cin, line)) break;
+        if (line == "/exit" || line == "/quit") break;
+        if (line == "/reset") {
+            chat.messages().erase(std::remove_if(chat.messages().begin(), chat.messages().end(),
+                                                 [](const chat::ChatMessage & m) { return m.role != "system"; }),
+                                  chat.messages().end());
+            std::fprintf(stderr, "(new conversation)\n");
+            continue;
+        }
+        if (line.empty()) continue;
+        const std::stop_token stop = interrupt.arm();
+        auto result = chat.reply(line, params, [](int32_t, std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+            return true;
+        }, {}, stop);
+        interrupt.disarm();
+        std::printf("\n");
+        std::fflush(stdout);
+        if (!result.ok()) {
+            std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
+            if (result.status().code() == StatusCode::context_full) continue;
+            return 1;
+        }
+        if (result->reason == StopReason::cancelled) std::fprintf(stderr, "(stopped)\n");
+        if (result->reason == StopReason::context_full) {
+            std::fprintf(stderr, "(the context is full: /reset to start over, or restart with a larger -c)\n");
+        }
+    }
+    return 0;
+}
+
+}  // namespace lr::cli

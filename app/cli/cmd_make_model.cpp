@@ -1,0 +1,69 @@
+// make-model: a random-weight GGUF model of a preset shape, for benchmarks at realistic
+// sizes on machines that cannot download one.
+#include <cstdio>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
+#include "engine/model/random_model_writer.h"
+
+namespace lr::cli {
+
+int run_make_model(const Argv & argv) {
+    const std::vector<FlagSpec> specs = {
+        {"--preset", "", true, false, "shape: " + model_preset_names() + " (default tiny)"},
+        {"--type", "", true, false, "weight type: " + writable_weight_format_names() + " (default F16)"},
+        {"-o", "--output", true, false, "the file to write"},
+        {"--vocab-from", "", true, false, "copy the tokenizer of this GGUF (its size replaces the preset's vocabulary)"},
+        {"--seed", "", true, false, "random seed (default 42)"},
+        {"--name", "", true, false, "general.name to write"},
+        {"-t", "--threads", true, false, "threads for quantizing (default: all cores)"},
+        {"-h", "--help", false, false, "this help"},
+    };
+    auto args = Args::parse(argv, specs);
+    if (!args.ok()) return fail(args.status().message());
+    if (args->has("-h")) {
+        std::printf("usage: longread-cli make-model --preset P --type T -o OUT.gguf [--vocab-from VOCAB.gguf]\n%s",
+                    usage_of(specs).c_str());
+        return 0;
+    }
+    if (!args->has("-o")) return fail("make-model needs an output file (-o OUT.gguf)");
+    RandomModelSpec spec;
+    spec.preset = args->get_or("--preset", "tiny");
+    const std::string type = args->get_or("--type", "F16");
+    const std::optional<WeightFormat> format = weight_format_from_name(type);
+    if (!format) return fail("unknown weight type '" + type + "' (choose from " + writable_weight_format_names() + ")");
+    spec.weights = *format;
+    spec.output_path = *args->get("-o");
+    spec.vocab_from = args->get_or("--vocab-from", "");
+    spec.name = args->get_or("--name", "");
+    auto seed = args->get_int("--seed", 42, 0, INT64_MAX);
+    if (!seed.ok()) return fail(seed.status().message());
+    spec.seed = uint64_t(*seed);
+    auto threads = args->get_int("-t", 0, 0, 1024);
+    if (!threads.ok()) return fail(threads.status().message());
+    spec.n_threads = int(*threads);
+
+    auto plan = plan_random_model(spec);
+    if (!plan.ok()) return fail(plan.status().message());
+    std::fprintf(stderr, "writing %s: %s, %s, %.2f B parameters, %.1f MiB of tensors\n", spec.output_path.c_str(),
+                 plan->name.c_str(), weight_format_name(plan->weights).c_str(), double(plan->n_params) / 1e9,
+                 double(plan->n_tensor_bytes) / (1 << 20));
+    for (const std::string & note : plan->notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    int last_percent = -1;
+    spec.progress = [&](uint64_t done, uint64_t total) {
+        const int percent = total ? int(done * 100 / total) : 100;
+        if (percent != last_percent) {
+            last_percent = percent;
+            std::fprintf(stderr, "\r%3d%%", percent);
+        }
+    };
+    InterruptWatcher interrupt;
+    Status s = write_random_model(spec, interrupt.arm());
+    std::fprintf(stderr, "\n");
+    if (!s.ok()) return fail(s.message());
+    std::fprintf(stderr, "done\n");
+    return 0;
+}
+
+}  // namespace lr::cli

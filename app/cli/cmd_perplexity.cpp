@@ -1,0 +1,49 @@
+// perplexity: llama-perplexity's measure of a text file.
+#include <cstdio>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
+#include "engine/runtime/perplexity.h"
+
+namespace lr::cli {
+
+int run_perplexity(const Argv & argv) {
+    const std::vector<FlagSpec> specs = join({model_flags(), {
+        {"-f", "--file", true, false, "the text to score"},
+        {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
+        {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
+        {"-h", "--help", false, false, "this help"},
+    }});
+    auto args = Args::parse(argv, specs);
+    if (!args.ok()) return fail(args.status().message());
+    if (args->has("-h") || !args->has("-f")) {
+        std::printf("usage: longread-cli perplexity [-m MODEL] -f FILE [-c N]\n%s", usage_of(specs).c_str());
+        return args->has("-h") ? 0 : fail("perplexity needs a text file (-f FILE)");
+    }
+    auto text = read_text_file(*args->get("-f"));
+    if (!text.ok()) return fail(text.status().message());
+    auto n_ctx = args->get_int("-c", 512, 4, 1 << 20);
+    if (!n_ctx.ok()) return fail(n_ctx.status().message());
+    auto chunk = args->get_int("--chunk", 256, 1, 8192);
+    if (!chunk.ok()) return fail(chunk.status().message());
+    auto loaded = load_model(*args);
+    if (!loaded.ok()) return fail(loaded.status().message());
+    if (uint32_t(*n_ctx) > loaded->model->hparams().n_ctx_train) {
+        return fail("-c " + std::to_string(*n_ctx) + " exceeds the model's trained context (" +
+                    std::to_string(loaded->model->hparams().n_ctx_train) + ")");
+    }
+    const std::vector<int32_t> tokens = loaded->model->tokenizer().encode(*text, true, false);
+    std::fprintf(stderr, "%zu tokens, %lld windows of %lld\n", tokens.size(), (long long)(tokens.size() / size_t(*n_ctx)), *n_ctx);
+    InterruptWatcher interrupt;
+    auto result = compute_perplexity(loaded->model, tokens, uint32_t(*n_ctx), {.chunk_tokens = uint32_t(*chunk)},
+                                     [](size_t done, size_t total) { std::fprintf(stderr, "\r[%zu/%zu]", done, total); },
+                                     interrupt.arm());
+    std::fprintf(stderr, "\n");
+    if (!result.ok()) return fail(result.status().message());
+    for (size_t i = 0; i < result->chunk_ppl.size(); ++i) std::printf("[%zu]%.4f,", i + 1, result->chunk_ppl[i]);
+    std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
+    return 0;
+}
+
+}  // namespace lr::cli

@@ -1,0 +1,54 @@
+// longread-cli: the engine from the command line.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "app/cli/commands.h"
+
+namespace lr::cli {
+
+int fail(const std::string & message) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    return 1;
+}
+
+}  // namespace lr::cli
+
+namespace {
+
+struct Command {
+    const char * name;
+    int (*run)(const lr::cli::Argv &);
+    const char * help;
+};
+
+constexpr Command kCommands[] = {
+    {"generate", lr::cli::run_generate, "continue a prompt, streaming the text"},
+    {"chat", lr::cli::run_chat, "interactive chat using the model's chat template"},
+    {"logits", lr::cli::run_logits, "print logits of prompts and greedy steps as JSON"},
+    {"perplexity", lr::cli::run_perplexity, "perplexity of a text file (as llama-perplexity)"},
+    {"tokenize", lr::cli::run_tokenize, "text to token ids"},
+    {"info", lr::cli::run_info, "what a model file holds and the memory it needs"},
+    {"make-model", lr::cli::run_make_model, "write a random-weight model of a preset shape"},
+};
+
+void print_usage() {
+    std::printf("usage: longread-cli <command> [options]   (longread-cli <command> --help for its options)\n\ncommands:\n");
+    for (const Command & c : kCommands) std::printf("  %-12s %s\n", c.name, c.help);
+    std::printf("\nWithout -m, commands use the bundled stories260K model.\n");
+}
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+        print_usage();
+        return argc < 2 ? 1 : 0;
+    }
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    for (const Command & c : kCommands) {
+        if (c.name == std::string(argv[1])) return c.run(rest);
+    }
+    return lr::cli::fail(std::string("unknown command '") + argv[1] + "' (try longread-cli --help)");
+}

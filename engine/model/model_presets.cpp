@@ -1,0 +1,92 @@
+#include "model_presets.h"
+
+#include <array>
+#include <cctype>
+
+namespace lr {
+namespace {
+
+// NOTE: the hyper-parameters are those of the published config.json files. "tiny" matches
+// ../shared/models/tiny (the reference-logit models), whose vocabulary is stories260K's.
+constexpr std::array kPresets = {
+    ModelPreset{"tiny", "llama, n_embd 256, 2 layers, 8/4 heads, n_ff 768, vocab 512 (a few MB)",
+                {.arch = ModelArch::llama, .n_vocab = 512, .n_ctx_train = 2048, .n_embd = 256, .n_layer = 2,
+                 .n_head = 8, .n_head_kv = 4, .n_ff = 768, .rope_freq_base = 10000.0f, .rms_eps = 1e-5f}},
+    ModelPreset{"tiny-qwen2", "qwen2, the tiny shape with q/k/v biases",
+                {.arch = ModelArch::qwen2, .n_vocab = 512, .n_ctx_train = 2048, .n_embd = 256, .n_layer = 2,
+                 .n_head = 8, .n_head_kv = 4, .n_ff = 768, .rope_freq_base = 10000.0f, .rms_eps = 1e-6f,
+                 .qkv_bias = true}},
+    ModelPreset{"tinyllama-1.1b", "TinyLlama 1.1B: llama, n_embd 2048, 22 layers, 32/4 heads, vocab 32000",
+                {.arch = ModelArch::llama, .n_vocab = 32000, .n_ctx_train = 2048, .n_embd = 2048, .n_layer = 22,
+                 .n_head = 32, .n_head_kv = 4, .n_ff = 5632, .rope_freq_base = 10000.0f, .rms_eps = 1e-5f}},
+    ModelPreset{"llama3-8b", "Llama 3 8B: llama, n_embd 4096, 32 layers, 32/8 heads, vocab 128256",
+                {.arch = ModelArch::llama, .n_vocab = 128256, .n_ctx_train = 8192, .n_embd = 4096, .n_layer = 32,
+                 .n_head = 32, .n_head_kv = 8, .n_ff = 14336, .rope_freq_base = 500000.0f, .rms_eps = 1e-5f}},
+    ModelPreset{"qwen2.5-0.5b", "Qwen2.5 0.5B: qwen2, n_embd 896, 24 layers, 14/2 heads, vocab 151936, tied output",
+                {.arch = ModelArch::qwen2, .n_vocab = 151936, .n_ctx_train = 32768, .n_embd = 896, .n_layer = 24,
+                 .n_head = 14, .n_head_kv = 2, .n_ff = 4864, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f,
+                 .qkv_bias = true, .tied_output = true}},
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    }
+    return true;
+}
+
+Status bad_shape(const std::string & what) {
+    return error(StatusCode::invalid_argument, "model shape: " + what);
+}
+
+}  // namespace
+
+Status validate(const ModelShape & s) {
+    if (s.n_vocab == 0) return bad_shape("n_vocab must be positive");
+    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0) {
+        return bad_shape("n_embd, n_layer, n_head, n_head_kv and n_ff must be positive");
+    }
+    // The loader's limits (model_hparams.cpp), so that whatever is written also loads.
+    if (s.n_layer > 1024 || s.n_head > 4096) return bad_shape("n_layer at most 1024 and n_head at most 4096");
+    if (s.n_embd % s.n_head != 0) {
+        return bad_shape("n_embd " + std::to_string(s.n_embd) + " is not a multiple of n_head " + std::to_string(s.n_head));
+    }
+    if (s.n_head % s.n_head_kv != 0) {
+        return bad_shape("n_head " + std::to_string(s.n_head) + " is not a multiple of n_head_kv " + std::to_string(s.n_head_kv));
+    }
+    if (s.head_dim() % 2 != 0 || s.head_dim() > 1024) {
+        return bad_shape("the head size n_embd / n_head = " + std::to_string(s.head_dim()) + " must be even and at most 1024");
+    }
+    if (s.n_ctx_train == 0) return bad_shape("n_ctx_train must be positive");
+    if (!(s.rope_freq_base > 0.0f) || !(s.rms_eps > 0.0f)) return bad_shape("rope_freq_base and rms_eps must be positive");
+    return {};
+}
+
+std::string_view arch_name(ModelArch arch) {
+    switch (arch) {
+        case ModelArch::llama: return "llama";
+        case ModelArch::qwen2: return "qwen2";
+    }
+    return "llama";
+}
+
+std::span<const ModelPreset> model_presets() { return kPresets; }
+
+const ModelPreset * find_model_preset(std::string_view name) {
+    for (const ModelPreset & p : kPresets) {
+        if (iequals(p.name, name)) return &p;
+    }
+    return nullptr;
+}
+
+std::string model_preset_names() {
+    std::string out;
+    for (const ModelPreset & p : kPresets) {
+        if (!out.empty()) out += ", ";
+        out += p.name;
+    }
+    return out;
+}
+
+}  // namespace lr

@@ -1,0 +1,57 @@
+#pragma once
+// Named model shapes for random-weight models (make-model): the hyper-parameters of
+// well-known models, so benchmarks and users get files of realistic size and speed
+// without downloading anything.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "engine/model/model_hparams.h"
+
+namespace lr {
+
+// The shape of a llama-family model: everything needed to lay out its tensors and write
+// the metadata the loader reads (model_hparams.cpp).
+struct ModelShape {
+    ModelArch arch = ModelArch::llama;
+    uint32_t n_vocab = 0;          // replaced by the token count when a vocabulary is copied
+    uint32_t n_ctx_train = 2048;
+    uint32_t n_embd = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t n_ff = 0;
+    float rope_freq_base = 10000.0f;
+    float rms_eps = 1e-5f;
+    bool qkv_bias = false;         // attn_q/k/v.bias (qwen2)
+    bool tied_output = false;      // no output.weight: the logits reuse token_embd
+
+    uint32_t head_dim() const { return n_head == 0 ? 0 : n_embd / n_head; }
+    uint32_t n_embd_kv() const { return n_head_kv * head_dim(); }
+};
+
+// Checks that the shape can be written and loaded (sizes non-zero, heads divide the
+// embedding, an even head size, GQA groups whole). invalid_argument names the field.
+Status validate(const ModelShape & shape);
+
+// "llama" or "qwen2", as written to general.architecture.
+std::string_view arch_name(ModelArch arch);
+
+struct ModelPreset {
+    std::string_view name;         // "tinyllama-1.1b"
+    std::string_view description;  // one line for help text
+    ModelShape shape;
+};
+
+// Every preset, in the order help text lists them.
+std::span<const ModelPreset> model_presets();
+
+// The preset called `name` (exact, case-insensitive); nullptr when there is none.
+const ModelPreset * find_model_preset(std::string_view name);
+
+// "tiny, tiny-qwen2, tinyllama-1.1b, ..." for help text and error messages.
+std::string model_preset_names();
+
+}  // namespace lr

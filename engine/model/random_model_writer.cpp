@@ -1,0 +1,311 @@
+#include "random_model_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <new>
+#include <span>
+#include <thread>
+
+#include "engine/backend/cpu/thread_pool.h"
+#include "engine/common/assert.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/random_model_vocab.h"
+#include "engine/quant/quant.h"
+
+namespace lr {
+namespace {
+
+constexpr float kWeightStddev = 0.02f;
+constexpr float kNormStddev = 0.1f;
+constexpr float kBiasStddev = 0.02f;
+// Tensor data is produced in chunks of about this many output bytes: progress and
+// cancellation are checked between chunks, threads split the rows of one chunk.
+
+// ---- Random numbers --------------------------------------------------------------------
+// splitmix64 (Steele, Lea, Flood): tiny, fast, and every 64-bit seed gives a good stream,
+// which is what per-tensor and per-row seeding needs.
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+uint64_t mix64(uint64_t x) {
+    x += kGolden;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+uint64_t fnv1a64(std::string_view s) {
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+    return h;
+}
+
+uint64_t tensor_key(uint64_t seed, std::string_view name) { return mix64(seed ^ mix64(fnv1a64(name))); }
+
+// Row `row` of a tensor: mean + stddev * N(0, 1), by Box-Muller on one 64-bit draw per
+// pair of values (24 bits per uniform: float precision, tails to about 5.8 sigma).
+void draw_row(uint64_t key, uint64_t row, TensorInit init, float * out, size_t n) {
+    const float mean = init == TensorInit::norm ? 1.0f : 0.0f;
+    const float stddev = init == TensorInit::norm ? kNormStddev : init == TensorInit::bias ? kBiasStddev : kWeightStddev;
+    uint64_t state = mix64(key ^ mix64(row));
+    constexpr float kTwoPi = 6.28318530717958647692f;
+    constexpr float kInv24 = 1.0f / float(1u << 24);
+    for (size_t i = 0; i < n; i += 2) {
+        state += kGolden;
+        const uint64_t r = mix64(state);
+        const float u1 = float((r >> 40) + 1) * kInv24;            // (0, 1]
+        const float u2 = float((r >> 16) & 0xFFFFFFu) * kInv24;    // [0, 1)
+        const float radius = stddev * std::sqrt(-2.0f * std::log(u1));
+        const float angle = kTwoPi * u2;
+        out[i] = mean + radius * std::cos(angle);
+        if (i + 1 < n) out[i + 1] = mean + radius * std::sin(angle);
+    }
+}
+
+// ---- Validation --------------------------------------------------------------------------
+
+Status invalid(const std::string & what) { return error(StatusCode::invalid_argument, "make-model: " + what); }
+
+const ModelShape * spec_shape(const RandomModelSpec & spec) {
+    if (spec.shape) return &*spec.shape;
+    const ModelPreset * preset = find_model_preset(spec.preset);
+    return preset ? &preset->shape : nullptr;
+}
+
+// ---- Planning ----------------------------------------------------------------------------
+
+// Fallbacks grouped by (wanted, written, row length), naming the tensors generically
+// ("blk.*.attn_q.weight") so that a 32-layer model gives a few lines, not a hundred.
+struct FallbackGroup {
+    DType wanted;
+    DType type;
+    uint64_t ne0;
+    std::vector<std::string> names;
+    size_t n_tensors = 0;
+};
+
+std::string generic_name(const std::string & name) {
+    if (!name.starts_with("blk.")) return name;
+    const size_t dot = name.find('.', 4);
+    return dot == std::string::npos ? name : "blk.*" + name.substr(dot);
+}
+
+class Planner {
+public:
+    Planner(const ModelShape & shape, const WeightFormat & format, RandomModelPlan & plan)
+        : shape_(shape), format_(format), plan_(plan) {}
+
+    void vector(const std::string & name, uint64_t n, TensorInit init) {
+        add({.name = name, .ne0 = n, .ne1 = 1, .type = DType::F32, .init = init});
+    }
+
+    void matrix(const std::string & name, uint64_t ne0, uint64_t ne1, WeightRole role, uint32_t il) {
+        const WeightTypeChoice c = choose_weight_type(format_, role, il, shape_.n_layer, ne0, shape_.tied_output);
+        if (c.fell_back()) note_fallback(name, c, ne0);
+        add({.name = name, .ne0 = ne0, .ne1 = ne1, .type = c.type, .init = TensorInit::weight});
+    }
+
+    void finish() {
+        for (const FallbackGroup & g : fallbacks_) {
+            std::string names;
+            for (const std::string & n : g.names) names += (names.empty() ? "" : ", ") + n;
+            plan_.notes.push_back(std::string(dtype_name(g.wanted)) + " -> " + std::string(dtype_name(g.type)) + " for " +
+                                  std::to_string(g.n_tensors) + " tensor(s) with rows of " + std::to_string(g.ne0) +
+                                  " elements, not a multiple of " + std::to_string(dtype_traits(g.wanted).block_elems) +
+                                  " (as llama-quantize falls back): " + names);
+        }
+    }
+
+private:
+    void add(PlannedTensor t) {
+        t.n_bytes = row_bytes(t.type, t.ne0) * t.ne1;
+        plan_.n_params += t.n_elements();
+        plan_.n_tensor_bytes += t.n_bytes;
+        plan_.tensors.push_back(std::move(t));
+    }
+
+    void note_fallback(const std::string & name, const WeightTypeChoice & c, uint64_t ne0) {
+        auto it = std::find_if(fallbacks_.begin(), fallbacks_.end(),
+                               [&](const FallbackGroup & g) { return g.wanted == c.wanted && g.type == c.type && g.ne0 == ne0; });
+        if (it == fallbacks_.end()) it = fallbacks_.insert(fallbacks_.end(), FallbackGroup{c.wanted, c.type, ne0, {}});
+        ++it->n_tensors;
+        const std::string generic = generic_name(name);
+        if (std::find(it->names.begin(), it->names.end(), generic) == it->names.end()) it->names.push_back(generic);
+    }
+
+    const ModelShape & shape_;
+    const WeightFormat & format_;
+    RandomModelPlan & plan_;
+    std::vector<FallbackGroup> fallbacks_;
+};
+
+// The tensors in the order llama.cpp's converter writes them.
+void lay_out_tensors(const ModelShape & s, const WeightFormat & format, RandomModelPlan & plan) {
+    Planner p(s, format, plan);
+    const uint64_t n_embd = s.n_embd;
+    const uint64_t n_embd_kv = s.n_embd_kv();
+    p.matrix("token_embd.weight", n_embd, s.n_vocab, WeightRole::token_embd, 0);
+    for (uint32_t il = 0; il < s.n_layer; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        p.vector(b + "attn_norm.weight", n_embd, TensorInit::norm);
+        p.matrix(b + "attn_q.weight", n_embd, n_embd, WeightRole::attn_q, il);
+        if (s.qkv_bias) p.vector(b + "attn_q.bias", n_embd, TensorInit::bias);
+        p.matrix(b + "attn_k.weight", n_embd, n_embd_kv, WeightRole::attn_k, il);
+        if (s.qkv_bias) p.vector(b + "attn_k.bias", n_embd_kv, TensorInit::bias);
+        p.matrix(b + "attn_v.weight", n_embd, n_embd_kv, WeightRole::attn_v, il);
+        if (s.qkv_bias) p.vector(b + "attn_v.bias", n_embd_kv, TensorInit::bias);
+        p.matrix(b + "attn_output.weight", n_embd, n_embd, WeightRole::attn_output, il);
+        p.vector(b + "ffn_norm.weight", n_embd, TensorInit::norm);
+        p.matrix(b + "ffn_gate.weight", n_embd, s.n_ff, WeightRole::ffn_gate, il);
+        p.matrix(b + "ffn_up.weight", n_embd, s.n_ff, WeightRole::ffn_up, il);
+        p.matrix(b + "ffn_down.weight", s.n_ff, n_embd, WeightRole::ffn_down, il);
+    }
+    p.vector("output_norm.weight", n_embd, TensorInit::norm);
+    if (!s.tied_output) p.matrix("output.weight", n_embd, s.n_vocab, WeightRole::output, 0);
+    p.finish();
+}
+
+bool is_float_format(const WeightFormat & f) {
+    return f.mix == WeightMix::pure && (f.type == DType::F32 || f.type == DType::F16 || f.type == DType::BF16);
+}
+
+// Every key model_hparams.cpp reads, plus llama.cpp's general.file_type.
+void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint64_t seed) {
+    const ModelShape & s = plan.shape;
+    const std::string arch(arch_name(s.arch));
+    w.set_string("general.architecture", arch);
+    w.set_string("general.name", plan.name);
+    w.set_string("general.description", "random weights (Longread make-model, seed " + std::to_string(seed) +
+                                             "): benchmarks and tests, not a trained model");
+    w.set_uint32("general.file_type", plan.file_type);
+    if (!is_float_format(plan.weights)) w.set_uint32("general.quantization_version", 2);
+    w.set_uint32(arch + ".vocab_size", s.n_vocab);
+    w.set_uint32(arch + ".context_length", s.n_ctx_train);
+    w.set_uint32(arch + ".embedding_length", s.n_embd);
+    w.set_uint32(arch + ".block_count", s.n_layer);
+    w.set_uint32(arch + ".feed_forward_length", s.n_ff);
+    w.set_uint32(arch + ".attention.head_count", s.n_head);
+    w.set_uint32(arch + ".attention.head_count_kv", s.n_head_kv);
+    w.set_uint32(arch + ".rope.dimension_count", s.head_dim());
+    w.set_float32(arch + ".rope.freq_base", s.rope_freq_base);
+    w.set_float32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+}
+
+// ---- Writing -----------------------------------------------------------------------------
+
+// Produces tensor data for GgufWriter: rows drawn and quantized in parallel, chunk by chunk.
+class TensorProducer {
+public:
+    TensorProducer(const RandomModelPlan & plan, const RandomModelSpec & spec, std::stop_token stop, int n_threads)
+        : plan_(plan), spec_(spec), stop_(std::move(stop)), pool_(n_threads), scratch_(size_t(n_threads)) {}
+
+    // Rows [first_row, ...) of tensor `index`, as many as `dst` holds.
+    Status fill(size_t index, uint64_t first_row, std::span<uint8_t> dst) {
+        const PlannedTensor & t = plan_.tensors[index];
+        const uint64_t key = tensor_key(spec_.seed, t.name);
+        const size_t row_size = row_bytes(t.type, t.ne0);
+        const uint64_t n_rows = dst.size() / row_size;
+        LR_ASSERT(first_row + n_rows <= t.ne1 && n_rows * row_size == dst.size());
+        if (stop_.stop_requested()) return error(StatusCode::cancelled, "make-model: cancelled while writing " + t.name);
+        for (std::vector<float> & row : scratch_) row.resize(t.ne0);  // here: workers must not allocate
+        pool_.run([&](int ith, int nth) {
+            std::vector<float> & row = scratch_[size_t(ith)];
+            for (uint64_t r = uint64_t(ith); r < n_rows; r += uint64_t(nth)) {
+                draw_row(key, first_row + r, t.init, row.data(), row.size());
+                quant::quantize_row(t.type, row.data(), dst.data() + r * row_size, t.ne0);
+            }
+        });
+        bytes_done_ += dst.size();
+        if (spec_.progress) spec_.progress(bytes_done_, plan_.n_tensor_bytes);
+        return {};
+    }
+
+private:
+    const RandomModelPlan & plan_;
+    const RandomModelSpec & spec_;
+    std::stop_token stop_;
+    ThreadPool pool_;
+    std::vector<std::vector<float>> scratch_;  // [thread][ne0]
+    uint64_t bytes_done_ = 0;
+};
+
+}  // namespace
+
+Status validate(const RandomModelSpec & spec) {
+    if (!spec.shape && !find_model_preset(spec.preset)) {
+        return invalid("unknown model preset '" + spec.preset + "' (presets: " + model_preset_names() + ")");
+    }
+    if (spec.shape) LR_RETURN_IF_ERROR(validate(*spec.shape).with_context("make-model"));
+    if (!is_writable(spec.weights)) {
+        return error(StatusCode::unsupported, "make-model: weight type " + weight_format_name(spec.weights) +
+                                                  " cannot be written (types: " + writable_weight_format_names() + ")");
+    }
+    if (spec.output_path.empty()) return invalid("no output path given");
+    std::error_code ec;
+    if (std::filesystem::is_directory(spec.output_path, ec)) {
+        return invalid("output path '" + spec.output_path + "' is a directory; give a file name such as model.gguf");
+    }
+    const std::filesystem::path parent = std::filesystem::path(spec.output_path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+        return error(StatusCode::not_found, "make-model: the directory of '" + spec.output_path + "' does not exist");
+    }
+    if (spec.vocab_from.empty() && spec_shape(spec)->n_vocab < ByteVocab::kMinTokens) {
+        return invalid("the built-in vocabulary needs at least " + std::to_string(ByteVocab::kMinTokens) + " tokens, the shape has " +
+                       std::to_string(spec_shape(spec)->n_vocab) + " (give a vocabulary file instead)");
+    }
+    if (!spec.vocab_from.empty() && std::filesystem::equivalent(spec.vocab_from, spec.output_path, ec)) {
+        return invalid("the output path is the vocabulary file '" + spec.vocab_from + "'");
+    }
+    if (spec.n_threads < 0) return invalid("n_threads must be 0 (every core) or positive");
+    return {};
+}
+
+Result<RandomModelPlan> plan_random_model(const RandomModelSpec & spec) {
+    LR_RETURN_IF_ERROR(validate(spec));
+    RandomModelPlan plan;
+    plan.shape = *spec_shape(spec);
+    plan.weights = spec.weights;
+    plan.file_type = llama_file_type(spec.weights);
+    const std::string shape_name = spec.shape ? "custom" : std::string(find_model_preset(spec.preset)->name);
+    plan.name = spec.name.empty() ? shape_name + "-random-" + weight_format_name(spec.weights) : spec.name;
+    if (!spec.vocab_from.empty()) {
+        LR_ASSIGN_OR_RETURN(gguf::GgufFile vocab, gguf::GgufFile::open(spec.vocab_from));
+        LR_ASSIGN_OR_RETURN(uint32_t n_tokens, count_tokens(vocab));
+        if (n_tokens != plan.shape.n_vocab) {
+            plan.notes.push_back("vocabulary: " + std::to_string(n_tokens) + " tokens from " + spec.vocab_from + " (instead of the " +
+                                 shape_name + " shape's " + std::to_string(plan.shape.n_vocab) + ")");
+        }
+        plan.shape.n_vocab = n_tokens;
+    }
+    lay_out_tensors(plan.shape, plan.weights, plan);
+    return plan;
+}
+
+Status write_random_model(const RandomModelSpec & spec, std::stop_token stop) {
+    LR_ASSIGN_OR_RETURN(RandomModelPlan plan, plan_random_model(spec));
+
+    gguf::GgufWriter writer;
+    add_model_metadata(writer, plan, spec.seed);
+    if (spec.vocab_from.empty()) {
+        add_byte_vocab(writer, plan.shape.n_vocab);
+    } else {
+        // The token count was read by the plan; the file could have changed since.
+        LR_ASSIGN_OR_RETURN(gguf::GgufFile vocab, gguf::GgufFile::open(spec.vocab_from));
+        LR_ASSIGN_OR_RETURN(uint32_t n_tokens, copy_tokenizer_keys(vocab, writer));
+        if (n_tokens != plan.shape.n_vocab) return error(StatusCode::io_error, spec.vocab_from + ": changed while make-model read it");
+    }
+    for (const PlannedTensor & t : plan.tensors) {
+        writer.add_tensor(t.name, t.type, t.is_vector() ? std::vector<uint64_t>{t.ne0} : std::vector<uint64_t>{t.ne0, t.ne1});
+    }
+
+    const int n_threads = spec.n_threads > 0 ? spec.n_threads : std::max(1, int(std::thread::hardware_concurrency()));
+    TensorProducer producer(plan, spec, std::move(stop), n_threads);
+    return writer.write_file(spec.output_path, [&](size_t index, uint64_t first_row, std::span<uint8_t> dst) {
+                     return producer.fill(index, first_row, dst);
+                 })
+        .with_context("make-model");
+}
+
+}  // namespace lr

@@ -1,0 +1,121 @@
+// longread-cli end to end: outputs in the promised formats, and bad input gives a
+// one-line error and a non-zero exit, never a crash.
+#include <QtTest>
+
+#include "support/reference_data.h"
+
+using namespace lr::test;
+
+namespace {
+
+struct Run {
+    int exit_code = -1;
+    QProcess::ExitStatus status = QProcess::CrashExit;
+    QByteArray out;
+    QByteArray err;
+};
+
+Run run_cli(const QStringList & args, const QByteArray & input = {}) {
+    QProcess p;
+    p.start(QStringLiteral(LONGREAD_CLI), args);
+    p.waitForStarted();
+    if (!input.isEmpty()) p.write(input);
+    p.closeWriteChannel();
+    p.waitForFinished(-1);
+    return {p.exitCode(), p.exitStatus(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void generateJsonIsGreedyAndWellFormed() {
+        const Run r = run_cli({"generate", "-p", "Once upon a time", "-n", "20", "--temp", "0", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(to_ints(o["prompt_tokens"].toArray()), (std::vector<int32_t>{1, 403, 407, 261, 378}));
+        const std::vector<int32_t> expected = to_ints(read_json(shared_path("reference/stories260K/stories260K_greedy200.json"))["generated_tokens"].toArray());
+        const std::vector<int32_t> got = to_ints(o["generated_tokens"].toArray());
+        QCOMPARE(got, std::vector<int32_t>(expected.begin(), expected.begin() + 20));
+        QVERIFY(o["text"].toString().startsWith(", there was a little girl"));
+    }
+
+    void logitsFollowTheReferenceSchema() {
+        const Run r = run_cli({"logits", "-n", "2", "-p", "Once upon a time", "-p", "The little dog was sad because"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o["n_vocab"].toInt(), 512);
+        const QJsonArray results = o["results"].toArray();
+        QCOMPARE(results.size(), 2);
+        const QJsonObject first = results[0].toObject();
+        QCOMPARE(first["prompt_position_logits"].toArray().size(), 5);
+        QCOMPARE(first["prompt_position_logits"].toArray()[0].toArray().size(), 512);
+        QCOMPARE(first["steps"].toArray().size(), 3);
+        QCOMPARE(first["generated_tokens"].toArray().size(), 2);
+        // The same numbers as llama.cpp's reference (within the engine's tolerance).
+        const std::vector<ReferenceRun> ref = read_reference_logits(shared_path("reference/stories260K/stories260K_logits.json"));
+        const std::vector<float> ours = to_floats(first["prompt_position_logits"].toArray()[4].toArray());
+        QVERIFY(max_abs_diff(ours.data(), ref[0].prompt_position_logits[4]) < 6e-3f);
+        QCOMPARE(to_ints(first["generated_tokens"].toArray()), std::vector<int32_t>(ref[0].generated.begin(), ref[0].generated.begin() + 2));
+    }
+
+    void perplexityPrintsTheFinalEstimate() {
+        const Run r = run_cli({"perplexity", "-f", shared_path("data/text/tinystories_style_eval.txt"), "-c", "512"});
+        QCOMPARE(r.exit_code, 0);
+        QVERIFY2(r.out.contains("Final estimate: PPL = 4.24"), r.out.constData());
+    }
+
+    void tokenizePrintsIds() {
+        const Run r = run_cli({"tokenize", "-p", "Once upon a time", "--ids"});
+        QCOMPARE(r.exit_code, 0);
+        QCOMPARE(r.out.trimmed(), QByteArray("[1, 403, 407, 261, 378]"));
+    }
+
+    void infoDescribesTheModel() {
+        const Run r = run_cli({"info", "-m", shared_path("models/tiny/tiny-qwen2-Q8_0.gguf"), "-c", "1024"});
+        QCOMPARE(r.exit_code, 0);
+        QVERIFY(r.out.contains("architecture:  qwen2"));
+        QVERIFY(r.out.contains("Q8_0 x"));
+        QVERIFY(r.out.contains("memory at -c 1024"));
+    }
+
+    void chatAnswersFromStdin() {
+        const Run r = run_cli({"chat", "--temp", "0", "-n", "12"}, "Once upon a time\n/exit\n");
+        QCOMPARE(r.exit_code, 0);
+        QVERIFY(!r.out.trimmed().isEmpty());
+    }
+
+    void badInputGivesOneLineError_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("no command") << QStringList{} << "usage";
+        QTest::newRow("unknown command") << QStringList{"fly"} << "unknown command 'fly'";
+        QTest::newRow("unknown flag") << QStringList{"generate", "--fast"} << "unknown option '--fast'";
+        QTest::newRow("missing value") << QStringList{"generate", "-n"} << "-n needs a value";
+        QTest::newRow("bad number") << QStringList{"generate", "-p", "x", "-n", "many"} << "expects an integer";
+        QTest::newRow("missing model") << QStringList{"generate", "-m", "/nonexistent.gguf", "-p", "x"} << "/nonexistent.gguf: cannot open";
+        QTest::newRow("not a gguf") << QStringList{"info", "-m", shared_path("data/text/tinystories_style_eval.txt")} << "not a GGUF file";
+        QTest::newRow("vocab only") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-qwen2.gguf")} << "is missing";
+        QTest::newRow("unknown arch") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-gpt-2.gguf")} << "architecture 'gpt2' is not supported";
+        QTest::newRow("context too big") << QStringList{"generate", "-p", "x", "-c", "100000"} << "trained for";
+        QTest::newRow("prompt too long") << QStringList{"generate", "-p", QString("word ").repeated(100), "-c", "32"} << "shorten it or raise -c";
+        QTest::newRow("missing file") << QStringList{"perplexity", "-f", "/nonexistent.txt"} << "cannot open";
+        QTest::newRow("bad temperature") << QStringList{"generate", "-p", "x", "--temp", "-1"} << "--temp must be between";
+        QTest::newRow("make-model no output") << QStringList{"make-model", "--preset", "tiny"} << "needs an output file";
+        QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
+    }
+    void badInputGivesOneLineError() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        const Run r = run_cli(args);
+        QCOMPARE(r.status, QProcess::NormalExit);
+        QVERIFY(r.exit_code != 0);
+        const QString text = QString::fromUtf8(args.isEmpty() ? r.out : r.err).trimmed();
+        QVERIFY2(text.contains(message), qPrintable(text));
+        if (!args.isEmpty()) QVERIFY2(!text.contains('\n'), qPrintable(text));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
