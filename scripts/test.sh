@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds Longread and runs every test (ctest labels unit, model,
+# gui, gpu, slow; gpu tests skip without a device), then a short libFuzzer run of the
+# GGUF reader.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake --preset default
+cmake --build --preset default
+ctest --preset default
+cmake --preset fuzz
+cmake --build --preset fuzz
+ctest --preset fuzz
