@@ -15,7 +15,7 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
     }
     if (config.max_tokens == 0) return error(StatusCode::invalid_argument, "the context size must be at least 1 token");
     for (KvCodec c : {config.k_codec, config.v_codec}) {
-        if ((c == KvCodec::q8 || c == KvCodec::q4) && shape.head_dim % 32 != 0) {
+        if (!kv_codec_supports(c, shape.head_dim)) {
             return error(StatusCode::invalid_argument, "KV codec " + std::string(kv_codec_name(c)) +
                          " needs a head size that is a multiple of 32 (this model has " + std::to_string(shape.head_dim) + ")");
         }
@@ -33,12 +33,10 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig & config, c
 
 KvCache::KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend)
     : config_(config), shape_(shape), backend_(backend) {
-    layout_.block_tokens = config.block_tokens;
-    layout_.n_head_kv = shape.n_head_kv;
-    layout_.head_dim = shape.head_dim;
+    layout_.shape = {config.block_tokens, shape.n_head_kv, shape.head_dim};
     layout_.k_codec = config.k_codec;
     layout_.v_codec = config.v_codec;
-    invalid_pos_.assign(size_t(layout_.n_head_kv) * layout_.block_tokens, kInvalidPos);
+    invalid_pos_.assign(layout_.n_slots(), kInvalidPos);
 }
 
 uint32_t KvCache::n_tokens(SeqId seq) const {
@@ -62,8 +60,8 @@ Result<uint8_t *> KvCache::slot_for_new_block() {
 
 void KvCache::clear_positions(uint8_t * block, uint32_t first_slot, uint32_t n_slots) {
     // Positions are [n_head_kv][block_tokens]: clear the range in every head.
-    for (uint32_t g = 0; g < layout_.n_head_kv; ++g) {
-        const size_t offset = layout_.pos_offset() + (size_t(g) * layout_.block_tokens + first_slot) * sizeof(int32_t);
+    for (uint32_t g = 0; g < layout_.shape.n_head_kv; ++g) {
+        const size_t offset = layout_.pos_offset() + layout_.pos_index(g, first_slot) * sizeof(int32_t);
         backend_.copy_to_device(block + offset, invalid_pos_.data(), n_slots * sizeof(int32_t));
     }
 }
@@ -84,7 +82,7 @@ Status KvCache::reserve(SeqId seq, uint32_t n_new) {
         return error(StatusCode::context_full, "the context holds " + std::to_string(config_.max_tokens) +
                      " tokens; " + std::to_string(s.n_committed) + " are used and " + std::to_string(n_new) + " more do not fit");
     }
-    const uint32_t bt = layout_.block_tokens;
+    const uint32_t bt = layout_.shape.block_tokens;
     const size_t blocks_needed = (size_t(s.n_committed) + n_new + bt - 1) / bt;
     // Allocate every layer's new blocks before touching the sequence, so failure changes nothing.
     std::vector<std::pair<uint32_t, BlockId>> added;
@@ -115,9 +113,9 @@ PagedKvView KvCache::layer_view(SeqId seq, uint32_t il) {
     Sequence & s = seqs_.at(seq);
     LR_ASSERT(il < shape_.n_layer);
     s.view_blocks.clear();
-    for (BlockId id : s.blocks[il]) s.view_blocks.push_back(pool_.meta(id).data);
+    for (BlockId id : s.blocks[il]) s.view_blocks.push_back({pool_.meta(id).data, layout_.k_codec, layout_.v_codec});
     PagedKvView view;
-    view.layout = layout_;
+    view.shape = layout_.shape;
     view.blocks = s.view_blocks;
     view.write_slots = s.write_slots;
     return view;
@@ -125,7 +123,7 @@ PagedKvView KvCache::layer_view(SeqId seq, uint32_t il) {
 
 void KvCache::commit(SeqId seq) {
     Sequence & s = seqs_.at(seq);
-    const uint32_t bt = layout_.block_tokens;
+    const uint32_t bt = layout_.shape.block_tokens;
     s.n_committed += s.n_reserved;
     s.n_reserved = 0;
     s.write_slots.clear();
@@ -151,7 +149,7 @@ void KvCache::truncate(SeqId seq, uint32_t n_keep) {
     Sequence & s = it->second;
     LR_ASSERT(s.n_reserved == 0);
     n_keep = std::min(n_keep, s.n_committed);
-    const uint32_t bt = layout_.block_tokens;
+    const uint32_t bt = layout_.shape.block_tokens;
     const size_t keep_blocks = (size_t(n_keep) + bt - 1) / bt;
     for (auto & layer : s.blocks) {
         while (layer.size() > keep_blocks) {

@@ -51,7 +51,7 @@ private:
         uint32_t n_committed = 0;
         uint32_t n_reserved = 0;                   // positions of the pending ubatch
         std::vector<uint32_t> write_slots;         // flat slot index of each pending position
-        std::vector<uint8_t *> view_blocks;        // scratch for layer_view
+        std::vector<KvBlockRef> view_blocks;       // scratch for layer_view
     };
 
     Result<uint8_t *> slot_for_new_block();

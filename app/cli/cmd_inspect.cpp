@@ -78,7 +78,7 @@ int run_info(const Argv & argv) {
     for (const std::string & note : model.tokenizer().vocab().notes) std::printf("tokenizer note: %s\n", note.c_str());
 
     const double weights_mib = double(model.weights().n_bytes) / (1 << 20);
-    const double kv_bytes_per_token = 2.0 * hp.n_layer * hp.n_embd_kv() * kv_codec_bits(KvCodec::f16) / 8;
+    const double kv_bytes_per_token = 2.0 * hp.n_layer * hp.n_head_kv * double(kv_codec_row_bytes(KvCodec::f16, hp.head_dim));
     const double kv_mib = kv_bytes_per_token * double(*n_ctx) / (1 << 20);
     std::printf("memory at -c %lld: weights %.1f MiB (mapped from the file) + KV cache %.1f MiB (f16, %.1f KiB/token) = %.1f MiB\n",
                 *n_ctx, weights_mib, kv_mib, kv_bytes_per_token / 1024, weights_mib + kv_mib);

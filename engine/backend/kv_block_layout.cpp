@@ -14,22 +14,24 @@ std::string_view kv_codec_name(KvCodec codec) {
     return "?";
 }
 
-size_t kv_codec_row_bytes(KvCodec codec, uint32_t head_dim) {
-    switch (codec) {
-        case KvCodec::f32: return size_t(head_dim) * 4;
-        case KvCodec::f16: return size_t(head_dim) * 2;
-        case KvCodec::q8: LR_ASSERT(head_dim % 32 == 0); return size_t(head_dim) / 32 * 34;
-        case KvCodec::q4: LR_ASSERT(head_dim % 32 == 0); return size_t(head_dim) / 32 * 20;
+uint32_t kv_codec_group(uint32_t head_dim) {
+    for (uint32_t g : {32u, 16u, 8u}) {
+        if (head_dim % g == 0) return g;
     }
     return 0;
 }
 
-double kv_codec_bits(KvCodec codec) {
+bool kv_codec_supports(KvCodec codec, uint32_t head_dim) {
+    return codec == KvCodec::f32 || codec == KvCodec::f16 || kv_codec_group(head_dim) != 0;
+}
+
+size_t kv_codec_row_bytes(KvCodec codec, uint32_t head_dim) {
+    const uint32_t g = kv_codec_group(head_dim);
     switch (codec) {
-        case KvCodec::f32: return 32;
-        case KvCodec::f16: return 16;
-        case KvCodec::q8: return 34.0 * 8 / 32;
-        case KvCodec::q4: return 20.0 * 8 / 32;
+        case KvCodec::f32: return size_t(head_dim) * 4;
+        case KvCodec::f16: return size_t(head_dim) * 2;
+        case KvCodec::q8: LR_ASSERT(g != 0); return size_t(head_dim / g) * (2 + g);
+        case KvCodec::q4: LR_ASSERT(g != 0); return size_t(head_dim / g) * (4 + g / 2);
     }
     return 0;
 }

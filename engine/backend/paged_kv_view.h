@@ -10,19 +10,28 @@
 
 namespace lr {
 
+struct KvBlockRef {
+    uint8_t * data = nullptr;  // the block, in backend memory
+    KvCodec k_codec = KvCodec::f16;
+    KvCodec v_codec = KvCodec::f16;
+};
+
 struct PagedKvView {
-    KvBlockLayout layout;
-    std::span<uint8_t * const> blocks;  // base of each block, in backend memory
+    KvBlockShape shape;
+    std::span<const KvBlockRef> blocks;
 
     // Where the ubatch's new tokens are written: token i goes to block write_slots[i] /
-    // block_tokens, slot write_slots[i] % block_tokens (same slot for every head).
+    // block_tokens, slot write_slots[i] % block_tokens (same slot for every head). Blocks
+    // written to are always f16 or f32.
     std::span<const uint32_t> write_slots;
 
-    // Optional: attention mass each slot receives, summed over the query heads of its KV
-    // head and over the ubatch's queries, added to [n_blocks][n_head_kv][block_tokens].
+    // Optional: attention mass each slot receives (softmax weight, summed over the query
+    // heads of its KV head and over the ubatch's queries), added to
+    // [n_blocks][n_head_kv][block_tokens].
     float * attn_mass = nullptr;  // backend memory, or nullptr when not collected
 
     uint32_t n_blocks() const { return static_cast<uint32_t>(blocks.size()); }
+    KvBlockLayout layout(uint32_t block) const { return {shape, blocks[block].k_codec, blocks[block].v_codec}; }
 };
 
 }  // namespace lr

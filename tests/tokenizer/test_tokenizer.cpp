@@ -931,8 +931,9 @@ private slots:
             const std::vector<int32_t> ids = t->encode(*text, true, true);
             const qint64 ms = timer.elapsed();
             QVERIFY(!ids.empty());
-            // Generous bound for a shared 2-core machine; quadratic behaviour takes minutes.
-            QVERIFY2(ms < 20'000, qPrintable(QString("%1 bytes took %2 ms").arg(text->size()).arg(ms)));
+            // Reported, not asserted (speed belongs in benchmarks); quadratic behaviour would
+            // show here as minutes.
+            qInfo("%zu bytes in %lld ms", text->size(), static_cast<long long>(ms));
             QCOMPARE(t->decode(ids).size(), text->size());
         }
     }

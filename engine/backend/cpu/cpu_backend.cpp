@@ -150,54 +150,60 @@ void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_
 
 void CpuBackend::kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
                           int64_t n_tokens) {
-    const KvBlockLayout & L = view.layout;
+    const KvBlockShape & shape = view.shape;
     LR_ASSERT(int64_t(view.write_slots.size()) == n_tokens);
     for (int64_t i = 0; i < n_tokens; ++i) {
         const uint32_t slot = view.write_slots[size_t(i)];
-        uint8_t * block = view.blocks[slot / L.block_tokens];
-        const uint32_t s = slot % L.block_tokens;
+        const uint32_t b = slot / shape.block_tokens;
+        const uint32_t s = slot % shape.block_tokens;
+        const KvBlockLayout L = view.layout(b);
+        uint8_t * block = view.blocks[b].data;
         auto * pos = reinterpret_cast<int32_t *>(block + L.pos_offset());
-        for (uint32_t g = 0; g < L.n_head_kv; ++g) {
-            const size_t src = (size_t(i) * L.n_head_kv + g) * L.head_dim;
-            kv_encode_row(L.k_codec, k + src, block + L.k_row_offset(g, s), L.head_dim);
-            kv_encode_row(L.v_codec, v + src, block + L.v_row_offset(g, s), L.head_dim);
-            pos[g * L.block_tokens + s] = pos_host[i];
+        for (uint32_t g = 0; g < shape.n_head_kv; ++g) {
+            const size_t src = (size_t(i) * shape.n_head_kv + g) * shape.head_dim;
+            kv_encode_row(L.k_codec, k + src, block + L.k_row_offset(g, s), shape.head_dim);
+            kv_encode_row(L.v_codec, v + src, block + L.v_row_offset(g, s), shape.head_dim);
+            pos[L.pos_index(g, s)] = pos_host[i];
         }
     }
 }
 
-// Scalar attention with llama.cpp's roundings and orders (its non-flash path with an f16
+// Scalar attention with llama.cpp's roundings and orders: its non-flash path with an f16
 // cache rounds q and the softmax weights to f16 before the two products, which it computes
-// as matrix products), so that logits match its reference outputs to ~1e-6.
+// as matrix products. So with f16 blocks logits match its reference outputs to ~1e-6; other
+// codecs are decoded to f32 and computed without rounding.
 void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
                            const AttentionParams & p, float * out) {
-    const KvBlockLayout & L = view.layout;
-    const uint32_t bt = L.block_tokens;
-    const uint32_t d = L.head_dim;
+    const KvBlockShape & shape = view.shape;
+    const uint32_t bt = shape.block_tokens;
+    const uint32_t d = shape.head_dim;
     const int32_t group = p.n_head / p.n_head_kv;
     const size_t n_slots = size_t(view.n_blocks()) * bt;
-    const bool round_q = L.k_codec == KvCodec::f16;
-    const bool round_p = L.v_codec == KvCodec::f16;
+    bool all_f16_k = true, all_f16_v = true;
+    for (const KvBlockRef & b : view.blocks) {
+        all_f16_k = all_f16_k && b.k_codec == KvCodec::f16;
+        all_f16_v = all_f16_v && b.v_codec == KvCodec::f16;
+    }
     const DotOrder kq_order = dot_order(n_tokens, d);
     const DotOrder kqv_order = dot_order(n_tokens, n_slots);
-    const auto kq_dot = round_q ? dot_f16_as_f32 : dot_f32;
-    const auto kqv_dot = round_p ? dot_f16_as_f32 : dot_f32;
+    const auto kq_dot = all_f16_k ? dot_f16_as_f32 : dot_f32;
+    const auto kqv_dot = all_f16_v ? dot_f16_as_f32 : dot_f32;
 
     // One task per KV head, so that attention-mass updates never race.
     pool_.parallel_for(p.n_head_kv, [&](int64_t g_begin, int64_t g_end) {
         std::vector<float> keys(n_slots * d), values_t(d * n_slots);  // [slot][d], [d][slot]
         std::vector<int32_t> pos(n_slots);
-        std::vector<float> scores(n_slots), qrow(d);
+        std::vector<float> scores(n_slots), qrow(d), row(d);
         for (int64_t g = g_begin; g < g_end; ++g) {
             // Decode this head's K and V once; V transposed, as llama.cpp's cache holds it.
-            std::vector<float> row(d);
             for (uint32_t b = 0; b < view.n_blocks(); ++b) {
-                const uint8_t * block = view.blocks[b];
-                const auto * bpos = reinterpret_cast<const int32_t *>(block + L.pos_offset()) + g * bt;
+                const KvBlockLayout L = view.layout(b);
+                const uint8_t * block = view.blocks[b].data;
+                const auto * bpos = reinterpret_cast<const int32_t *>(block + L.pos_offset());
                 for (uint32_t s = 0; s < bt; ++s) {
                     const size_t slot = size_t(b) * bt + s;
-                    pos[slot] = bpos[s];
-                    if (bpos[s] == kInvalidPos) {  // never decode unwritten bytes
+                    pos[slot] = bpos[L.pos_index(uint32_t(g), s)];
+                    if (pos[slot] == kInvalidPos) {  // never decode unwritten bytes
                         std::fill_n(keys.data() + slot * d, d, 0.0f);
                         for (uint32_t i = 0; i < d; ++i) values_t[i * n_slots + slot] = 0.0f;
                         continue;
@@ -211,7 +217,7 @@ void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * po
                 for (int32_t hq = 0; hq < group; ++hq) {
                     const int64_t h = g * group + hq;
                     const float * qh = q + (t * p.n_head + h) * d;
-                    for (uint32_t i = 0; i < d; ++i) qrow[i] = round_q ? fp16_to_fp32(fp32_to_fp16(qh[i])) : qh[i];
+                    for (uint32_t i = 0; i < d; ++i) qrow[i] = all_f16_k ? fp16_to_fp32(fp32_to_fp16(qh[i])) : qh[i];
                     float max_score = -INFINITY;
                     for (size_t slot = 0; slot < n_slots; ++slot) {
                         if (pos[slot] == kInvalidPos || pos[slot] > pos_host[t]) {
@@ -228,9 +234,9 @@ void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * po
                     }
                     const float inv_sum = sum > 0 ? float(1.0 / sum) : 0.0f;
                     for (size_t slot = 0; slot < n_slots; ++slot) {
-                        float w = scores[slot] * inv_sum;
-                        if (view.attn_mass && w != 0.0f) view.attn_mass[(slot / bt * L.n_head_kv + size_t(g)) * bt + slot % bt] += w;
-                        scores[slot] = round_p ? fp16_to_fp32(fp32_to_fp16(w)) : w;
+                        const float w = scores[slot] * inv_sum;
+                        if (view.attn_mass && w != 0.0f) view.attn_mass[(slot / bt * shape.n_head_kv + size_t(g)) * bt + slot % bt] += w;
+                        scores[slot] = all_f16_v ? fp16_to_fp32(fp32_to_fp16(w)) : w;
                     }
                     float * oh = out + (t * p.n_head + h) * d;
                     for (uint32_t i = 0; i < d; ++i) oh[i] = kqv_dot(n_slots, values_t.data() + i * n_slots, scores.data(), kqv_order);

@@ -1,0 +1,27 @@
+#pragma once
+// Hand-written renderers for common prompt formats, used when a model's own template is
+// missing or unusable. Each reproduces its family's reference template for ordinary chats
+// (system, user and assistant messages):
+//   plain     bos "System: ...\nUser: ...\nAssistant: ...\n" + "Assistant:"
+//   llama2    Llama 2 chat: bos "[INST] <<SYS>>\nsys\n<</SYS>>\n\nuser [/INST] answer eos"
+//   llama3    Llama 3: bos "<|start_header_id|>role<|end_header_id|>\n\ntext<|eot_id|>"
+//   chatml    "<|im_start|>role\ntext<|im_end|>\n" (Qwen, Hermes, Yi...)
+//   mistral   Mistral Nemo: bos "[INST]user[/INST]answer eos", system joined to the last user turn
+//   phi3      Phi-3: "<|role|>\ntext<|end|>\n", eos when there is no generation prompt
+//   gemma     Gemma: bos "<start_of_turn>user\ntext<end_of_turn>\n", assistant as "model",
+//             system joined to the first user turn (Gemma has no system role)
+//   zephyr    "<|role|>\ntext" eos "\n"
+//   deepseek  DeepSeek R1: bos system "<｜User｜>text<｜Assistant｜>answer<｜end▁of▁sentence｜>",
+//             earlier answers without their <think> part, prompt "<｜Assistant｜><think>\n"
+
+#include <span>
+#include <string>
+
+#include "engine/chat/chat_template.h"
+
+namespace lr::chat {
+
+std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messages,
+                           const ChatRenderOptions & options);
+
+}  // namespace lr::chat

@@ -1,0 +1,93 @@
+#include "kv_settings.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace lr {
+namespace {
+
+constexpr std::pair<KvPolicy, std::string_view> kPolicyNames[] = {
+    {KvPolicy::none, "none"}, {KvPolicy::h2o, "h2o"}, {KvPolicy::snapkv, "snapkv"},
+    {KvPolicy::streaming, "streaming"}, {KvPolicy::quest, "quest"},
+};
+
+KvCodec codec_for_bits(uint32_t bits) {
+    switch (bits) {
+        case 32: return KvCodec::f32;
+        case 8: return KvCodec::q8;
+        case 4: return KvCodec::q4;
+        default: return KvCodec::f16;
+    }
+}
+
+Status invalid(const std::string & message) { return error(StatusCode::invalid_argument, message); }
+
+}  // namespace
+
+std::string_view kv_policy_name(KvPolicy policy) {
+    for (const auto & [p, name] : kPolicyNames) {
+        if (p == policy) return name;
+    }
+    return "?";
+}
+
+std::optional<KvPolicy> kv_policy_from_name(std::string_view name) {
+    for (const auto & [p, n] : kPolicyNames) {
+        if (n == name) return p;
+    }
+    return std::nullopt;
+}
+
+KvCodec KvSettings::k_codec() const { return codec_for_bits(k_bits); }
+KvCodec KvSettings::v_codec() const { return codec_for_bits(v_bits); }
+
+uint32_t KvSettings::budget_for(uint32_t n_tokens) const {
+    if (policy == KvPolicy::none || policy == KvPolicy::quest) return n_tokens;
+    const uint32_t budget = budget_tokens > 0 ? budget_tokens : uint32_t(std::ceil(keep_ratio * n_tokens));
+    return std::min(n_tokens, std::max(budget, sink_tokens + 1));
+}
+
+Status validate(const KvSettings & s) {
+    for (double mib : {s.device_mib, s.host_mib, s.disk_mib}) {
+        if (!(mib >= 0) || !std::isfinite(mib)) return invalid("tier budgets must be 0 (automatic) or a positive number of MiB");
+    }
+    if (!(s.keep_ratio > 0 && s.keep_ratio <= 1)) return invalid("keep ratio must be in (0, 1], e.g. 0.2 for 20%");
+    if (!(s.recent_ratio >= 0 && s.recent_ratio <= 1)) return invalid("recent ratio must be between 0 and 1");
+    if (s.sink_tokens > 1024) return invalid("sink tokens must be at most 1024");
+    if (s.obs_window == 0 || s.obs_window > 4096) return invalid("the SnapKV observation window must be 1 to 4096 tokens");
+    if (s.pool_kernel == 0 || s.pool_kernel % 2 == 0 || s.pool_kernel > 63) return invalid("the SnapKV pooling kernel must be odd, 1 to 63");
+    if (s.then != KvPolicy::none && s.then != KvPolicy::h2o) return invalid("after snapkv, decoding continues with none or h2o");
+    for (uint32_t bits : {s.k_bits, s.v_bits}) {
+        if (bits != 32 && bits != 16 && bits != 8 && bits != 4) return invalid("KV bits must be 16, 8 or 4 (32 for exact f32)");
+    }
+    if (s.block_tokens < 4 || s.block_tokens > 256) return invalid("KV block size must be 4 to 256 tokens");
+    if (s.residual_tokens > (1u << 20)) return invalid("the full-precision window must be at most 1M tokens");
+    if (s.policy != KvPolicy::none && s.policy != KvPolicy::quest && s.budget_tokens == 0 && s.keep_ratio >= 1) {
+        return invalid("a keep ratio of 100% evicts nothing: choose policy none");
+    }
+    return {};
+}
+
+std::string describe(const KvSettings & s) {
+    char buf[160];
+    std::string out(kv_policy_name(s.policy));
+    if (s.policy == KvPolicy::h2o || s.policy == KvPolicy::snapkv || s.policy == KvPolicy::streaming) {
+        if (s.budget_tokens > 0) {
+            std::snprintf(buf, sizeof buf, " %u tokens", s.budget_tokens);
+        } else {
+            std::snprintf(buf, sizeof buf, " %.0f%%", s.keep_ratio * 100);
+        }
+        out += buf;
+        if (s.policy == KvPolicy::h2o) {
+            std::snprintf(buf, sizeof buf, " (recent %.0f%%, %u sinks)", s.recent_ratio * 100, s.sink_tokens);
+            out += buf;
+        } else {
+            std::snprintf(buf, sizeof buf, " (%u sinks)", s.sink_tokens);
+            out += buf;
+        }
+    }
+    out += ", K " + std::string(kv_codec_name(s.k_codec())) + " / V " + std::string(kv_codec_name(s.v_codec()));
+    return out;
+}
+
+}  // namespace lr

@@ -1,0 +1,71 @@
+#pragma once
+// Every knob of the KV cache in one validated struct: the same settings are CLI flags,
+// GUI sliders and (later) server options. The literature's names map onto them:
+//   compress_method -> policy, keep_ratio -> keep_ratio, warmup/sink tokens -> sink_tokens,
+//   recent window -> recent_ratio x budget, quant_bits -> k_bits / v_bits,
+//   full-precision residual -> residual_tokens.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/backend/kv_block_layout.h"
+#include "engine/common/status.h"
+
+namespace lr {
+
+// Which token positions survive when the cache is over its budget. Written to settings
+// files by name: never rename.
+enum class KvPolicy {
+    none,       // keep everything (the tiers still make it fit)
+    h2o,        // heavy hitters by accumulated attention + recent window + sinks
+    snapkv,     // at the end of prefill, top-k per head from an observation window
+    streaming,  // sinks + a sliding window; runs past the trained context
+    quest,      // keep everything, attend to the top blocks for the current query
+};
+
+std::string_view kv_policy_name(KvPolicy policy);
+std::optional<KvPolicy> kv_policy_from_name(std::string_view name);
+
+struct KvSettings {
+    // Placement (lossless). 0 = automatic (from free RAM and disk at start-up).
+    double device_mib = 0;       // the tier attention reads from (VRAM, or the hot RAM arena)
+    double host_mib = 0;         // RAM behind it (pinned with CUDA)
+    double disk_mib = 0;         // cache files under `dir`
+    std::string dir;             // empty: $XDG_CACHE_HOME/longread/kv (or ~/.cache/...)
+    bool prefix_cache = true;    // persist prefixes on disk and restore them
+
+    // Selection (lossy). The budget counts sinks and the recent window.
+    KvPolicy policy = KvPolicy::none;
+    double keep_ratio = 0.2;     // of the sequence, when budget_tokens is 0
+    uint32_t budget_tokens = 0;  // an absolute budget instead of keep_ratio
+    double recent_ratio = 0.5;   // h2o: share of the budget for the most recent tokens
+    uint32_t sink_tokens = 4;    // first positions never evicted (attention sinks)
+    uint32_t obs_window = 32;    // snapkv: queries at the end of the prompt that vote
+    uint32_t pool_kernel = 7;    // snapkv: max-pooling width over positions
+    KvPolicy then = KvPolicy::none;  // snapkv: keep growing (none) or continue with h2o
+    uint32_t quest_blocks = 0;   // quest: blocks attended per layer; 0 = from the budget
+
+    // Codecs. 16 = f16, 8 = q8, 4 = q4; 32 = f32 (exactness tests). Blocks are written in
+    // f16 and re-encoded when they leave the full-precision window of residual_tokens.
+    uint32_t k_bits = 16;
+    uint32_t v_bits = 16;
+    uint32_t residual_tokens = 128;
+
+    uint32_t block_tokens = 32;
+
+    KvCodec k_codec() const;
+    KvCodec v_codec() const;
+    // Tokens kept out of n (all of them for none/quest).
+    uint32_t budget_for(uint32_t n_tokens) const;
+};
+
+// Ranges and combinations; the message names the setting and its allowed values.
+Status validate(const KvSettings & settings);
+
+// One line for logs and the cache panel: "h2o 20% (recent 50%, 4 sinks), K q8 / V q4".
+std::string describe(const KvSettings & settings);
+
+}  // namespace lr
