@@ -1,0 +1,85 @@
+#include "kv_stats.h"
+
+#include <cstdio>
+
+namespace lr {
+namespace {
+
+std::string json_escape(const std::string & s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string to_json(const KvStats & s) {
+    std::string out = "{\"tiers\":[";
+    bool first = true;
+    for (const KvTierStats & t : s.tiers) {
+        if (!t.present) continue;
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%s{\"name\":\"%s\",\"used_bytes\":%llu,\"capacity_bytes\":%llu,\"blocks\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu}",
+                      first ? "" : ",", t.name, (unsigned long long)t.used_bytes, (unsigned long long)t.capacity_bytes,
+                      (unsigned long long)t.blocks, (unsigned long long)t.bytes_in, (unsigned long long)t.bytes_out);
+        out += buf;
+        first = false;
+    }
+    char buf[1024];
+    std::snprintf(buf, sizeof buf,
+                  "],\"block_reads\":%llu,\"block_hits\":%llu,\"hit_rate\":%.6f,\"bytes_moved\":%llu,\"prefetches\":%llu,"
+                  "\"prefetch_hits\":%llu,\"demotions\":%llu,\"promotions\":%llu,\"prefix_lookups\":%llu,\"prefix_hits\":%llu,"
+                  "\"restored_tokens\":%llu,\"prefill_ms\":%.3f,\"prefill_ms_saved\":%.3f,\"tokens_seen\":%llu,\"tokens_kept\":%llu,"
+                  "\"evicted_tokens\":%llu,\"faults\":%llu,",
+                  (unsigned long long)s.block_reads, (unsigned long long)s.block_hits, s.hit_rate(), (unsigned long long)s.bytes_moved,
+                  (unsigned long long)s.prefetches, (unsigned long long)s.prefetch_hits, (unsigned long long)s.demotions,
+                  (unsigned long long)s.promotions, (unsigned long long)s.prefix_lookups, (unsigned long long)s.prefix_hits,
+                  (unsigned long long)s.restored_tokens, s.prefill_ms, s.prefill_ms_saved, (unsigned long long)s.tokens_seen,
+                  (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens, (unsigned long long)s.faults);
+    out += buf;
+    out += "\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"}";
+    return out;
+}
+
+std::string to_text(const KvStats & s) {
+    std::string out;
+    char buf[256];
+    for (const KvTierStats & t : s.tiers) {
+        if (!t.present) {
+            std::snprintf(buf, sizeof buf, "  %-6s absent\n", t.name);
+        } else {
+            std::snprintf(buf, sizeof buf, "  %-6s %10.2f / %10.2f MiB, %llu blocks, in %.2f MiB, out %.2f MiB\n", t.name,
+                          double(t.used_bytes) / (1 << 20), double(t.capacity_bytes) / (1 << 20), (unsigned long long)t.blocks,
+                          double(t.bytes_in) / (1 << 20), double(t.bytes_out) / (1 << 20));
+        }
+        out += buf;
+    }
+    std::snprintf(buf, sizeof buf, "  hits %llu / %llu block reads (%.1f%%), moved %.2f MiB, prefetched %llu (%llu in time)\n",
+                  (unsigned long long)s.block_hits, (unsigned long long)s.block_reads, 100.0 * s.hit_rate(),
+                  double(s.bytes_moved) / (1 << 20), (unsigned long long)s.prefetches, (unsigned long long)s.prefetch_hits);
+    out += buf;
+    std::snprintf(buf, sizeof buf, "  prefix cache: %llu lookups, %llu tokens restored (saved ~%.0f ms of %.0f ms prefill)\n",
+                  (unsigned long long)s.prefix_lookups, (unsigned long long)s.restored_tokens, s.prefill_ms_saved, s.prefill_ms);
+    out += buf;
+    std::snprintf(buf, sizeof buf, "  policy %s: %llu tokens seen, %llu kept, %llu evicted\n", s.policy.c_str(),
+                  (unsigned long long)s.tokens_seen, (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens);
+    out += buf;
+    if (s.faults) {
+        std::snprintf(buf, sizeof buf, "  faults handled: %llu (last: %s)\n", (unsigned long long)s.faults, s.last_fault.c_str());
+        out += buf;
+    }
+    return out;
+}
+
+}  // namespace lr

@@ -1,0 +1,143 @@
+#include "memory_planner.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace lr {
+
+MachineMemory probe_machine_memory(const std::string & kv_dir) {
+    MachineMemory m;
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    uint64_t value_kb = 0;
+    std::string unit;
+    while (meminfo >> key >> value_kb >> unit) {
+        if (key == "MemAvailable:") m.available_ram_bytes = value_kb * 1024;
+    }
+    std::filesystem::path p(kv_dir);
+    std::error_code ec;
+    while (!p.empty() && !std::filesystem::exists(p, ec)) p = p.parent_path();
+    struct statvfs vfs {};
+    if (!p.empty() && statvfs(p.c_str(), &vfs) == 0) m.free_disk_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+    return m;
+}
+
+std::string resolve_kv_dir(const KvSettings & settings) {
+    if (!settings.dir.empty()) return settings.dir;
+    if (const char * xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/longread/kv";
+    if (const char * home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/longread/kv";
+    return "/tmp/longread-kv";
+}
+
+KvTierCapacities resolve_capacities(const KvSettings & s, const MachineMemory & machine, uint64_t weight_bytes,
+                                    bool weights_in_vram) {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const uint64_t ram_left = machine.available_ram_bytes > (weights_in_vram ? 0 : weight_bytes)
+                                  ? machine.available_ram_bytes - (weights_in_vram ? 0 : weight_bytes)
+                                  : 0;
+    KvTierCapacities c;
+    if (s.device_mib > 0) {
+        c.device_bytes = uint64_t(s.device_mib * kMiB);
+    } else {
+        c.device_bytes = machine.free_vram_bytes > 0 ? machine.free_vram_bytes / 5 * 4 : ram_left / 2;
+    }
+    c.host_bytes = s.host_mib > 0 ? uint64_t(s.host_mib * kMiB) : ram_left / 4;
+    c.disk_bytes = s.disk_mib > 0 ? uint64_t(s.disk_mib * kMiB) : std::min<uint64_t>(machine.free_disk_bytes / 5, uint64_t(64) << 30);
+    return c;
+}
+
+uint64_t kv_bytes_for_tokens(const ModelMemoryShape & model, const KvSettings & settings, uint64_t n_tokens) {
+    if (model.head_dim == 0) return 0;
+    auto per_token = [&](KvCodec k, KvCodec v) {
+        return uint64_t(model.n_layer) * model.n_head_kv *
+               (kv_codec_row_bytes(k, model.head_dim) + kv_codec_row_bytes(v, model.head_dim) + sizeof(int32_t));
+    };
+    const uint64_t full = per_token(KvCodec::f16, KvCodec::f16);
+    const uint64_t coded = per_token(settings.k_codec(), settings.v_codec());
+    const uint64_t window = std::min<uint64_t>(n_tokens, settings.residual_tokens);
+    const bool quantized = settings.k_codec() != KvCodec::f16 || settings.v_codec() != KvCodec::f16;
+    if (!quantized) return n_tokens * coded;
+    return window * full + (n_tokens - window) * coded;
+}
+
+MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
+                       const KvTierCapacities & capacities) {
+    MemoryPlan plan;
+    plan.weight_bytes = model.weight_bytes;
+    plan.scratch_bytes = uint64_t(std::max(chunk_tokens, 1u)) * model.scratch_bytes_per_token;
+    plan.kv_bytes_per_token = kv_bytes_for_tokens(model, KvSettings{}, 1);
+    const uint32_t kept = settings.budget_for(n_ctx);
+    plan.kv_bytes = kv_bytes_for_tokens(model, settings, kept);
+
+    const uint64_t total_capacity = capacities.device_bytes + capacities.host_bytes + capacities.disk_bytes;
+    plan.kv_device_bytes = std::min(plan.kv_bytes, capacities.device_bytes);
+    plan.kv_host_bytes = std::min(plan.kv_bytes - plan.kv_device_bytes, capacities.host_bytes);
+    plan.kv_disk_bytes = std::min(plan.kv_bytes - plan.kv_device_bytes - plan.kv_host_bytes, capacities.disk_bytes);
+
+    // Largest context: grow until the kept KV exceeds every tier together.
+    const uint32_t limit = settings.policy == KvPolicy::streaming ? (1u << 24) : model.n_ctx_train;
+    uint32_t lo = 0, hi = limit;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (kv_bytes_for_tokens(model, settings, settings.budget_for(mid)) <= total_capacity) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    plan.max_context = lo;
+
+    // The device tier must hold the layer attention reads and the one prefetched next.
+    const uint64_t per_layer = model.n_layer ? plan.kv_bytes / model.n_layer : 0;
+    char buf[256];
+    if (n_ctx > model.n_ctx_train && settings.policy != KvPolicy::streaming) {
+        plan.verdict = MemoryVerdict::wont_fit;
+        std::snprintf(buf, sizeof buf,
+                      "won't fit: the model was trained for %u tokens; lower the context, or use the streaming policy to run past it",
+                      model.n_ctx_train);
+    } else if (plan.kv_bytes > total_capacity) {
+        plan.verdict = MemoryVerdict::wont_fit;
+        std::snprintf(buf, sizeof buf,
+                      "won't fit: the KV cache needs %s but the tiers hold %s; lower the context to %u, enable compression "
+                      "(h2o or snapkv at 20%%, or 8-bit KV), or give the disk tier more room",
+                      format_bytes(plan.kv_bytes).c_str(), format_bytes(total_capacity).c_str(), plan.max_context);
+    } else if (2 * per_layer > capacities.device_bytes && model.n_layer > 1) {
+        plan.verdict = MemoryVerdict::wont_fit;
+        std::snprintf(buf, sizeof buf,
+                      "won't fit: attention needs two layers of KV (%s) on the device tier, which holds %s; raise the device "
+                      "budget, lower the context, or use quest or h2o",
+                      format_bytes(2 * per_layer).c_str(), format_bytes(capacities.device_bytes).c_str());
+    } else if (plan.kv_disk_bytes > 0) {
+        plan.verdict = MemoryVerdict::needs_disk;
+        std::snprintf(buf, sizeof buf, "fits with the disk tier: KV %s (%s in RAM, %s on disk)", format_bytes(plan.kv_bytes).c_str(),
+                      format_bytes(plan.kv_device_bytes + plan.kv_host_bytes).c_str(), format_bytes(plan.kv_disk_bytes).c_str());
+    } else {
+        plan.verdict = MemoryVerdict::fits;
+        std::snprintf(buf, sizeof buf, "fits: weights %s + KV %s", format_bytes(plan.weight_bytes).c_str(),
+                      format_bytes(plan.kv_bytes).c_str());
+    }
+    plan.message = buf;
+    return plan;
+}
+
+std::string format_bytes(uint64_t bytes) {
+    char buf[32];
+    if (bytes >= (uint64_t(1) << 30)) {
+        std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
+    } else if (bytes >= (1u << 20)) {
+        std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1u << 20));
+    } else if (bytes >= 1024) {
+        std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+    } else {
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    }
+    return buf;
+}
+
+}  // namespace lr

@@ -1,0 +1,72 @@
+#pragma once
+// Predicts, before anything is allocated, what a model at a context size needs: weights,
+// KV bytes per tier (after the policy's budget and the codecs), and the largest context
+// that fits. The CLI's `info`, the GUI's model picker and sliders, and session creation
+// use it to refuse early with a message that says what to change.
+
+#include <cstdint>
+#include <string>
+
+#include "kvcache/kv_settings.h"
+
+namespace lr {
+
+// What the machine offers right now.
+struct MachineMemory {
+    uint64_t available_ram_bytes = 0;   // MemAvailable
+    uint64_t free_disk_bytes = 0;       // on the KV cache directory's file system
+    uint64_t free_vram_bytes = 0;       // 0 without a GPU
+};
+
+// Reads /proc/meminfo and statvfs(kv_dir, or its nearest existing parent).
+MachineMemory probe_machine_memory(const std::string & kv_dir);
+
+// The KV cache directory settings.dir names, or the default one.
+std::string resolve_kv_dir(const KvSettings & settings);
+
+struct KvTierCapacities {
+    uint64_t device_bytes = 0;
+    uint64_t host_bytes = 0;
+    uint64_t disk_bytes = 0;
+};
+
+// The tier budgets of `settings`, with 0 (automatic) resolved from the machine: device
+// (the hot arena, or VRAM) gets half of the RAM left after the weights (or 80% of free
+// VRAM), host a quarter, disk a fifth of the free disk up to 64 GiB.
+KvTierCapacities resolve_capacities(const KvSettings & settings, const MachineMemory & machine, uint64_t weight_bytes,
+                                    bool weights_in_vram);
+
+struct ModelMemoryShape {
+    uint32_t n_layer = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;
+    uint32_t n_ctx_train = 0;
+    uint64_t weight_bytes = 0;
+    uint64_t scratch_bytes_per_token = 0;  // activations of one ubatch token
+};
+
+enum class MemoryVerdict { fits, needs_disk, wont_fit };
+
+struct MemoryPlan {
+    uint64_t weight_bytes = 0;
+    uint64_t kv_bytes = 0;           // KV of the whole context after policy and codecs
+    uint64_t kv_device_bytes = 0;    // where it lives (device first, then host, then disk)
+    uint64_t kv_host_bytes = 0;
+    uint64_t kv_disk_bytes = 0;
+    uint64_t scratch_bytes = 0;
+    uint64_t kv_bytes_per_token = 0; // before the policy's budget
+    uint32_t max_context = 0;        // the largest context that fits every tier (<= trained)
+    MemoryVerdict verdict = MemoryVerdict::fits;
+    std::string message;             // one sentence: what fits, or what to change
+};
+
+// n_ctx beyond the trained context is refused unless the policy is streaming.
+MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
+                       const KvTierCapacities & capacities);
+
+// Bytes of KV for n tokens in full precision window + compressed rest.
+uint64_t kv_bytes_for_tokens(const ModelMemoryShape & model, const KvSettings & settings, uint64_t n_tokens);
+
+std::string format_bytes(uint64_t bytes);  // "1.5 GiB", "12.0 MiB", "512 B"
+
+}  // namespace lr
