@@ -121,6 +121,24 @@ PagedKvView KvCache::layer_view(SeqId seq, uint32_t il) {
     return view;
 }
 
+KvStats KvCache::stats() const {
+    std::lock_guard lock(stats_mutex_);
+    return stats_;
+}
+
+void KvCache::publish_stats() {
+    KvStats s;
+    s.tiers[0] = {.name = "device", .present = true, .used_bytes = bytes_used(),
+                  .capacity_bytes = arenas_.size() * kBlocksPerArena * layout_.block_bytes(), .blocks = pool_.n_blocks_used()};
+    s.tiers[1] = {.name = "host"};
+    s.tiers[2] = {.name = "disk"};
+    for (const auto & [id, seq] : seqs_) s.tokens_seen += seq.n_committed;
+    s.tokens_kept = s.tokens_seen;
+    s.policy = "none, K " + std::string(kv_codec_name(config_.k_codec)) + " / V " + std::string(kv_codec_name(config_.v_codec));
+    std::lock_guard lock(stats_mutex_);
+    stats_ = std::move(s);
+}
+
 void KvCache::commit(SeqId seq) {
     Sequence & s = seqs_.at(seq);
     const uint32_t bt = layout_.shape.block_tokens;
@@ -132,6 +150,7 @@ void KvCache::commit(SeqId seq) {
             pool_.meta(layer[b]).n_filled = std::min<uint32_t>(bt, s.n_committed - std::min<uint32_t>(s.n_committed, uint32_t(b) * bt));
         }
     }
+    publish_stats();
 }
 
 void KvCache::rollback(SeqId seq) {
@@ -164,6 +183,7 @@ void KvCache::truncate(SeqId seq, uint32_t n_keep) {
     }
     s.n_committed = n_keep;
     if (n_keep == 0) seqs_.erase(it);
+    publish_stats();
 }
 
 }  // namespace lr

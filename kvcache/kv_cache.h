@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "kvcache/block_pool.h"
 #include "kvcache/kv_cache_config.h"
+#include "kvcache/kv_stats.h"
 
 namespace lr {
 
@@ -40,6 +42,9 @@ public:
     // Keeps the first n_keep positions of `seq` (edit/regenerate), or drops it (n_keep = 0).
     void truncate(SeqId seq, uint32_t n_keep);
 
+    // A snapshot of the cache's state. Safe to call from any thread.
+    KvStats stats() const;
+
     size_t n_blocks_used() const { return pool_.n_blocks_used(); }
     size_t bytes_used() const { return pool_.n_blocks_used() * layout_.block_bytes(); }
 
@@ -57,6 +62,7 @@ private:
     Result<uint8_t *> slot_for_new_block();
     void clear_positions(uint8_t * block, uint32_t first_slot, uint32_t n_slots);
     void free_block(BlockId id);
+    void publish_stats();
 
     KvCacheConfig config_;
     KvModelShape shape_;
@@ -67,6 +73,8 @@ private:
     std::vector<DeviceBuffer> arenas_;     // block storage, grown in chunks
     std::vector<uint8_t *> free_slots_;    // storage of freed blocks
     std::vector<int32_t> invalid_pos_;     // a block's worth of kInvalidPos, to clear slots
+    mutable std::mutex stats_mutex_;
+    KvStats stats_;                        // updated at the end of each ubatch
 };
 
 }  // namespace lr
