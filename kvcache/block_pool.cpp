@@ -2,7 +2,7 @@
 
 namespace lr {
 
-BlockId BlockPool::allocate(uint32_t layer) {
+BlockId BlockPool::allocate() {
     BlockId id;
     if (!free_.empty()) {
         id = free_.back();
@@ -11,12 +11,8 @@ BlockId BlockPool::allocate(uint32_t layer) {
         id = static_cast<BlockId>(blocks_.size());
         blocks_.emplace_back();
     }
-    BlockMeta & m = blocks_[id];
-    uint8_t * keep_data = m.data;  // a recycled block keeps its slot on the tier
-    m = BlockMeta{};
-    m.layer = layer;
-    m.ref_count = 1;
-    m.data = keep_data;
+    blocks_[id] = BlockMeta{};
+    blocks_[id].ref_count = 1;
     return id;
 }
 

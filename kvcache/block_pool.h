@@ -1,31 +1,49 @@
 #pragma once
-// Metadata of every KV block, reference counts and the free list. A block holds
-// block_tokens slots of one layer; its bytes live in a tier (see KvBlockLayout).
+// Metadata of every KV block and the free list of ids. A block holds block_tokens slots
+// of one layer of one sequence; its bytes live in exactly one place at a time (a tier
+// slot, or only in the prefix store), and a persisted block also has a durable copy.
 
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/kv_block_layout.h"
 #include "engine/common/assert.h"
+#include "kvcache/io_thread.h"
+#include "kvcache/tier_store.h"
 
 namespace lr {
 
 using BlockId = uint32_t;
-inline constexpr BlockId kNoBlock = UINT32_MAX;
+using SeqId = uint32_t;
+
+// Where a block's bytes are.
+enum class BlockHome : uint8_t { device, host, disk, prefix_store };
 
 struct BlockMeta {
+    SeqId seq = 0;
     uint32_t layer = 0;
-    uint32_t n_filled = 0;     // committed slots, from slot 0
-    uint32_t ref_count = 0;    // block tables holding it; 0 = free
-    uint8_t * data = nullptr;  // bytes on the device tier
+    uint32_t index = 0;           // logical block index in its sequence
+    uint32_t n_filled = 0;        // committed slots, from slot 0
+    uint32_t ref_count = 0;       // sequences holding it; 0 = free
+    KvCodec k_codec = KvCodec::f16;
+    KvCodec v_codec = KvCodec::f16;
+    uint32_t n_bytes = 0;
+    BlockHome home = BlockHome::device;
+    TierSlot slot;                // in the tier of `home` (unused for prefix_store)
+    bool pinned = false;          // in the layer view attention is reading
+    bool moving = false;          // being moved between tiers (never a victim meanwhile)
+    IoThread::JobId prefetch = 0; // a copy to the device tier in flight (0: none)
+    TierSlot prefetch_slot;       // ... into this device slot
+    uint64_t last_use = 0;        // tick of the last attention read
+    uint64_t chain = 0;           // prefix-cache key when the block is a full prefix block
+    bool persisted = false;       // a durable copy is in the prefix store
 };
 
 class BlockPool {
 public:
-    // Takes a free block (or a new one) with ref_count 1. `data` is assigned by the caller.
-    BlockId allocate(uint32_t layer);
+    BlockId allocate();           // ref_count 1, everything else default
     void retain(BlockId id);
-    // Drops one reference; returns true when the block became free.
-    bool release(BlockId id);
+    bool release(BlockId id);     // true when the block became free
 
     BlockMeta & meta(BlockId id) {
         LR_ASSERT(id < blocks_.size());
@@ -35,8 +53,6 @@ public:
         LR_ASSERT(id < blocks_.size());
         return blocks_[id];
     }
-    size_t n_blocks_total() const { return blocks_.size(); }
-    size_t n_blocks_free() const { return free_.size(); }
     size_t n_blocks_used() const { return blocks_.size() - free_.size(); }
 
 private:

@@ -1,10 +1,16 @@
 #pragma once
-// What a KV cache is built from: the model's KV shape and the user's cache settings.
+// What a KV cache is built from: the model's KV shape, the user's settings, and what the
+// session resolved for this machine (tier capacities, cache directory, model identity).
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "engine/backend/kv_block_layout.h"
 #include "engine/common/status.h"
+#include "kvcache/file_io.h"
+#include "kvcache/kv_settings.h"
+#include "kvcache/memory_planner.h"
 
 namespace lr {
 
@@ -16,10 +22,13 @@ struct KvModelShape {
 };
 
 struct KvCacheConfig {
-    uint32_t block_tokens = 32;
-    KvCodec k_codec = KvCodec::f16;
-    KvCodec v_codec = KvCodec::f16;
-    uint32_t max_tokens = 4096;  // positions one sequence may hold
+    KvSettings settings;
+    uint32_t max_tokens = 4096;    // positions one sequence may hold
+    // Resolved tier capacities. Zero device capacity means unbounded (tests, tools).
+    KvTierCapacities capacities{.device_bytes = 0, .host_bytes = 0, .disk_bytes = 0};
+    std::string dir;               // cache directory (disk tier, prefix cache); empty: no disk
+    uint64_t model_identity = 0;   // prefix-cache key of the model file; 0: no prefix cache
+    std::shared_ptr<FileIo> io;    // file operations (tests inject faults); null: POSIX
 };
 
 // Checks ranges and that the codecs fit the head size; the message names the setting.

@@ -107,12 +107,12 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
                       "won't fit: the KV cache needs %s but the tiers hold %s; lower the context to %u, enable compression "
                       "(h2o or snapkv at 20%%, or 8-bit KV), or give the disk tier more room",
                       format_bytes(plan.kv_bytes).c_str(), format_bytes(total_capacity).c_str(), plan.max_context);
-    } else if (2 * per_layer > capacities.device_bytes && model.n_layer > 1) {
+    } else if (per_layer + plan.scratch_bytes / 64 > capacities.device_bytes) {
         plan.verdict = MemoryVerdict::wont_fit;
         std::snprintf(buf, sizeof buf,
-                      "won't fit: attention needs two layers of KV (%s) on the device tier, which holds %s; raise the device "
+                      "won't fit: attention reads a whole layer of KV (%s) from the device tier, which holds %s; raise the device "
                       "budget, lower the context, or use quest or h2o",
-                      format_bytes(2 * per_layer).c_str(), format_bytes(capacities.device_bytes).c_str());
+                      format_bytes(per_layer).c_str(), format_bytes(capacities.device_bytes).c_str());
     } else if (plan.kv_disk_bytes > 0) {
         plan.verdict = MemoryVerdict::needs_disk;
         std::snprintf(buf, sizeof buf, "fits with the disk tier: KV %s (%s in RAM, %s on disk)", format_bytes(plan.kv_bytes).c_str(),

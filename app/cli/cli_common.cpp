@@ -37,6 +37,30 @@ std::vector<FlagSpec> sampling_flags() {
     };
 }
 
+std::vector<FlagSpec> kv_flags() {
+    return {
+        {"--kv-policy", "", true, false, "cache policy: none, h2o, snapkv, streaming, quest (default none)"},
+        {"--keep-ratio", "", true, false, "share of the sequence the policy keeps (default 0.2)"},
+        {"--kv-budget", "", true, false, "tokens the policy keeps (instead of --keep-ratio)"},
+        {"--recent-ratio", "", true, false, "h2o: share of the budget for recent tokens (default 0.5)"},
+        {"--sink-tokens", "", true, false, "first tokens never evicted (default 4)"},
+        {"--obs-window", "", true, false, "snapkv: observation window (default 32)"},
+        {"--then", "", true, false, "snapkv: during decode, none (keep growing) or h2o"},
+        {"--quest-blocks", "", true, false, "quest: blocks attended per layer (default: from the budget)"},
+        {"--kv-k-bits", "", true, false, "K precision: 16, 8 or 4 (default 16)"},
+        {"--kv-v-bits", "", true, false, "V precision: 16, 8 or 4 (default 16)"},
+        {"--kv-residual", "", true, false, "recent tokens kept in full precision (default 128)"},
+        {"--kv-block", "", true, false, "KV block size in tokens (default 32)"},
+        {"--kv-device-mib", "", true, false, "device tier budget in MiB (default: automatic; fractions allowed)"},
+        {"--kv-host-mib", "", true, false, "host RAM tier budget in MiB (default: automatic)"},
+        {"--kv-disk-mib", "", true, false, "disk tier budget in MiB (default: automatic)"},
+        {"--kv-dir", "", true, false, "cache directory (default ~/.cache/longread/kv)"},
+        {"--no-prefix-cache", "", false, false, "do not persist or restore prompt prefixes"},
+        {"--kv-stats", "", false, false, "print the KV cache's stats at the end"},
+        {"--kv-stats-json", "", true, false, "write the KV cache's stats as JSON to this file"},
+    };
+}
+
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
     std::vector<FlagSpec> out;
     for (const auto & g : groups) out.insert(out.end(), g.begin(), g.end());
@@ -62,6 +86,7 @@ Result<SessionConfig> session_config(const Args & args, const Model & model) {
     LR_ASSIGN_OR_RETURN(long long chunk, args.get_int("--chunk", 256, 1, 8192));
     config.n_ctx = uint32_t(n_ctx);
     config.chunk_tokens = uint32_t(chunk);
+    LR_ASSIGN_OR_RETURN(config.kv, kv_settings(args));
     LR_RETURN_IF_ERROR(validate(config, model.hparams()));
     return config;
 }
@@ -88,6 +113,58 @@ Result<SamplerParams> sampler_params(const Args & args) {
     p.frequency_penalty = float(frequency);
     LR_RETURN_IF_ERROR(validate_sampler_params(p));
     return p;
+}
+
+Result<KvSettings> kv_settings(const Args & args) {
+    KvSettings k;
+    if (args.has("--kv-policy")) {
+        const std::string name = *args.get("--kv-policy");
+        const std::optional<KvPolicy> p = kv_policy_from_name(name);
+        if (!p) return error(StatusCode::invalid_argument, "unknown --kv-policy '" + name + "' (none, h2o, snapkv, streaming, quest)");
+        k.policy = *p;
+    }
+    if (args.has("--then")) {
+        const std::optional<KvPolicy> p = kv_policy_from_name(*args.get("--then"));
+        if (!p) return error(StatusCode::invalid_argument, "unknown --then '" + *args.get("--then") + "' (none or h2o)");
+        k.then = *p;
+    }
+    LR_ASSIGN_OR_RETURN(k.keep_ratio, args.get_double("--keep-ratio", k.keep_ratio, 0, 1));
+    LR_ASSIGN_OR_RETURN(long long budget, args.get_int("--kv-budget", k.budget_tokens, 0, 1 << 26));
+    LR_ASSIGN_OR_RETURN(k.recent_ratio, args.get_double("--recent-ratio", k.recent_ratio, 0, 1));
+    LR_ASSIGN_OR_RETURN(long long sinks, args.get_int("--sink-tokens", k.sink_tokens, 0, 1024));
+    LR_ASSIGN_OR_RETURN(long long obs, args.get_int("--obs-window", k.obs_window, 1, 4096));
+    LR_ASSIGN_OR_RETURN(long long quest, args.get_int("--quest-blocks", k.quest_blocks, 0, 1 << 20));
+    LR_ASSIGN_OR_RETURN(long long k_bits, args.get_int("--kv-k-bits", k.k_bits, 4, 32));
+    LR_ASSIGN_OR_RETURN(long long v_bits, args.get_int("--kv-v-bits", k.v_bits, 4, 32));
+    LR_ASSIGN_OR_RETURN(long long residual, args.get_int("--kv-residual", k.residual_tokens, 0, 1 << 20));
+    LR_ASSIGN_OR_RETURN(long long block, args.get_int("--kv-block", k.block_tokens, 4, 256));
+    LR_ASSIGN_OR_RETURN(k.device_mib, args.get_double("--kv-device-mib", 0, 0, 1e9));
+    LR_ASSIGN_OR_RETURN(k.host_mib, args.get_double("--kv-host-mib", 0, 0, 1e9));
+    LR_ASSIGN_OR_RETURN(k.disk_mib, args.get_double("--kv-disk-mib", 0, 0, 1e9));
+    k.budget_tokens = uint32_t(budget);
+    k.sink_tokens = uint32_t(sinks);
+    k.obs_window = uint32_t(obs);
+    k.quest_blocks = uint32_t(quest);
+    k.k_bits = uint32_t(k_bits);
+    k.v_bits = uint32_t(v_bits);
+    k.residual_tokens = uint32_t(residual);
+    k.block_tokens = uint32_t(block);
+    k.dir = args.get_or("--kv-dir", "");
+    k.prefix_cache = !args.has("--no-prefix-cache");
+    LR_RETURN_IF_ERROR(validate(k));
+    return k;
+}
+
+Status report_kv_stats(const Args & args, const KvStats & stats) {
+    if (args.has("--kv-stats")) std::fprintf(stderr, "KV cache:\n%s", to_text(stats).c_str());
+    if (const std::optional<std::string> path = args.get("--kv-stats-json")) {
+        std::FILE * f = std::fopen(path->c_str(), "w");
+        if (!f) return error(StatusCode::io_error, *path + ": cannot write the KV stats");
+        const std::string json = to_json(stats) + "\n";
+        const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+        if (std::fclose(f) != 0 || !ok) return error(StatusCode::io_error, *path + ": write failed");
+    }
+    return {};
 }
 
 Result<std::string> read_text_file(const std::string & path) {

@@ -22,11 +22,15 @@ struct LoadedModel {
 std::vector<FlagSpec> model_flags();     // -m -t
 std::vector<FlagSpec> session_flags();   // -c --chunk
 std::vector<FlagSpec> sampling_flags();  // --temp --seed --top-k --top-p --min-p --repeat-penalty ...
+std::vector<FlagSpec> kv_flags();        // --kv-policy --keep-ratio ... --kv-device-mib ... --kv-stats
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
 
 Result<LoadedModel> load_model(const Args & args);
 Result<SessionConfig> session_config(const Args & args, const Model & model);
 Result<SamplerParams> sampler_params(const Args & args);
+Result<KvSettings> kv_settings(const Args & args);
+// --kv-stats prints the cache's stats to stderr; --kv-stats-json FILE writes them as JSON.
+Status report_kv_stats(const Args & args, const KvStats & stats);
 
 // The text of -p, or of the file -f names (read whole; a missing or unreadable file is an error).
 Result<std::string> prompt_text(const Args & args);

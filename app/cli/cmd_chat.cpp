@@ -13,7 +13,7 @@
 namespace lr::cli {
 
 int run_chat(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), {
+    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), kv_flags(), {
         {"-s", "--system", true, false, "a system message"},
         {"-n", "--n-predict", true, false, "tokens per reply at most (default: until the model stops)"},
         {"-h", "--help", false, false, "this help"},

@@ -32,7 +32,7 @@ std::string json_floats(std::span<const float> v) {
 }  // namespace
 
 int run_generate(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), {
+    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), kv_flags(), {
         {"-p", "--prompt", true, false, "prompt text"},
         {"-f", "--file", true, false, "read the prompt from a file"},
         {"-n", "--n-predict", true, false, "tokens to generate (default 128; -1 = until the context is full)"},
@@ -95,6 +95,7 @@ int run_generate(const Argv & argv) {
     } else {
         std::printf("\n");
     }
+    if (Status st = report_kv_stats(*args, (*session)->kv_stats()); !st.ok()) return fail(st.message());
     std::fprintf(stderr, "\n[%s] prompt %zu tokens in %.0f ms (%.1f tok/s), generated %zu tokens in %.0f ms (%.1f tok/s)\n",
                  stop_reason_name(result->reason), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1000.0),
                  result->tokens.size(), result->decode_ms,
@@ -103,7 +104,7 @@ int run_generate(const Argv & argv) {
 }
 
 int run_logits(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), {
+    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), kv_flags(), {
         {"-p", "--prompt", true, true, "a prompt (repeat -p for several)"},
         {"-n", "--n-predict", true, false, "greedy steps after each prompt (default 8)"},
         {"-h", "--help", false, false, "this help"},
@@ -134,6 +135,7 @@ int run_logits(const Argv & argv) {
         if (!session.ok()) return fail(session.status().message());
         std::vector<float> logits;
         Status s = (*session)->append_all_logits(tokens, logits);
+        if (s.ok() && ip + 1 == prompts.size()) s = report_kv_stats(*args, (*session)->kv_stats());
         if (!s.ok()) return fail(s.message());
         std::string pieces = "[";
         for (size_t i = 0; i < tokens.size(); ++i) {

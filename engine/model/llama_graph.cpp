@@ -23,7 +23,7 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens) 
     return g;
 }
 
-void LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int64_t n) {
+Status LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int64_t n) {
     const ModelHParams & hp = model_->hparams();
     const ModelWeights & w = model_->weights();
     Backend & b = model_->backend();
@@ -65,9 +65,10 @@ void LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int6
         if (L.bv) b.add_bias(v, *L.bv, n);
         b.rope(q, n, hp.n_head, pos, rope);
         b.rope(k, n, hp.n_head_kv, pos, rope);
-        const PagedKvView view = kv.layer_view(seq, il);
+        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(seq, il));
         b.kv_write(view, k, v, pos, n);
         b.attention(q, n, pos, view, attn_params, attn);
+        kv.end_layer(seq, il);
         b.matmul(L.wo, attn, n, xn);
         b.add(x, xn, n * hp.n_embd);
         // Feed-forward block (SwiGLU).
@@ -78,6 +79,7 @@ void LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int6
         b.matmul(L.ffn_down, gate, n, xn);
         b.add(x, xn, n * hp.n_embd);
     }
+    return {};
 }
 
 Status LlamaGraph::forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::vector<float> & logits_out) {
@@ -92,8 +94,11 @@ Status LlamaGraph::forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::
             return error(StatusCode::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
         }
     }
-    LR_RETURN_IF_ERROR(kv.reserve(seq, static_cast<uint32_t>(n)));
-    run_layers(ubatch, kv, seq, n);
+    LR_RETURN_IF_ERROR(kv.reserve(seq, ubatch.tokens));
+    if (Status s = run_layers(ubatch, kv, seq, n); !s.ok()) {
+        kv.rollback(seq);
+        return s;
+    }
     kv.commit(seq);
 
     // Logits only for the rows asked for.

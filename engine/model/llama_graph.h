@@ -25,12 +25,13 @@ public:
     uint32_t max_tokens() const { return max_tokens_; }
 
     // Runs the ubatch and commits its K/V to `seq` (rolled back on failure). Writes the
-    // logits to logits_out: [n_tokens or 1][n_vocab].
+    // logits to logits_out: [n_tokens or 1][n_vocab]. A KV data loss (corrupt_data) leaves
+    // `seq` cut back to KvCache::take_lost_position(), for the caller to recompute.
     Status forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::vector<float> & logits_out);
 
 private:
     LlamaGraph(const Model & model, uint32_t max_tokens) : model_(&model), max_tokens_(max_tokens) {}
-    void run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int64_t n);
+    Status run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int64_t n);
 
     const Model * model_;
     uint32_t max_tokens_;

@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include "engine/model/model_identity.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace lr {
@@ -28,6 +29,7 @@ Result<std::shared_ptr<const Model>> Model::finish_load(gguf::GgufFile file, Bac
     LR_ASSIGN_OR_RETURN(std::optional<std::string_view> jinja, model->file_.get_string("tokenizer.chat_template"));
     model->chat_template_.emplace(chat::ChatTemplate::for_model(jinja.value_or(""), &model->chat_template_note_));
     LR_ASSIGN_OR_RETURN(model->weights_, load_weights(model->file_, model->hparams_, backend));
+    model->identity_ = model_identity(model->file_);
     return std::shared_ptr<const Model>(std::move(model));
 }
 

@@ -35,6 +35,8 @@ public:
     // Why the model's own chat template is not used (empty when it is).
     const std::string & chat_template_note() const { return chat_template_note_; }
     KvModelShape kv_shape() const { return {hparams_.n_layer, hparams_.n_head_kv, hparams_.head_dim}; }
+    // Prefix-cache key of the model file (model_identity.h).
+    uint64_t identity() const { return identity_; }
 
 private:
     Model(gguf::GgufFile file, Backend & backend) : file_(std::move(file)), backend_(backend) {}
@@ -47,6 +49,7 @@ private:
     std::optional<Tokenizer> tokenizer_;
     std::optional<chat::ChatTemplate> chat_template_;
     std::string chat_template_note_;
+    uint64_t identity_ = 0;
 };
 
 }  // namespace lr

@@ -23,6 +23,7 @@ Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, 
     }
     SessionConfig config = session_config;
     config.n_ctx = n_ctx;
+    config.kv.prefix_cache = false;  // windows start with a substituted BOS: nothing to reuse
     LR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, config));
     const uint32_t n_vocab = model->hparams().n_vocab;
     const int32_t bos = model->tokenizer().bos();

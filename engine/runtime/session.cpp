@@ -1,8 +1,20 @@
 #include "session.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace lr {
+
+ModelMemoryShape memory_shape(const Model & model) {
+    const ModelHParams & hp = model.hparams();
+    const uint64_t f = sizeof(float);
+    return {.n_layer = hp.n_layer,
+            .n_head_kv = hp.n_head_kv,
+            .head_dim = hp.head_dim,
+            .n_ctx_train = hp.n_ctx_train,
+            .weight_bytes = model.weights().n_bytes,
+            .scratch_bytes_per_token = f * (3 * uint64_t(hp.n_embd) + 2 * hp.n_embd_q() + 2 * hp.n_embd_kv() + 2 * uint64_t(hp.n_ff) + hp.n_vocab)};
+}
 
 Status validate(const SessionConfig & config, const ModelHParams & hp) {
     if (config.chunk_tokens == 0 || config.chunk_tokens > 8192) {
@@ -18,9 +30,17 @@ Status validate(const SessionConfig & config, const ModelHParams & hp) {
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, SessionConfig config) {
     const ModelHParams & hp = model->hparams();
     LR_RETURN_IF_ERROR(validate(config, hp));
+    LR_RETURN_IF_ERROR(validate(config.kv));
     if (config.n_ctx == 0) config.n_ctx = hp.n_ctx_train;
-    config.kv.max_tokens = config.n_ctx;
-    LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(config.kv, model->kv_shape(), model->backend()));
+    KvCacheConfig kv_config{.settings = config.kv, .max_tokens = config.n_ctx, .io = config.io};
+    kv_config.dir = resolve_kv_dir(config.kv);
+    const MachineMemory machine = probe_machine_memory(kv_config.dir);
+    kv_config.capacities = resolve_capacities(config.kv, machine, model->weights().n_bytes, model->backend().kind() == BackendKind::cuda);
+    kv_config.model_identity = config.kv.prefix_cache ? model->identity() : 0;
+    // Refuse up front what cannot fit, with what to change, rather than failing mid-way.
+    const MemoryPlan plan = plan_memory(memory_shape(*model), config.n_ctx, config.chunk_tokens, config.kv, kv_config.capacities);
+    if (plan.verdict == MemoryVerdict::wont_fit) return error(StatusCode::out_of_memory, plan.message);
+    LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(kv_config, model->kv_shape(), model->backend()));
     LR_ASSIGN_OR_RETURN(LlamaGraph graph, LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx)));
     return std::unique_ptr<Session>(new Session(std::move(model), config, std::move(kv), std::move(graph)));
 }
@@ -48,19 +68,43 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
     const uint32_t n_vocab = model_->hparams().n_vocab;
     const uint32_t chunk = graph_.max_tokens();
     PrefillProgress p{.n_total = static_cast<uint32_t>(tokens.size())};
-    for (size_t at = 0; at < tokens.size(); at += chunk) {
+    size_t at = 0;
+    if (!all_logits) {
+        // Whole blocks the prefix cache already holds are restored, not computed; the last
+        // token is always computed so that logits() belongs to it.
+        const uint32_t restored = kv_->restore_prefix(kSeq, tokens, 1);
+        if (restored > 0) {
+            tokens_.insert(tokens_.end(), tokens.begin(), tokens.begin() + restored);
+            at = restored;
+            p.n_done = p.n_restored = restored;
+            if (progress) progress(p);
+        }
+    }
+    using Clock = std::chrono::steady_clock;
+    while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
         const size_t n = std::min<size_t>(chunk, tokens.size() - at);
         const std::span<const int32_t> part = tokens.subspan(at, n);
         positions_.resize(n);
         for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(tokens_.size() + i);
-        const bool last_chunk = at + n == tokens.size();
+        const auto t0 = Clock::now();
         Status s = graph_.forward({.tokens = part, .positions = positions_, .all_logits = all_logits != nullptr}, *kv_, kSeq,
                                   chunk_logits_);
+        if (s.code() == StatusCode::corrupt_data) {
+            if (const std::optional<uint32_t> lost = kv_->take_lost_position(kSeq)) {
+                // A KV block could not be read back: recompute what was lost, then retry.
+                std::vector<int32_t> redo(tokens_.begin() + *lost, tokens_.end());
+                tokens_.resize(*lost);
+                LR_RETURN_IF_ERROR(evaluate(redo, nullptr, {}, stop));
+                continue;
+            }
+        }
         if (!s.ok()) return s;
+        kv_->note_prefill(uint32_t(n), std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         tokens_.insert(tokens_.end(), part.begin(), part.end());
         if (all_logits) all_logits->insert(all_logits->end(), chunk_logits_.begin(), chunk_logits_.end());
-        if (last_chunk) last_logits_.assign(chunk_logits_.end() - n_vocab, chunk_logits_.end());
+        if (at + n == tokens.size()) last_logits_.assign(chunk_logits_.end() - n_vocab, chunk_logits_.end());
+        at += n;
         p.n_done += static_cast<uint32_t>(n);
         if (progress) progress(p);
     }

@@ -13,17 +13,22 @@
 #include "engine/model/llama_graph.h"
 #include "engine/model/model.h"
 #include "kvcache/kv_cache.h"
+#include "kvcache/memory_planner.h"
 
 namespace lr {
 
 struct SessionConfig {
     uint32_t n_ctx = 0;           // positions the session may hold; 0: the model's trained context
     uint32_t chunk_tokens = 256;  // prefill chunk (ubatch) size
-    KvCacheConfig kv;             // kv.max_tokens is set from n_ctx
+    KvSettings kv;                // the cache's knobs (tiers, prefix cache, policy, codecs)
+    std::shared_ptr<FileIo> io;   // file operations of the disk tiers (tests inject faults)
 };
 
 // Checks the settings against the model; messages name the setting and its range.
 Status validate(const SessionConfig & config, const ModelHParams & hp);
+
+// What the memory planner needs to know about a model.
+ModelMemoryShape memory_shape(const Model & model);
 
 struct PrefillProgress {
     uint32_t n_done = 0;      // tokens of this call evaluated (or restored) so far
@@ -58,6 +63,9 @@ public:
 
     // Keeps the first n_keep tokens.
     void truncate(uint32_t n_keep);
+
+    // What the KV cache is doing (any thread).
+    KvStats kv_stats() const { return kv_->stats(); }
 
 private:
     Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph);

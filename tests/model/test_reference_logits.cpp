@@ -137,14 +137,14 @@ private slots:
         QTest::addColumn<uint32_t>("block_tokens");
         QTest::newRow("one-token-ubatches") << 1u << 32u;
         QTest::newRow("ubatch-3-block-5") << 3u << 5u;
-        QTest::newRow("ubatch-7-block-1") << 7u << 1u;
+        QTest::newRow("ubatch-7-block-4") << 7u << 4u;
     }
     void ubatchAndBlockSizesAgree() {
         QFETCH(uint32_t, ubatch);
         QFETCH(uint32_t, block_tokens);
         const Comparison c = compare_with_reference(shared_path("models/stories260K.gguf"),
                                                     shared_path("reference/stories260K/stories260K_logits.json"),
-                                                    KvCacheConfig{.block_tokens = block_tokens}, ubatch);
+                                                    KvCacheConfig{.settings = {.block_tokens = block_tokens}}, ubatch);
         QVERIFY2(c.max_prompt_diff <= 6e-3f, qPrintable(QString::number(c.max_prompt_diff) + " " + c.first_mismatch));
         QVERIFY2(c.max_step_diff <= 6e-3f, qPrintable(QString::number(c.max_step_diff)));
     }

@@ -1,0 +1,66 @@
+#include "memory_tier.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace lr {
+
+std::unique_ptr<MemoryTier> MemoryTier::device(Backend & backend, uint64_t capacity_bytes) {
+    const bool addressable = backend.kind() == BackendKind::cpu;
+    return std::unique_ptr<MemoryTier>(new MemoryTier(
+        KvTier::device, capacity_bytes, addressable, [&backend](size_t n) { return backend.alloc(n); },
+        [&backend](void * dst, const void * src, size_t n) { backend.copy_to_device(dst, src, n); },
+        [&backend](void * dst, const void * src, size_t n) {
+            backend.copy_to_host(dst, src, n);
+            backend.synchronize();
+        }));
+}
+
+std::unique_ptr<MemoryTier> MemoryTier::host(uint64_t capacity_bytes) {
+    auto alloc = [](size_t n) -> Result<DeviceBuffer> {
+        void * p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+        if (!p) return error(StatusCode::out_of_memory, "cannot allocate " + std::to_string(n) + " bytes of RAM for the KV host tier");
+        return DeviceBuffer(p, n, [](void * q) { std::free(q); });
+    };
+    auto copy = [](void * dst, const void * src, size_t n) { std::memcpy(dst, src, n); };
+    return std::unique_ptr<MemoryTier>(new MemoryTier(KvTier::host, capacity_bytes, true, alloc, copy, copy));
+}
+
+MemoryTier::MemoryTier(KvTier tier, uint64_t capacity, bool host_addressable, Alloc alloc, Copy to_tier, Copy to_host)
+    : tier_(tier), capacity_(capacity), host_addressable_(host_addressable), alloc_(std::move(alloc)),
+      to_tier_(std::move(to_tier)), to_host_(std::move(to_host)) {}
+
+Result<TierSlot> MemoryTier::allocate(size_t n_bytes) {
+    if (!has_room(n_bytes)) return error(StatusCode::out_of_memory, "KV tier full");
+    std::vector<uint8_t *> & recycled = free_[n_bytes];
+    uint8_t * data = nullptr;
+    if (!recycled.empty()) {
+        data = recycled.back();
+        recycled.pop_back();
+    } else {
+        LR_ASSIGN_OR_RETURN(DeviceBuffer buffer, alloc_(n_bytes));
+        data = buffer.as<uint8_t>();
+        buffers_.push_back(std::move(buffer));
+    }
+    used_ += n_bytes;
+    ++n_blocks_;
+    return TierSlot{reinterpret_cast<uint64_t>(data), data};
+}
+
+void MemoryTier::release(const TierSlot & slot, size_t n_bytes) {
+    free_[n_bytes].push_back(slot.data);
+    used_ -= n_bytes;
+    --n_blocks_;
+}
+
+Status MemoryTier::write(const TierSlot & slot, const uint8_t * host_src, size_t n_bytes) {
+    to_tier_(slot.data, host_src, n_bytes);
+    return {};
+}
+
+Status MemoryTier::read(const TierSlot & slot, uint8_t * host_dst, size_t n_bytes) {
+    to_host_(host_dst, slot.data, n_bytes);
+    return {};
+}
+
+}  // namespace lr

@@ -1,0 +1,253 @@
+#include "prefix_store.h"
+
+#include <sqlite3.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+namespace lr {
+namespace {
+
+struct StmtDeleter {
+    void operator()(sqlite3_stmt * s) const { sqlite3_finalize(s); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
+
+Stmt prepare(sqlite3 * db, const char * sql) {
+    sqlite3_stmt * s = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+    return Stmt(s);
+}
+
+// SQLite integers are signed; hashes are not.
+int64_t as_sql(uint64_t v) { return static_cast<int64_t>(v); }
+
+}  // namespace
+
+uint64_t PrefixStore::chain_next(uint64_t previous, std::span<const int32_t> block_tokens) {
+    return XXH3_64bits_withSeed(block_tokens.data(), block_tokens.size_bytes(), previous);
+}
+
+Result<std::unique_ptr<PrefixStore>> PrefixStore::open(const std::string & dir, uint64_t capacity_bytes, std::shared_ptr<FileIo> io) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return error(StatusCode::io_error, "KV cache directory " + dir + " cannot be created (" + ec.message() + ")");
+    std::unique_ptr<PrefixStore> store(new PrefixStore(dir, capacity_bytes, std::move(io)));
+    const std::string path = dir + "/prefix-index.sqlite";
+    if (sqlite3_open_v2(path.c_str(), &store->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+        return error(StatusCode::io_error, path + ": cannot open the prefix cache index (" +
+                     std::string(store->db_ ? sqlite3_errmsg(store->db_) : "out of memory") + ")");
+    }
+    sqlite3_busy_timeout(store->db_, 10000);  // other Longread processes may hold the write lock briefly
+    Status s = store->exec(
+        "PRAGMA journal_mode=WAL;"
+        "CREATE TABLE IF NOT EXISTS blocks (chain INTEGER NOT NULL, layer INTEGER NOT NULL, depth INTEGER NOT NULL,"
+        " size INTEGER NOT NULL, slot INTEGER NOT NULL, checksum INTEGER NOT NULL, last_used INTEGER NOT NULL,"
+        " PRIMARY KEY (chain, layer));"
+        "CREATE INDEX IF NOT EXISTS blocks_lru ON blocks (last_used, depth);"
+        "CREATE TABLE IF NOT EXISTS free_slots (size INTEGER NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (size, slot));"
+        "CREATE TABLE IF NOT EXISTS size_classes (size INTEGER PRIMARY KEY, next_slot INTEGER NOT NULL);");
+    if (!s.ok()) {
+        return error(StatusCode::corrupt_data, path + ": the prefix cache index is unusable (" + s.message() +
+                     "); delete the directory " + dir + " to start a fresh cache");
+    }
+    Stmt used = prepare(store->db_, "SELECT COALESCE(SUM(size), 0) FROM blocks");
+    if (sqlite3_step(used.get()) == SQLITE_ROW) store->used_ = uint64_t(sqlite3_column_int64(used.get(), 0));
+    return store;
+}
+
+PrefixStore::~PrefixStore() {
+    for (auto & [size, fd] : files_) io_->close(fd);
+    sqlite3_close(db_);
+}
+
+Status PrefixStore::exec(const char * sql) {
+    char * msg = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+        std::string text = msg ? msg : "unknown error";
+        sqlite3_free(msg);
+        return error(StatusCode::io_error, dir_ + "/prefix-index.sqlite: " + text);
+    }
+    return {};
+}
+
+int64_t PrefixStore::now_tick() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Result<int> PrefixStore::data_file(size_t n_bytes) {
+    if (auto it = files_.find(n_bytes); it != files_.end()) return it->second;
+    LR_ASSIGN_OR_RETURN(int fd, io_->open(dir_ + "/prefix-" + std::to_string(n_bytes) + ".bin", true));
+    files_[n_bytes] = fd;
+    return fd;
+}
+
+bool PrefixStore::contains(uint64_t chain, uint32_t n_layer) {
+    std::lock_guard lock(mutex_);
+    Stmt st = prepare(db_, "SELECT COUNT(*) FROM blocks WHERE chain = ?");
+    sqlite3_bind_int64(st.get(), 1, as_sql(chain));
+    return sqlite3_step(st.get()) == SQLITE_ROW && uint32_t(sqlite3_column_int64(st.get(), 0)) == n_layer;
+}
+
+void PrefixStore::touch(uint64_t chain) {
+    std::lock_guard lock(mutex_);
+    Stmt st = prepare(db_, "UPDATE blocks SET last_used = ? WHERE chain = ?");
+    sqlite3_bind_int64(st.get(), 1, now_tick());
+    sqlite3_bind_int64(st.get(), 2, as_sql(chain));
+    sqlite3_step(st.get());
+}
+
+void PrefixStore::drop(uint64_t chain, uint32_t layer) {
+    Stmt get = prepare(db_, "SELECT size, slot FROM blocks WHERE chain = ? AND layer = ?");
+    sqlite3_bind_int64(get.get(), 1, as_sql(chain));
+    sqlite3_bind_int64(get.get(), 2, layer);
+    if (sqlite3_step(get.get()) != SQLITE_ROW) return;
+    const int64_t size = sqlite3_column_int64(get.get(), 0), slot = sqlite3_column_int64(get.get(), 1);
+    Stmt del = prepare(db_, "DELETE FROM blocks WHERE chain = ? AND layer = ?");
+    sqlite3_bind_int64(del.get(), 1, as_sql(chain));
+    sqlite3_bind_int64(del.get(), 2, layer);
+    sqlite3_step(del.get());
+    Stmt free_slot = prepare(db_, "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?, ?)");
+    sqlite3_bind_int64(free_slot.get(), 1, size);
+    sqlite3_bind_int64(free_slot.get(), 2, slot);
+    sqlite3_step(free_slot.get());
+    used_ -= std::min<uint64_t>(used_, uint64_t(size));
+}
+
+Status PrefixStore::read(uint64_t chain, uint32_t layer, uint8_t * dst, size_t n_bytes) {
+    std::lock_guard lock(mutex_);
+    Stmt st = prepare(db_, "SELECT size, slot, checksum FROM blocks WHERE chain = ? AND layer = ?");
+    sqlite3_bind_int64(st.get(), 1, as_sql(chain));
+    sqlite3_bind_int64(st.get(), 2, layer);
+    if (sqlite3_step(st.get()) != SQLITE_ROW) return error(StatusCode::not_found, "prefix block not cached");
+    const size_t size = size_t(sqlite3_column_int64(st.get(), 0));
+    const uint64_t slot = uint64_t(sqlite3_column_int64(st.get(), 1));
+    const uint64_t checksum = uint64_t(sqlite3_column_int64(st.get(), 2));
+    st.reset();
+    if (size != n_bytes) {
+        drop(chain, layer);
+        return error(StatusCode::corrupt_data, "prefix cache in " + dir_ + ": a block has the wrong size");
+    }
+    Result<int> fd = data_file(n_bytes);
+    Status s = fd.ok() ? io_->pread(*fd, dst, n_bytes, slot * n_bytes, "prefix cache in " + dir_) : fd.status();
+    if (s.ok() && XXH3_64bits(dst, n_bytes) != checksum) {
+        s = error(StatusCode::corrupt_data, "prefix cache in " + dir_ + ": a block failed its checksum");
+    }
+    if (!s.ok()) {
+        drop(chain, layer);
+        return error(StatusCode::corrupt_data, s.message());
+    }
+    return {};
+}
+
+Status PrefixStore::evict_to_locked(uint64_t bytes) {
+    for (;;) {
+        Stmt used = prepare(db_, "SELECT COALESCE(SUM(size), 0) FROM blocks");
+        sqlite3_step(used.get());
+        used_ = uint64_t(sqlite3_column_int64(used.get(), 0));
+        if (used_ <= bytes) return {};
+        Stmt oldest = prepare(db_, "SELECT chain, layer FROM blocks ORDER BY last_used ASC, depth DESC LIMIT 64");
+        std::vector<std::pair<uint64_t, uint32_t>> victims;
+        while (sqlite3_step(oldest.get()) == SQLITE_ROW) {
+            victims.emplace_back(uint64_t(sqlite3_column_int64(oldest.get(), 0)), uint32_t(sqlite3_column_int64(oldest.get(), 1)));
+        }
+        oldest.reset();
+        if (victims.empty()) return error(StatusCode::out_of_memory, "prefix cache: nothing left to evict");
+        for (const auto & [chain, layer] : victims) {
+            drop(chain, layer);  // keeps used_ in step
+            if (used_ <= bytes) return {};
+        }
+    }
+}
+
+Status PrefixStore::make_room(size_t n_bytes) {
+    if (n_bytes > capacity_) return error(StatusCode::out_of_memory, "prefix cache: a block is larger than the disk budget");
+    return evict_to_locked(capacity_ - n_bytes);
+}
+
+Status PrefixStore::write(uint64_t chain, uint32_t layer, uint32_t depth, const uint8_t * src, size_t n_bytes) {
+    std::lock_guard lock(mutex_);
+    {
+        Stmt st = prepare(db_, "SELECT 1 FROM blocks WHERE chain = ? AND layer = ?");
+        sqlite3_bind_int64(st.get(), 1, as_sql(chain));
+        sqlite3_bind_int64(st.get(), 2, layer);
+        if (sqlite3_step(st.get()) == SQLITE_ROW) return {};
+    }
+    // Take a slot (and make room) in one transaction, so concurrent processes never hand
+    // out the same slot.
+    LR_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+    Status s = make_room(n_bytes);
+    int64_t slot = -1;
+    if (s.ok()) {
+        Stmt pick = prepare(db_, "SELECT slot FROM free_slots WHERE size = ? LIMIT 1");
+        sqlite3_bind_int64(pick.get(), 1, int64_t(n_bytes));
+        if (sqlite3_step(pick.get()) == SQLITE_ROW) {
+            slot = sqlite3_column_int64(pick.get(), 0);
+            Stmt del = prepare(db_, "DELETE FROM free_slots WHERE size = ? AND slot = ?");
+            sqlite3_bind_int64(del.get(), 1, int64_t(n_bytes));
+            sqlite3_bind_int64(del.get(), 2, slot);
+            sqlite3_step(del.get());
+        } else {
+            Stmt next = prepare(db_, "INSERT INTO size_classes (size, next_slot) VALUES (?, 1) "
+                                     "ON CONFLICT(size) DO UPDATE SET next_slot = next_slot + 1 RETURNING next_slot - 1");
+            sqlite3_bind_int64(next.get(), 1, int64_t(n_bytes));
+            if (sqlite3_step(next.get()) == SQLITE_ROW) slot = sqlite3_column_int64(next.get(), 0);
+        }
+        if (slot < 0) s = error(StatusCode::io_error, "prefix cache index: cannot allocate a slot");
+    }
+    LR_RETURN_IF_ERROR(exec(s.ok() ? "COMMIT" : "ROLLBACK"));
+    LR_RETURN_IF_ERROR(s);
+
+    Result<int> fd = data_file(n_bytes);
+    s = fd.ok() ? io_->pwrite(*fd, src, n_bytes, uint64_t(slot) * n_bytes, "prefix cache in " + dir_) : fd.status();
+    Stmt ins = prepare(db_, s.ok() ? "INSERT OR IGNORE INTO blocks (chain, layer, depth, size, slot, checksum, last_used) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                                   : "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?4, ?5)");
+    if (s.ok()) {
+        sqlite3_bind_int64(ins.get(), 1, as_sql(chain));
+        sqlite3_bind_int64(ins.get(), 2, layer);
+        sqlite3_bind_int64(ins.get(), 3, depth);
+        sqlite3_bind_int64(ins.get(), 6, as_sql(XXH3_64bits(src, n_bytes)));
+        sqlite3_bind_int64(ins.get(), 7, now_tick());
+    }
+    sqlite3_bind_int64(ins.get(), 4, int64_t(n_bytes));
+    sqlite3_bind_int64(ins.get(), 5, slot);
+    sqlite3_step(ins.get());
+    if (s.ok() && sqlite3_changes(db_) > 0) used_ += n_bytes;
+    if (s.ok() && sqlite3_changes(db_) == 0) {
+        // Another process stored the same block meanwhile: give our slot back.
+        Stmt back = prepare(db_, "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?, ?)");
+        sqlite3_bind_int64(back.get(), 1, int64_t(n_bytes));
+        sqlite3_bind_int64(back.get(), 2, slot);
+        sqlite3_step(back.get());
+    }
+    return s;
+}
+
+void PrefixStore::evict_to(uint64_t bytes) {
+    std::lock_guard lock(mutex_);
+    if (exec("BEGIN IMMEDIATE").ok()) {
+        const Status s = evict_to_locked(bytes);
+        (void)exec(s.ok() ? "COMMIT" : "ROLLBACK");
+    }
+}
+
+void PrefixStore::set_capacity(uint64_t bytes) {
+    std::lock_guard lock(mutex_);
+    capacity_ = bytes;
+}
+
+uint64_t PrefixStore::used_bytes() {
+    std::lock_guard lock(mutex_);
+    return used_;
+}
+
+uint64_t PrefixStore::n_blocks() {
+    std::lock_guard lock(mutex_);
+    Stmt st = prepare(db_, "SELECT COUNT(*) FROM blocks");
+    return sqlite3_step(st.get()) == SQLITE_ROW ? uint64_t(sqlite3_column_int64(st.get(), 0)) : 0;
+}
+
+}  // namespace lr

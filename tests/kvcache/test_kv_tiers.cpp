@@ -1,0 +1,358 @@
+// The tiered KV cache against the all-in-RAM cache, its oracle: whatever the budgets, the
+// block sizes and the faults, logits are bit-identical; and the prefix cache restores a
+// prompt across sessions (and processes) without changing a bit.
+#include <QtTest>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/runtime/session.h"
+#include "support/faulty_file_io.h"
+#include "support/reference_data.h"
+
+using namespace lr;
+using namespace lr::test;
+
+namespace {
+
+struct Run {
+    std::vector<std::vector<float>> logits;  // after the prompt, then after each step
+    KvStats stats;
+    Status status;
+};
+
+std::vector<int32_t> random_prompt(std::mt19937 & rng, size_t n, int32_t n_vocab) {
+    std::vector<int32_t> t{1};
+    while (t.size() < n) t.push_back(3 + int32_t(rng() % uint32_t(n_vocab - 3)));
+    return t;
+}
+
+// Prefill, then `steps` greedy tokens, recording every logit row.
+Run run(std::shared_ptr<const Model> model, const std::vector<int32_t> & prompt, int steps, SessionConfig config,
+        std::stop_token stop = {}) {
+    Run r;
+    auto session = Session::create(model, config);
+    if (!session.ok()) {
+        r.status = session.status();
+        return r;
+    }
+    r.status = (*session)->append(prompt, {}, stop);
+    if (!r.status.ok()) return r;
+    for (int i = 0;; ++i) {
+        const auto l = (*session)->logits();
+        r.logits.emplace_back(l.begin(), l.end());
+        if (i == steps) break;
+        const int32_t next = argmax(l, l.size());
+        r.status = (*session)->append(std::span(&next, 1));
+        if (!r.status.ok()) return r;
+    }
+    (*session)->kv_cache().flush();
+    r.stats = (*session)->kv_stats();
+    return r;
+}
+
+bool identical(const Run & a, const Run & b) {
+    if (a.logits.size() != b.logits.size()) return false;
+    for (size_t i = 0; i < a.logits.size(); ++i) {
+        if (a.logits[i].size() != b.logits[i].size() ||
+            std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * sizeof(float)) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Bytes of one layer's KV for n tokens in blocks of `bt` (f16).
+double layer_mib(const Model & model, uint32_t n_tokens, uint32_t bt) {
+    const KvBlockLayout layout{{bt, model.hparams().n_head_kv, model.hparams().head_dim}, KvCodec::f16, KvCodec::f16};
+    return double((n_tokens + bt - 1) / bt * layout.block_bytes()) / (1 << 20);
+}
+
+}  // namespace
+
+class TestKvTiers : public QObject {
+    Q_OBJECT
+
+    CpuBackend backend_{{.n_threads = 2}};
+    std::map<QString, std::shared_ptr<const Model>> models_;
+    QTemporaryDir dir_;
+
+    std::shared_ptr<const Model> model(const QString & name) {
+        auto & m = models_[name];
+        if (!m) {
+            auto loaded = Model::load(shared_path(name).toStdString(), backend_);
+            if (!loaded.ok()) qFatal("%s", loaded.status().message().c_str());
+            m = *loaded;
+        }
+        return m;
+    }
+
+    SessionConfig all_in_ram(uint32_t n_ctx, uint32_t chunk, uint32_t bt) {
+        SessionConfig c{.n_ctx = n_ctx, .chunk_tokens = chunk};
+        c.kv.block_tokens = bt;
+        c.kv.prefix_cache = false;
+        c.kv.dir = (dir_.path() + "/ram").toStdString();
+        c.kv.disk_mib = 0.001;  // no room: nothing spills
+        return c;
+    }
+
+private slots:
+    // Random budgets, block sizes, chunks and prompts: blocks are forced through the host
+    // and disk tiers, and every logit stays bit-identical to the all-in-RAM cache.
+    void tieredEqualsAllInRam_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("seed");
+        for (int seed = 1; seed <= 5; ++seed) {
+            QTest::newRow(qPrintable(QString("stories-%1").arg(seed))) << "models/stories260K.gguf" << seed;
+            QTest::newRow(qPrintable(QString("tiny-q8-%1").arg(seed))) << "models/tiny/tiny-llama-Q8_0.gguf" << seed;
+        }
+        QTest::newRow("qwen2-f32") << "models/tiny/tiny-qwen2-f32.gguf" << 11;
+    }
+    void tieredEqualsAllInRam() {
+        QFETCH(QString, model);
+        QFETCH(int, seed);
+        auto m = this->model(model);
+        std::mt19937 rng{uint32_t(seed)};
+        const uint32_t bt = std::array{4u, 8u, 16u, 32u}[rng() % 4];
+        const uint32_t chunk = 5 + rng() % 60;
+        const std::vector<int32_t> prompt = random_prompt(rng, 60 + rng() % 200, int32_t(m->hparams().n_vocab));
+        const int steps = 6;
+        const uint32_t n_ctx = uint32_t(prompt.size()) + steps + 1;
+
+        const Run reference = run(m, prompt, steps, all_in_ram(n_ctx, chunk, bt));
+        QVERIFY2(reference.status.ok(), reference.status.message().c_str());
+
+        SessionConfig tiered{.n_ctx = n_ctx, .chunk_tokens = chunk};
+        tiered.kv.block_tokens = bt;
+        tiered.kv.prefix_cache = false;
+        const double layer = layer_mib(*m, n_ctx, bt);
+        const double block = layer_mib(*m, bt, bt);
+        // The device holds one to one and a half layers, the host less than a layer (at
+        // least two blocks): the rest goes to disk.
+        tiered.kv.device_mib = layer * (1.0 + double(rng() % 50) / 100.0);
+        tiered.kv.host_mib = std::max(2 * block, layer * (0.3 + double(rng() % 60) / 100.0));
+        tiered.kv.disk_mib = 64;
+        tiered.kv.dir = (dir_.path() + "/tiered-" + QString::number(seed)).toStdString();
+        const Run r = run(m, prompt, steps, tiered);
+        QVERIFY2(r.status.ok(), r.status.message().c_str());
+        QVERIFY2(identical(reference, r), "logits differ from the all-in-RAM cache");
+
+        const KvStats & s = r.stats;
+        qInfo("block %u, chunk %u, %zu tokens: hits %llu/%llu, moved %.2f MiB, host in %.2f MiB, disk in %.2f MiB", bt, chunk,
+              prompt.size(), (unsigned long long)s.block_hits, (unsigned long long)s.block_reads, double(s.bytes_moved) / (1 << 20),
+              double(s.tiers[1].bytes_in) / (1 << 20), double(s.tiers[2].bytes_in) / (1 << 20));
+        QVERIFY(s.tiers[1].bytes_in > 0);  // blocks went through RAM
+        QVERIFY(s.tiers[2].bytes_in > 0);  // and through disk
+        QVERIFY(s.block_hits < s.block_reads);
+        QVERIFY(s.tiers[0].used_bytes <= uint64_t(tiered.kv.device_mib * (1 << 20)));
+        QCOMPARE(s.faults, uint64_t(0));
+    }
+
+    // Each fault is reported once in plain words, and the output stays exactly right.
+    void faultsKeepTheOutputRight_data() {
+        QTest::addColumn<int>("fault");
+        QTest::addColumn<int>("after");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("disk full") << int(FaultyFileIo::Fault::disk_full) << 3 << "No space left";
+        QTest::newRow("write error") << int(FaultyFileIo::Fault::write_error) << 5 << "Input/output error";
+        QTest::newRow("read error") << int(FaultyFileIo::Fault::read_error) << 2 << "Input/output error";
+        QTest::newRow("checksum mismatch") << int(FaultyFileIo::Fault::corrupt_read) << 1 << "checksum";
+        QTest::newRow("truncated file") << int(FaultyFileIo::Fault::truncated_read) << 1 << "truncated";
+    }
+    void faultsKeepTheOutputRight() {
+        QFETCH(int, fault);
+        QFETCH(int, after);
+        QFETCH(QString, words);
+        auto m = model("models/tiny/tiny-llama-Q8_0.gguf");
+        std::mt19937 rng(77);
+        const std::vector<int32_t> prompt = random_prompt(rng, 220, int32_t(m->hparams().n_vocab));
+        const uint32_t n_ctx = 240;
+        const Run reference = run(m, prompt, 8, all_in_ram(n_ctx, 32, 16));
+        QVERIFY(reference.status.ok());
+
+        SessionConfig c{.n_ctx = n_ctx, .chunk_tokens = 32};
+        c.kv.block_tokens = 16;
+        c.kv.prefix_cache = false;
+        c.kv.device_mib = layer_mib(*m, n_ctx, 16) * 1.2;
+        c.kv.host_mib = layer_mib(*m, n_ctx, 16) * 0.5;
+        c.kv.disk_mib = 64;
+        c.kv.dir = (dir_.path() + "/fault-" + QString::number(fault)).toStdString();
+        auto io = std::make_shared<FaultyFileIo>(FaultyFileIo::Fault(fault), after);
+        c.io = io;
+        const Run r = run(m, prompt, 8, c);
+        QVERIFY2(r.status.ok(), r.status.message().c_str());
+        QVERIFY(io->faults_injected() > 0);
+        QVERIFY2(identical(reference, r), "a fault changed the output");
+        QVERIFY(r.stats.faults >= 1);
+        QVERIFY2(QString::fromStdString(r.stats.last_fault).contains(words), r.stats.last_fault.c_str());
+    }
+
+    void unwritableDirectoryDisablesTheDiskTier() {
+        auto m = model("models/stories260K.gguf");
+        std::mt19937 rng(5);
+        const std::vector<int32_t> prompt = random_prompt(rng, 100, 512);
+        const Run reference = run(m, prompt, 3, all_in_ram(128, 64, 32));
+        SessionConfig c{.n_ctx = 128, .chunk_tokens = 64};
+        c.kv.dir = "/proc/longread-kv-test";  // cannot be created, even as root
+        c.kv.disk_mib = 16;
+        const Run r = run(m, prompt, 3, c);
+        QVERIFY2(r.status.ok(), r.status.message().c_str());
+        QVERIFY(identical(reference, r));
+        QVERIFY(!r.stats.tiers[2].present);
+        QVERIFY2(QString::fromStdString(r.stats.last_fault).contains("/proc/longread-kv-test"), r.stats.last_fault.c_str());
+    }
+
+    // Session A prefills and goes away; session B with the same prompt restores the KV
+    // instead of computing it, and continues exactly as A did.
+    void prefixCacheRestoresAcrossSessions() {
+        auto m = model("models/stories260K.gguf");
+        std::mt19937 rng(9);
+        const std::vector<int32_t> prompt = random_prompt(rng, 203, 512);
+        SessionConfig c{.n_ctx = 256, .chunk_tokens = 64};
+        c.kv.dir = (dir_.path() + "/prefix").toStdString();
+        c.kv.disk_mib = 64;
+        const Run a = run(m, prompt, 5, c);
+        QVERIFY(a.status.ok());
+        QCOMPARE(a.stats.restored_tokens, uint64_t(0));
+        const Run b = run(m, prompt, 5, c);
+        QVERIFY(b.status.ok());
+        QCOMPARE(b.stats.restored_tokens, uint64_t(192));  // 6 blocks of 32; 11 tokens computed
+        QVERIFY(b.stats.prefix_hits > 0);
+        QVERIFY(identical(a, b));
+        // A longer prompt with the same beginning restores that beginning.
+        std::vector<int32_t> longer = prompt;
+        longer.insert(longer.end(), {300, 301, 302, 303});
+        const Run longer_run = run(m, longer, 0, c);
+        QCOMPARE(longer_run.stats.restored_tokens, uint64_t(192));
+    }
+
+    void changedModelOrCodecRestoresNothing() {
+        std::mt19937 rng(10);
+        const std::vector<int32_t> prompt = random_prompt(rng, 150, 512);
+        SessionConfig c{.n_ctx = 160, .chunk_tokens = 64};
+        c.kv.dir = (dir_.path() + "/changed").toStdString();
+        c.kv.disk_mib = 64;
+        // Two files with the same shapes and vocabulary but different weights.
+        QVERIFY(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, c).status.ok());
+        QCOMPARE(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, c).stats.restored_tokens, uint64_t(128));
+        QCOMPARE(run(model("models/tiny/tiny-llama-F16.gguf"), prompt, 0, c).stats.restored_tokens, uint64_t(0));
+        SessionConfig f32 = c;
+        f32.kv.k_bits = 32;
+        f32.kv.v_bits = 32;
+        QCOMPARE(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, f32).stats.restored_tokens, uint64_t(0));
+        SessionConfig other_block = c;
+        other_block.kv.block_tokens = 16;
+        QCOMPARE(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, other_block).stats.restored_tokens, uint64_t(0));
+    }
+
+    // Prefix files deleted, truncated or damaged between sessions: what cannot be read
+    // back is recomputed, and the output is the same.
+    void damagedPrefixFilesAreRecomputed_data() {
+        QTest::addColumn<QString>("damage");
+        QTest::newRow("deleted") << "delete";
+        QTest::newRow("truncated") << "truncate";
+        QTest::newRow("flipped") << "flip";
+    }
+    void damagedPrefixFilesAreRecomputed() {
+        QFETCH(QString, damage);
+        auto m = model("models/stories260K.gguf");
+        std::mt19937 rng(12);
+        const std::vector<int32_t> prompt = random_prompt(rng, 170, 512);
+        SessionConfig c{.n_ctx = 192, .chunk_tokens = 64};
+        const QString kv_dir = dir_.path() + "/damaged-" + damage;
+        c.kv.dir = kv_dir.toStdString();
+        c.kv.disk_mib = 64;
+        const Run a = run(m, prompt, 4, c);
+        QVERIFY(a.status.ok());
+        for (const QFileInfo & f : QDir(kv_dir).entryInfoList({"prefix-*.bin"})) {
+            QFile file(f.filePath());
+            if (damage == "delete") {
+                QVERIFY(file.remove());
+            } else if (damage == "truncate") {
+                QVERIFY(file.resize(f.size() / 3));
+            } else {
+                QVERIFY(file.open(QIODevice::ReadWrite));
+                for (qint64 at = 100; at < f.size(); at += 997) {
+                    file.seek(at);
+                    char b = 0;
+                    file.getChar(&b);
+                    file.seek(at);
+                    file.putChar(char(b ^ 0x21));
+                }
+            }
+        }
+        const Run b = run(m, prompt, 4, c);
+        QVERIFY2(b.status.ok(), b.status.message().c_str());
+        QVERIFY2(identical(a, b), "a damaged cache changed the output");
+        QVERIFY(b.stats.faults >= 1);
+        QVERIFY(!b.stats.last_fault.empty());
+    }
+
+    // Two caches sharing one directory at the same time, both spilling and persisting.
+    void concurrentInstancesShareADirectory() {
+        const QString name = "models/tiny/tiny-llama-Q8_0.gguf";
+        auto m = model(name);
+        std::mt19937 rng(21);
+        const std::vector<int32_t> p1 = random_prompt(rng, 180, 512), p2 = random_prompt(rng, 200, 512);
+        const Run r1 = run(m, p1, 4, all_in_ram(224, 32, 16)), r2 = run(m, p2, 4, all_in_ram(224, 32, 16));
+        SessionConfig c{.n_ctx = 224, .chunk_tokens = 32};
+        c.kv.block_tokens = 16;
+        c.kv.device_mib = layer_mib(*m, 224, 16) * 1.3;
+        c.kv.host_mib = layer_mib(*m, 224, 16) * 0.5;
+        c.kv.disk_mib = 64;
+        c.kv.dir = (dir_.path() + "/shared").toStdString();
+        // Each instance has its own backend and model, as two processes would.
+        auto instance = [&](const std::vector<int32_t> & prompt, Run & out) {
+            CpuBackend backend({.n_threads = 1});
+            auto own = Model::load(shared_path(name).toStdString(), backend);
+            out = run(*own, prompt, 4, c);
+        };
+        Run a, b;
+        std::thread ta([&] { instance(p1, a); });
+        std::thread tb([&] { instance(p2, b); });
+        ta.join();
+        tb.join();
+        QVERIFY2(a.status.ok(), a.status.message().c_str());
+        QVERIFY2(b.status.ok(), b.status.message().c_str());
+        QVERIFY(identical(a, r1));
+        QVERIFY(identical(b, r2));
+        // The shared index holds both prefixes intact.
+        const Run again1 = run(m, p1, 4, c), again2 = run(m, p2, 4, c);
+        QVERIFY(again1.stats.restored_tokens > 0 && again2.stats.restored_tokens > 0);
+        QVERIFY(identical(again1, r1));
+        QVERIFY(identical(again2, r2));
+    }
+
+    // A stop between chunks leaves the tiered cache consistent: finishing the prompt later
+    // gives the same logits.
+    void cancelledPrefillLeavesTheCacheConsistent() {
+        auto m = model("models/stories260K.gguf");
+        std::mt19937 rng(31);
+        const std::vector<int32_t> prompt = random_prompt(rng, 190, 512);
+        const Run reference = run(m, prompt, 3, all_in_ram(200, 16, 8));
+        SessionConfig c{.n_ctx = 200, .chunk_tokens = 16};
+        c.kv.block_tokens = 8;
+        c.kv.prefix_cache = false;
+        c.kv.device_mib = layer_mib(*m, 200, 8) * 1.1;
+        c.kv.host_mib = layer_mib(*m, 200, 8);
+        c.kv.disk_mib = 16;
+        c.kv.dir = (dir_.path() + "/cancel").toStdString();
+        auto session = Session::create(m, c);
+        QVERIFY(session.ok());
+        std::stop_source stop;
+        Status s = (*session)->append(prompt, [&](const PrefillProgress & p) {
+            if (p.n_done >= 64) stop.request_stop();
+        }, stop.get_token());
+        QCOMPARE(s.code(), StatusCode::cancelled);
+        const size_t done = (*session)->tokens().size();
+        QCOMPARE(done, size_t(64));
+        QVERIFY((*session)->append(std::span(prompt).subspan(done)).ok());
+        const auto l = (*session)->logits();
+        QVERIFY(std::memcmp(l.data(), reference.logits[0].data(), l.size() * sizeof(float)) == 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestKvTiers)
+#include "test_kv_tiers.moc"
