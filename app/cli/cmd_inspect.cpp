@@ -5,7 +5,8 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "engine/gguf/gguf_file.h"
-#include "kvcache/kv_cache_config.h"
+#include "engine/runtime/session.h"
+#include "kvcache/memory_planner.h"
 
 namespace lr::cli {
 
@@ -41,7 +42,7 @@ int run_tokenize(const Argv & argv) {
 }
 
 int run_info(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), {
+    const std::vector<FlagSpec> specs = join({model_flags(), kv_flags(), {
         {"-c", "--ctx-size", true, false, "context size for the memory estimate (default: trained context)"},
         {"-h", "--help", false, false, "this help"},
     }});
@@ -77,11 +78,21 @@ int run_info(const Argv & argv) {
     if (!model.chat_template_note().empty()) std::printf("               note: %s\n", model.chat_template_note().c_str());
     for (const std::string & note : model.tokenizer().vocab().notes) std::printf("tokenizer note: %s\n", note.c_str());
 
-    const double weights_mib = double(model.weights().n_bytes) / (1 << 20);
-    const double kv_bytes_per_token = 2.0 * hp.n_layer * hp.n_head_kv * double(kv_codec_row_bytes(KvCodec::f16, hp.head_dim));
-    const double kv_mib = kv_bytes_per_token * double(*n_ctx) / (1 << 20);
-    std::printf("memory at -c %lld: weights %.1f MiB (mapped from the file) + KV cache %.1f MiB (f16, %.1f KiB/token) = %.1f MiB\n",
-                *n_ctx, weights_mib, kv_mib, kv_bytes_per_token / 1024, weights_mib + kv_mib);
+    // What the memory planner predicts with these cache settings on this machine.
+    auto kv = kv_settings(*args);
+    if (!kv.ok()) return fail(kv.status().message());
+    const std::string dir = resolve_kv_dir(*kv);
+    const KvTierCapacities caps = resolve_capacities(*kv, probe_machine_memory(dir), model.weights().n_bytes, false);
+    const MemoryPlan plan = plan_memory(memory_shape(model), uint32_t(*n_ctx), 256, *kv, caps);
+    std::printf("memory at -c %lld (%s):\n", *n_ctx, describe(*kv).c_str());
+    std::printf("  weights       %s (mapped from the file)\n", format_bytes(plan.weight_bytes).c_str());
+    std::printf("  KV cache      %s (%s per token at f16)\n", format_bytes(plan.kv_bytes).c_str(), format_bytes(plan.kv_bytes_per_token).c_str());
+    std::printf("    device      %s of %s\n", format_bytes(plan.kv_device_bytes).c_str(), format_bytes(caps.device_bytes).c_str());
+    std::printf("    host RAM    %s of %s\n", format_bytes(plan.kv_host_bytes).c_str(), format_bytes(caps.host_bytes).c_str());
+    std::printf("    disk        %s of %s (%s)\n", format_bytes(plan.kv_disk_bytes).c_str(), format_bytes(caps.disk_bytes).c_str(), dir.c_str());
+    std::printf("  activations   %s\n", format_bytes(plan.scratch_bytes).c_str());
+    std::printf("  largest context that fits: %u tokens\n", plan.max_context);
+    std::printf("%s\n", plan.message.c_str());
     return 0;
 }
 

@@ -78,6 +78,35 @@ private slots:
         QVERIFY(r.out.contains("architecture:  qwen2"));
         QVERIFY(r.out.contains("Q8_0 x"));
         QVERIFY(r.out.contains("memory at -c 1024"));
+        QVERIFY(r.out.contains("largest context that fits"));
+        QVERIFY(r.out.contains("fits"));
+    }
+
+    // Process A prefills a prompt and exits; process B with the same prompt restores its KV
+    // from the prefix cache on disk and generates the same tokens.
+    void prefixCacheSurvivesTheProcess() {
+        QTemporaryDir dir;
+        QFile text(shared_path("data/text/tinystories_style_eval.txt"));
+        QVERIFY(text.open(QIODevice::ReadOnly));
+        const QString prompt = QString::fromUtf8(text.read(3000));
+        auto generate = [&](const QString & stats) {
+            return run_cli({"generate", "-p", prompt, "-n", "16", "--temp", "0", "--json", "--kv-dir", dir.path(),
+                            "--kv-disk-mib", "64", "--kv-stats-json", stats});
+        };
+        const Run a = generate(dir.path() + "/a.json");
+        QCOMPARE(a.exit_code, 0);
+        const Run b = generate(dir.path() + "/b.json");
+        QCOMPARE(b.exit_code, 0);
+        const QJsonObject sa = read_json(dir.path() + "/a.json"), sb = read_json(dir.path() + "/b.json");
+        QCOMPARE(sa["restored_tokens"].toInt(), 0);
+        QVERIFY(sb["restored_tokens"].toInt() > 500);
+        QVERIFY(sb["tiers"].toArray().size() >= 2);
+        QCOMPARE(QJsonDocument::fromJson(b.out).object()["generated_tokens"], QJsonDocument::fromJson(a.out).object()["generated_tokens"]);
+        // Without the prefix cache nothing is restored.
+        const Run c = run_cli({"generate", "-p", prompt, "-n", "4", "--temp", "0", "--kv-dir", dir.path(), "--no-prefix-cache",
+                               "--kv-stats-json", dir.path() + "/c.json"});
+        QCOMPARE(c.exit_code, 0);
+        QCOMPARE(read_json(dir.path() + "/c.json")["restored_tokens"].toInt(), 0);
     }
 
     void chatAnswersFromStdin() {
