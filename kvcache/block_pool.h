@@ -2,6 +2,8 @@
 // Metadata of every KV block and the free list of ids. A block holds block_tokens slots
 // of one layer of one sequence; its bytes live in exactly one place at a time (a tier
 // slot, or only in the prefix store), and a persisted block also has a durable copy.
+// Host-side mirrors of what policies need (positions, accumulated attention, key bounds)
+// stay here whatever tier the bytes are on.
 
 #include <cstdint>
 #include <vector>
@@ -22,8 +24,6 @@ enum class BlockHome : uint8_t { device, host, disk, prefix_store };
 struct BlockMeta {
     SeqId seq = 0;
     uint32_t layer = 0;
-    uint32_t index = 0;           // logical block index in its sequence
-    uint32_t n_filled = 0;        // committed slots, from slot 0
     uint32_t ref_count = 0;       // sequences holding it; 0 = free
     KvCodec k_codec = KvCodec::f16;
     KvCodec v_codec = KvCodec::f16;
@@ -37,6 +37,11 @@ struct BlockMeta {
     uint64_t last_use = 0;        // tick of the last attention read
     uint64_t chain = 0;           // prefix-cache key when the block is a full prefix block
     bool persisted = false;       // a durable copy is in the prefix store
+
+    std::vector<int32_t> pos;         // [n_head_kv][block_tokens] mirror of the block's positions
+    std::vector<float> importance;    // [n_head_kv][block_tokens] accumulated attention (when collected)
+    std::vector<float> key_min;       // [n_head_kv][head_dim] per-channel key bounds (quest)
+    std::vector<float> key_max;
 };
 
 class BlockPool {

@@ -11,6 +11,7 @@
 #include "kvcache/file_io.h"
 #include "kvcache/kv_settings.h"
 #include "kvcache/memory_planner.h"
+#include "kvcache/rope_shift.h"
 
 namespace lr {
 
@@ -29,6 +30,8 @@ struct KvCacheConfig {
     std::string dir;               // cache directory (disk tier, prefix cache); empty: no disk
     uint64_t model_identity = 0;   // prefix-cache key of the model file; 0: no prefix cache
     std::shared_ptr<FileIo> io;    // file operations (tests inject faults); null: POSIX
+    uint32_t max_position = 0;     // positions stay below this (trained context); 0: max_tokens
+    RopeShiftParams rope;          // how keys move when streaming renumbers positions
 };
 
 // Checks ranges and that the codecs fit the head size; the message names the setting.

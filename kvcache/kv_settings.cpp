@@ -8,7 +8,7 @@ namespace {
 
 constexpr std::pair<KvPolicy, std::string_view> kPolicyNames[] = {
     {KvPolicy::none, "none"}, {KvPolicy::h2o, "h2o"}, {KvPolicy::snapkv, "snapkv"},
-    {KvPolicy::streaming, "streaming"}, {KvPolicy::quest, "quest"},
+    {KvPolicy::streaming, "streaming"}, {KvPolicy::quest, "quest"}, {KvPolicy::random, "random"},
 };
 
 KvCodec codec_for_bits(uint32_t bits) {
@@ -71,14 +71,14 @@ Status validate(const KvSettings & s) {
 std::string describe(const KvSettings & s) {
     char buf[160];
     std::string out(kv_policy_name(s.policy));
-    if (s.policy == KvPolicy::h2o || s.policy == KvPolicy::snapkv || s.policy == KvPolicy::streaming) {
+    if (s.policy != KvPolicy::none && s.policy != KvPolicy::quest) {
         if (s.budget_tokens > 0) {
             std::snprintf(buf, sizeof buf, " %u tokens", s.budget_tokens);
         } else {
             std::snprintf(buf, sizeof buf, " %.0f%%", s.keep_ratio * 100);
         }
         out += buf;
-        if (s.policy == KvPolicy::h2o) {
+        if (s.policy == KvPolicy::h2o || s.policy == KvPolicy::random) {
             std::snprintf(buf, sizeof buf, " (recent %.0f%%, %u sinks)", s.recent_ratio * 100, s.sink_tokens);
             out += buf;
         } else {
@@ -86,6 +86,15 @@ std::string describe(const KvSettings & s) {
             out += buf;
         }
     }
+    if (s.policy == KvPolicy::quest) {
+        if (s.quest_blocks > 0) {
+            std::snprintf(buf, sizeof buf, " %u blocks", s.quest_blocks);
+        } else {
+            std::snprintf(buf, sizeof buf, " (%.0f%% read per token)", s.keep_ratio * 100);
+        }
+        out += buf;
+    }
+    if (s.policy == KvPolicy::snapkv && s.then == KvPolicy::h2o) out += " then h2o";
     out += ", K " + std::string(kv_codec_name(s.k_codec())) + " / V " + std::string(kv_codec_name(s.v_codec()));
     return out;
 }

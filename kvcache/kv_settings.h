@@ -24,6 +24,7 @@ enum class KvPolicy {
     snapkv,     // at the end of prefill, top-k per head from an observation window
     streaming,  // sinks + a sliding window; runs past the trained context
     quest,      // keep everything, attend to the top blocks for the current query
+    random,     // sinks + window + random positions: the evaluation baseline
 };
 
 std::string_view kv_policy_name(KvPolicy policy);

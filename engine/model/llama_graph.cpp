@@ -23,7 +23,7 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens) 
     return g;
 }
 
-Status LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int64_t n) {
+Status LlamaGraph::run_layers(KvCache & kv, SeqId seq, int64_t n) {
     const ModelHParams & hp = model_->hparams();
     const ModelWeights & w = model_->weights();
     Backend & b = model_->backend();
@@ -50,9 +50,11 @@ Status LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, in
         .head_dim = int32_t(hp.head_dim),
         .scale = 1.0f / std::sqrt(float(hp.head_dim)),
     };
-    const int32_t * pos = ubatch.positions.data();
+    const std::span<const int32_t> positions = kv.pending_positions(seq);
+    const int32_t * pos = positions.data();
+    const bool query_aware = kv.wants_query(seq);
 
-    b.get_rows(w.token_embd, ubatch.tokens.data(), n, x);
+    b.get_rows(w.token_embd, tokens_.data(), n, x);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const LayerWeights & L = w.layers[il];
         // Attention block.
@@ -65,7 +67,14 @@ Status LlamaGraph::run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, in
         if (L.bv) b.add_bias(v, *L.bv, n);
         b.rope(q, n, hp.n_head, pos, rope);
         b.rope(k, n, hp.n_head_kv, pos, rope);
-        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(seq, il));
+        const float * q_last = nullptr;
+        if (query_aware) {
+            q_host_.resize(hp.n_embd_q());
+            b.copy_to_host(q_host_.data(), q + (n - 1) * hp.n_embd_q(), q_host_.size() * sizeof(float));
+            b.synchronize();
+            q_last = q_host_.data();
+        }
+        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(seq, il, q_last, hp.n_head));
         b.kv_write(view, k, v, pos, n);
         b.attention(q, n, pos, view, attn_params, attn);
         kv.end_layer(seq, il);
@@ -86,7 +95,7 @@ Status LlamaGraph::forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::
     const ModelHParams & hp = model_->hparams();
     const int64_t n = static_cast<int64_t>(ubatch.tokens.size());
     if (n == 0) return error(StatusCode::invalid_argument, "empty ubatch");
-    if (n > max_tokens_ || ubatch.positions.size() != ubatch.tokens.size()) {
+    if (n > max_tokens_) {
         return error(StatusCode::invalid_argument, "ubatch of " + std::to_string(n) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
     }
     for (int32_t t : ubatch.tokens) {
@@ -94,8 +103,9 @@ Status LlamaGraph::forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::
             return error(StatusCode::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
         }
     }
-    LR_RETURN_IF_ERROR(kv.reserve(seq, ubatch.tokens));
-    if (Status s = run_layers(ubatch, kv, seq, n); !s.ok()) {
+    LR_RETURN_IF_ERROR(kv.reserve(seq, ubatch.tokens, ubatch.observation));
+    tokens_.assign(ubatch.tokens.begin(), ubatch.tokens.end());
+    if (Status s = run_layers(kv, seq, n); !s.ok()) {
         kv.rollback(seq);
         return s;
     }

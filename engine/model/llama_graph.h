@@ -12,9 +12,9 @@
 namespace lr {
 
 struct Ubatch {
-    std::span<const int32_t> tokens;
-    std::span<const int32_t> positions;  // one per token
-    bool all_logits = false;             // logits for every token, or only the last
+    std::span<const int32_t> tokens;   // positions come from the KV cache
+    bool all_logits = false;           // logits for every token, or only the last
+    bool observation = false;          // SnapKV's observation window (attention is recorded)
 };
 
 class LlamaGraph {
@@ -31,7 +31,7 @@ public:
 
 private:
     LlamaGraph(const Model & model, uint32_t max_tokens) : model_(&model), max_tokens_(max_tokens) {}
-    Status run_layers(const Ubatch & ubatch, KvCache & kv, SeqId seq, int64_t n);
+    Status run_layers(KvCache & kv, SeqId seq, int64_t n);
 
     const Model * model_;
     uint32_t max_tokens_;
@@ -45,6 +45,8 @@ private:
     DeviceBuffer gate_;    // [n][n_ff]
     DeviceBuffer up_;      // [n][n_ff]
     DeviceBuffer logits_;  // [n][n_vocab]
+    std::vector<float> q_host_;  // [n_head][head_dim] of the last token, for query-aware caches
+    std::vector<int32_t> tokens_;  // the ubatch's tokens (host)
 };
 
 }  // namespace lr

@@ -32,7 +32,13 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     LR_RETURN_IF_ERROR(validate(config, hp));
     LR_RETURN_IF_ERROR(validate(config.kv));
     if (config.n_ctx == 0) config.n_ctx = hp.n_ctx_train;
-    KvCacheConfig kv_config{.settings = config.kv, .max_tokens = config.n_ctx, .io = config.io};
+    KvCacheConfig kv_config{.settings = config.kv, .max_tokens = config.n_ctx, .io = config.io, .max_position = hp.n_ctx_train};
+    kv_config.rope = {.mode = hp.rope_mode, .n_rot = hp.n_rot, .head_dim = hp.head_dim,
+                      .freq_base = hp.rope_freq_base, .freq_scale = hp.rope_freq_scale};
+    if (const gguf::TensorInfo * ff = model->file().find_tensor("rope_freqs.weight"); ff && ff->type == DType::F32) {
+        const auto * f = reinterpret_cast<const float *>(ff->data);
+        kv_config.rope.freq_factors.assign(f, f + ff->n_elements());
+    }
     kv_config.dir = resolve_kv_dir(config.kv);
     const MachineMemory machine = probe_machine_memory(kv_config.dir);
     kv_config.capacities = resolve_capacities(config.kv, machine, model->weights().n_bytes, model->backend().kind() == BackendKind::cuda);
@@ -60,7 +66,9 @@ Status Session::append_all_logits(std::span<const int32_t> tokens, std::vector<f
 Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * all_logits, const ProgressFn & progress,
                          std::stop_token stop) {
     if (tokens.empty()) return {};
-    if (tokens_.size() + tokens.size() > config_.n_ctx) {
+    const KvSettings & kv = config_.kv;
+    const bool streaming = kv.policy == KvPolicy::streaming;
+    if (!streaming && tokens_.size() + tokens.size() > config_.n_ctx) {
         return error(StatusCode::context_full, "the context holds " + std::to_string(config_.n_ctx) + " tokens: " +
                      std::to_string(tokens_.size()) + " are used and " + std::to_string(tokens.size()) +
                      " more do not fit; start a new chat, raise -c, or enable a cache policy");
@@ -80,16 +88,19 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
             if (progress) progress(p);
         }
     }
+    // SnapKV votes with the attention of the prompt's last obs_window tokens: they get
+    // ubatches of their own.
+    const bool snapkv_prompt = kv.policy == KvPolicy::snapkv && tokens.size() > 1;
+    const size_t observe_from = snapkv_prompt && tokens.size() > kv.obs_window ? tokens.size() - kv.obs_window : 0;
     using Clock = std::chrono::steady_clock;
     while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
-        const size_t n = std::min<size_t>(chunk, tokens.size() - at);
+        size_t n = std::min<size_t>(chunk, tokens.size() - at);
+        if (snapkv_prompt && at < observe_from) n = std::min(n, observe_from - at);
         const std::span<const int32_t> part = tokens.subspan(at, n);
-        positions_.resize(n);
-        for (size_t i = 0; i < n; ++i) positions_[i] = static_cast<int32_t>(tokens_.size() + i);
         const auto t0 = Clock::now();
-        Status s = graph_.forward({.tokens = part, .positions = positions_, .all_logits = all_logits != nullptr}, *kv_, kSeq,
-                                  chunk_logits_);
+        Status s = graph_.forward({.tokens = part, .all_logits = all_logits != nullptr, .observation = snapkv_prompt && at >= observe_from},
+                                  *kv_, kSeq, chunk_logits_);
         if (s.code() == StatusCode::corrupt_data) {
             if (const std::optional<uint32_t> lost = kv_->take_lost_position(kSeq)) {
                 // A KV block could not be read back: recompute what was lost, then retry.
@@ -108,6 +119,7 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         p.n_done += static_cast<uint32_t>(n);
         if (progress) progress(p);
     }
+    if (snapkv_prompt) kv_->finish_prompt(kSeq);
     return {};
 }
 

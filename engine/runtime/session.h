@@ -66,6 +66,8 @@ public:
 
     // What the KV cache is doing (any thread).
     KvStats kv_stats() const { return kv_->stats(); }
+    // Per position, the share of (layer, head) pairs whose cache still holds it.
+    std::vector<float> retention() const { return kv_->retention(kSeq); }
 
 private:
     Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph);
@@ -79,7 +81,6 @@ private:
     std::vector<int32_t> tokens_;
     std::vector<float> last_logits_;
     std::vector<float> chunk_logits_;
-    std::vector<int32_t> positions_;
     static constexpr SeqId kSeq = 0;
 };
 

@@ -58,10 +58,8 @@ std::vector<double> next_token_probs(const QString & path, QString & failure) {
         failure = "cannot create the graph or the KV cache";
         return {};
     }
-    std::vector<int32_t> pos(kPrompt.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(i);
     std::vector<float> logits;
-    const Status s = graph->forward({.tokens = kPrompt, .positions = pos}, **kv, 0, logits);
+    const Status s = graph->forward({.tokens = kPrompt}, **kv, 0, logits);
     if (!s.ok()) {
         failure = QString::fromStdString(s.message());
         return {};

@@ -47,9 +47,7 @@ Comparison compare_with_reference(const QString & model_path, const QString & lo
         std::vector<float> all;
         for (size_t at = 0; at < run.prompt_tokens.size(); at += ubatch_tokens) {
             const size_t n = std::min<size_t>(ubatch_tokens, run.prompt_tokens.size() - at);
-            std::vector<int32_t> pos(n);
-            for (size_t i = 0; i < n; ++i) pos[i] = int32_t(at + i);
-            Status s = graph->forward({.tokens = std::span(run.prompt_tokens).subspan(at, n), .positions = pos, .all_logits = true},
+            Status s = graph->forward({.tokens = std::span(run.prompt_tokens).subspan(at, n), .all_logits = true},
                                       **kv, 0, logits);
             if (!s.ok()) {
                 c.first_mismatch = QString::fromStdString(s.message());
@@ -72,8 +70,7 @@ Comparison compare_with_reference(const QString & model_path, const QString & lo
             }
             if (step >= run.generated.size()) break;
             const int32_t token = run.generated[step];
-            const int32_t pos = int32_t(run.prompt_tokens.size() + step);
-            Status s = graph->forward({.tokens = std::span(&token, 1), .positions = std::span(&pos, 1)}, **kv, 0, last);
+            Status s = graph->forward({.tokens = std::span(&token, 1)}, **kv, 0, last);
             if (!s.ok()) {
                 c.first_mismatch = QString::fromStdString(s.message());
                 c.max_step_diff = INFINITY;

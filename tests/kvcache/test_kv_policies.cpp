@@ -1,0 +1,386 @@
+// The lossy policies: on hand-made attention patterns the heavy hitters are the ones kept,
+// sinks are never dropped, budgets are exact, an evicted position never comes back; the
+// codecs stay within their error bounds and leave the recent window untouched; streaming
+// runs past the trained context; quest reads fewer blocks and drops nothing.
+#include <QtTest>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/kv_codec_rows.h"
+#include "engine/model/random_model_writer.h"
+#include "engine/runtime/generator.h"
+#include "kvcache/kv_cache.h"
+#include "kvcache/token_selection.h"
+#include "support/reference_data.h"
+
+using namespace lr;
+using namespace lr::test;
+
+namespace {
+
+std::vector<int32_t> iota_positions(int32_t n) {
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) p[size_t(i)] = i;
+    return p;
+}
+
+// A KvCache over a synthetic shape, fed through the CPU backend's kv_write, with the
+// attention mass of each layer view set by the test instead of by attention.
+struct SyntheticCache {
+    CpuBackend backend{{.n_threads = 1}};
+    std::unique_ptr<KvCache> kv;
+    static constexpr uint32_t kHeads = 2, kDim = 8;
+
+    explicit SyntheticCache(KvSettings settings, uint32_t max_tokens = 1024) {
+        settings.block_tokens = 8;
+        KvCacheConfig c{.settings = settings, .max_tokens = max_tokens};
+        c.rope = {.n_rot = kDim, .head_dim = kDim};
+        kv = std::move(KvCache::create(c, {.n_layer = 1, .n_head_kv = kHeads, .head_dim = kDim}, backend)).value();
+    }
+
+    // Appends n tokens; mass(position, head) is the attention each cached slot receives.
+    void append(uint32_t n, const std::function<float(int32_t, uint32_t)> & mass, bool observation = false) {
+        std::vector<int32_t> tokens(n, 5);
+        QVERIFY(kv->reserve(0, tokens, observation).ok());
+        auto view = kv->layer_view(0, 0);
+        QVERIFY(view.ok());
+        std::vector<float> k(size_t(n) * kHeads * kDim, 0.25f), v = k;
+        const auto pos = kv->pending_positions(0);
+        backend.kv_write(*view, k.data(), v.data(), pos.data(), n);
+        if (view->attn_mass) {
+            for (uint32_t b = 0; b < view->n_blocks(); ++b) {
+                const auto * bpos = reinterpret_cast<const int32_t *>(view->blocks[b].data + view->layout(b).pos_offset());
+                for (uint32_t g = 0; g < kHeads; ++g) {
+                    for (uint32_t s = 0; s < 8; ++s) {
+                        const int32_t p = bpos[g * 8 + s];
+                        if (p != kInvalidPos) view->attn_mass[(size_t(b) * kHeads + g) * 8 + s] = mass(p, g);
+                    }
+                }
+            }
+        }
+        kv->end_layer(0, 0);
+        kv->commit(0);
+    }
+
+    std::vector<float> retention() const { return kv->retention(0); }
+    // Positions held by any head.
+    std::set<int32_t> held() const {
+        std::set<int32_t> out;
+        const std::vector<float> r = retention();
+        for (size_t p = 0; p < r.size(); ++p) {
+            if (r[p] > 0) out.insert(int32_t(p));
+        }
+        return out;
+    }
+};
+
+float sum(const std::vector<float> & v) { return std::accumulate(v.begin(), v.end(), 0.0f); }
+
+}  // namespace
+
+class TestKvPolicies : public QObject {
+    Q_OBJECT
+
+private slots:
+    // ---- select_positions on hand-made patterns ----------------------------------------
+
+    void heavyHittersSinksAndRecentAreKept() {
+        const std::vector<int32_t> pos = iota_positions(40);
+        std::vector<float> score(40, 0.01f);
+        score[10] = 5.0f;  // two heavy hitters
+        score[25] = 3.0f;
+        std::vector<uint8_t> keep;
+        select_positions(pos, score, {.budget = 10, .sinks = 4, .recent = 4}, keep);
+        QCOMPARE(std::count(keep.begin(), keep.end(), 1), 10);
+        for (int i = 0; i < 4; ++i) QVERIFY(keep[size_t(i)]);        // sinks
+        for (int i = 36; i < 40; ++i) QVERIFY(keep[size_t(i)]);      // recent
+        QVERIFY(keep[10] && keep[25]);                               // heavy hitters
+        // Among equal scores the more recent position wins.
+        score[10] = score[25] = 0.01f;
+        select_positions(pos, score, {.budget = 10, .sinks = 4, .recent = 4}, keep);
+        QVERIFY(keep[35] && keep[34] && !keep[33]);
+    }
+
+    void budgetIsExact_data() {
+        QTest::addColumn<uint32_t>("budget");
+        QTest::addColumn<uint32_t>("sinks");
+        QTest::addColumn<uint32_t>("recent");
+        QTest::newRow("all-recent") << 7u << 0u << 7u;
+        QTest::newRow("sinks-exceed") << 3u << 4u << 2u;
+        QTest::newRow("recent-exceeds") << 8u << 2u << 20u;
+        QTest::newRow("budget-above-held") << 100u << 4u << 10u;
+        QTest::newRow("zero") << 0u << 4u << 4u;
+    }
+    void budgetIsExact() {
+        QFETCH(uint32_t, budget);
+        QFETCH(uint32_t, sinks);
+        QFETCH(uint32_t, recent);
+        std::vector<int32_t> pos = iota_positions(50);
+        for (size_t i = 0; i < pos.size(); i += 7) pos[i] = kInvalidPos;  // holes are never kept
+        std::mt19937 rng(3);
+        std::vector<float> score(pos.size());
+        for (float & s : score) s = float(rng() % 1000);
+        std::vector<uint8_t> keep;
+        select_positions(pos, score, {.budget = budget, .sinks = sinks, .recent = recent}, keep);
+        const auto held = std::count_if(pos.begin(), pos.end(), [](int32_t p) { return p != kInvalidPos; });
+        QCOMPARE(std::count(keep.begin(), keep.end(), 1), std::min<long>(budget, long(held)));
+        for (size_t i = 0; i < pos.size(); ++i) {
+            if (pos[i] == kInvalidPos) QVERIFY(!keep[i]);
+        }
+    }
+
+    void maxPoolingSpreadsAPeak() {
+        std::vector<int32_t> pos = iota_positions(12);
+        std::swap(pos[3], pos[8]);  // slot order is not position order
+        std::vector<float> score(12, 0.0f);
+        score[5] = 1.0f;  // position 5
+        const std::vector<float> pooled = max_pool_scores(pos, score, 5);
+        for (size_t i = 0; i < pos.size(); ++i) QCOMPARE(pooled[i], std::abs(pos[i] - 5) <= 2 ? 1.0f : 0.0f);
+    }
+
+    void randomScoresAreDeterministic() {
+        QCOMPARE(random_scores(64, 7), random_scores(64, 7));
+        QVERIFY(random_scores(64, 7) != random_scores(64, 8));
+    }
+
+    // ---- through the cache ----------------------------------------------------------------
+
+    void h2oKeepsTheHeavyHittersAndNeverRevives() {
+        KvSettings s;
+        s.policy = KvPolicy::h2o;
+        s.budget_tokens = 16;
+        s.sink_tokens = 2;
+        s.recent_ratio = 0.25;  // 4 recent
+        SyntheticCache c(s);
+        // Position 13 draws attention in head 0, position 29 in head 1.
+        auto mass = [](int32_t p, uint32_t g) { return (g == 0 && p == 13) || (g == 1 && p == 29) ? 1.0f : 0.001f; };
+        std::set<int32_t> ever_evicted;
+        for (int step = 0; step < 12; ++step) {
+            c.append(step == 0 ? 40 : 3, mass);
+            const std::vector<float> r = c.retention();
+            // Exactly the budget in each head (the retention, a share of the heads, sums to it).
+            QCOMPARE(sum(r), 16.0f);
+            QCOMPARE(r[0], 1.0f);  // sinks
+            QCOMPARE(r[1], 1.0f);
+            QCOMPARE(r.back(), 1.0f);  // the newest
+            QVERIFY(r[13] >= 0.5f && r[29] >= 0.5f);
+            for (size_t p = 0; p < r.size(); ++p) {
+                if (r[p] == 0.0f) ever_evicted.insert(int32_t(p));
+                if (ever_evicted.count(int32_t(p))) QCOMPARE(r[p], 0.0f);  // never revived
+            }
+            QCOMPARE(c.kv->n_kept(0), 16u);
+        }
+        QVERIFY(c.kv->stats().evicted_tokens > 0);
+    }
+
+    void snapkvSelectsFromTheObservationWindow() {
+        KvSettings s;
+        s.policy = KvPolicy::snapkv;
+        s.budget_tokens = 24;
+        s.sink_tokens = 2;
+        s.obs_window = 8;
+        s.pool_kernel = 3;
+        SyntheticCache c(s);
+        c.append(56, [](int32_t, uint32_t) { return 0.0f; });
+        // The observation window votes for position 30 (head 0) and 40 (head 1).
+        c.append(8, [](int32_t p, uint32_t g) { return (g == 0 && p == 30) || (g == 1 && p == 40) ? 1.0f : 0.001f; }, true);
+        c.kv->finish_prompt(0);
+        const std::vector<float> r = c.retention();
+        QCOMPARE(sum(r), 24.0f);  // the budget, in each head
+        for (int p = 56; p < 64; ++p) QCOMPARE(r[size_t(p)], 1.0f);  // the window itself
+        QCOMPARE(r[0], 1.0f);
+        // Pooling keeps the neighbours of the voted position.
+        for (int p : {29, 30, 31}) QVERIFY(r[size_t(p)] >= 0.5f);
+        for (int p : {39, 40, 41}) QVERIFY(r[size_t(p)] >= 0.5f);
+        // With --then none, decoding keeps growing.
+        c.append(1, [](int32_t, uint32_t) { return 0.0f; });
+        QCOMPARE(sum(c.retention()), 25.0f);
+    }
+
+    void streamingKeepsSinksAndAWindow() {
+        KvSettings s;
+        s.policy = KvPolicy::streaming;
+        s.budget_tokens = 12;
+        s.sink_tokens = 4;
+        SyntheticCache c(s);
+        for (int step = 0; step < 5; ++step) c.append(10, [](int32_t, uint32_t) { return 0.0f; });
+        const std::set<int32_t> held = c.held();
+        QCOMPARE(held, (std::set<int32_t>{0, 1, 2, 3, 42, 43, 44, 45, 46, 47, 48, 49}));
+    }
+
+    void streamingRenumbersPastTheContext() {
+        KvSettings s;
+        s.policy = KvPolicy::streaming;
+        s.budget_tokens = 12;
+        s.sink_tokens = 4;
+        SyntheticCache c(s, /*max_tokens=*/32);
+        // A cache of 32 positions takes 200 tokens: positions are reassigned inside it.
+        for (int step = 0; step < 40; ++step) c.append(5, [](int32_t, uint32_t) { return 0.0f; });
+        QCOMPARE(c.kv->n_tokens(0), 200u);
+        QVERIFY(c.kv->next_position(0) <= 32);
+        const std::set<int32_t> held = c.held();
+        QCOMPARE(held.size(), size_t(12));
+        QVERIFY(held.count(0) && held.count(3));
+    }
+
+    void randomBaselineKeepsTheBudget() {
+        KvSettings s;
+        s.policy = KvPolicy::random;
+        s.budget_tokens = 20;
+        SyntheticCache c(s);
+        c.append(100, [](int32_t, uint32_t) { return 0.0f; });
+        QCOMPARE(sum(c.retention()), 20.0f);
+        QCOMPARE(c.retention()[0], 1.0f);
+    }
+
+    // ---- codecs ---------------------------------------------------------------------------
+
+    void codecRoundTripWithinBounds_data() {
+        QTest::addColumn<int>("codec");
+        QTest::addColumn<uint32_t>("head_dim");
+        QTest::addColumn<double>("bound");
+        QTest::newRow("f16-64") << int(KvCodec::f16) << 64u << 1e-3;
+        QTest::newRow("q8-64") << int(KvCodec::q8) << 64u << 1.2e-2;
+        QTest::newRow("q8-8") << int(KvCodec::q8) << 8u << 1.2e-2;
+        QTest::newRow("q4-64") << int(KvCodec::q4) << 64u << 1.2e-1;
+        QTest::newRow("q4-8") << int(KvCodec::q4) << 8u << 1.2e-1;
+        QTest::newRow("q8-80") << int(KvCodec::q8) << 80u << 1.2e-2;  // groups of 16
+    }
+    void codecRoundTripWithinBounds() {
+        QFETCH(int, codec);
+        QFETCH(uint32_t, head_dim);
+        QFETCH(double, bound);
+        const KvCodec c = KvCodec(codec);
+        std::mt19937 rng(11);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        double err = 0, norm = 0;
+        std::vector<float> x(head_dim), y(head_dim);
+        std::vector<uint8_t> bytes(kv_codec_row_bytes(c, head_dim));
+        for (int trial = 0; trial < 200; ++trial) {
+            for (float & v : x) v = normal(rng);
+            kv_encode_row(c, x.data(), bytes.data(), head_dim);
+            kv_decode_row(c, bytes.data(), y.data(), head_dim);
+            for (uint32_t i = 0; i < head_dim; ++i) {
+                err += double(x[i] - y[i]) * double(x[i] - y[i]);
+                norm += double(x[i]) * double(x[i]);
+            }
+        }
+        const double rel = std::sqrt(err / norm);
+        qInfo("%s head %u: relative RMS error %.4g", std::string(kv_codec_name(c)).c_str(), head_dim, rel);
+        QVERIFY(rel < bound);
+        // A row encoded again after decoding is unchanged (compaction moves rows losslessly).
+        kv_encode_row(c, x.data(), bytes.data(), head_dim);
+        kv_decode_row(c, bytes.data(), y.data(), head_dim);
+        std::vector<uint8_t> again(bytes.size());
+        kv_encode_row(c, y.data(), again.data(), head_dim);
+        QCOMPARE(again, bytes);
+    }
+
+    void quantizedCacheKeepsTheRecentWindowInFullPrecision() {
+        CpuBackend backend({.n_threads = 2});
+        auto model = Model::load(shared_path("models/tiny/tiny-llama-Q8_0.gguf").toStdString(), backend);
+        QVERIFY(model.ok());
+        SessionConfig c{.n_ctx = 512, .chunk_tokens = 64};
+        c.kv.prefix_cache = false;
+        c.kv.k_bits = 8;
+        c.kv.v_bits = 4;
+        c.kv.residual_tokens = 128;
+        auto session = Session::create(*model, c);
+        QVERIFY(session.ok());
+        std::vector<int32_t> prompt(300, 100);
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 37) % 500);
+        QVERIFY((*session)->append(prompt).ok());
+        for (uint32_t il = 0; il < 2; ++il) {
+            const auto codecs = (*session)->kv_cache().layer_codecs(0, il);
+            QCOMPARE(codecs.size(), size_t(10));  // 300 tokens in blocks of 32
+            // Blocks wholly older than the 128 most recent slots are re-encoded; the rest stay f16.
+            for (size_t b = 0; b < codecs.size(); ++b) {
+                const bool aged = (b + 1) * 32 + 128 <= 300;
+                QCOMPARE(codecs[b].first, aged ? KvCodec::q8 : KvCodec::f16);
+                QCOMPARE(codecs[b].second, aged ? KvCodec::q4 : KvCodec::f16);
+            }
+        }
+        // And the cache is smaller than f16 would be.
+        SessionConfig f16 = c;
+        f16.kv.k_bits = f16.kv.v_bits = 16;
+        auto full = Session::create(*model, f16);
+        QVERIFY((*full)->append(prompt).ok());
+        QVERIFY((*session)->kv_stats().tiers[0].used_bytes < (*full)->kv_stats().tiers[0].used_bytes * 4 / 5);
+    }
+
+    // ---- end to end on a real model ---------------------------------------------------------
+
+    void questDropsNothingAndReadsFewerBlocks() {
+        CpuBackend backend({.n_threads = 2});
+        auto model = Model::load(shared_path("models/stories260K.gguf").toStdString(), backend);
+        QVERIFY(model.ok());
+        QFile text(shared_path("data/text/tinystories_style_eval.txt"));
+        QVERIFY(text.open(QIODevice::ReadOnly));
+        const std::vector<int32_t> prompt = (*model)->tokenizer().encode(text.read(4000).toStdString(), true, false);
+        auto run = [&](KvSettings kv) {
+            SessionConfig c{.n_ctx = 2048, .chunk_tokens = 128, .kv = kv};
+            c.kv.prefix_cache = false;
+            auto session = std::move(Session::create(*model, c)).value();
+            (void)session->append(prompt);
+            const KvStats before = session->kv_stats();
+            auto r = generate(*session, {.max_tokens = 24, .sampler = {.temperature = 0}}, {});
+            const KvStats after = session->kv_stats();
+            return std::tuple(r->tokens, after.block_reads - before.block_reads, session->retention());
+        };
+        KvSettings quest;
+        quest.policy = KvPolicy::quest;
+        quest.quest_blocks = 6;
+        const auto [full_tokens, full_reads, full_retention] = run({});
+        const auto [quest_tokens, quest_reads, quest_retention] = run(quest);
+        qInfo("prompt %zu tokens: block reads per decode step %.1f (full) vs %.1f (quest)", prompt.size(),
+              double(full_reads) / 24, double(quest_reads) / 24);
+        QVERIFY(quest_reads * 2 < full_reads);
+        for (float r : quest_retention) QCOMPARE(r, 1.0f);  // nothing dropped
+        int agree = 0;
+        for (size_t i = 0; i < full_tokens.size() && i < quest_tokens.size(); ++i) agree += full_tokens[i] == quest_tokens[i];
+        QVERIFY2(agree >= 12, qPrintable(QString("quest agrees on %1 of 24 greedy tokens").arg(agree)));
+    }
+
+    // A model trained for 64 positions: other policies stop at its context with a clear
+    // message, streaming runs on.
+    void streamingRunsPastTheTrainedContext() {
+        QTemporaryDir dir;
+        RandomModelSpec spec{.preset = "tiny", .output_path = (dir.path() + "/ctx64.gguf").toStdString(),
+                             .vocab_from = shared_path("models/stories260K.gguf").toStdString()};
+        ModelShape shape = find_model_preset("tiny")->shape;
+        shape.n_ctx_train = 64;
+        spec.shape = shape;
+        QVERIFY(write_random_model(spec).ok());
+        CpuBackend backend({.n_threads = 2});
+        auto model = Model::load(spec.output_path, backend);
+        QVERIFY(model.ok());
+        const std::vector<int32_t> prompt{1, 403, 407, 261, 378};
+
+        SessionConfig plain{.n_ctx = 64};
+        auto s1 = std::move(Session::create(*model, plain)).value();
+        QVERIFY(s1->append(prompt).ok());
+        auto r1 = generate(*s1, {.max_tokens = 200, .sampler = {.temperature = 0}}, {});
+        QCOMPARE(r1->reason, StopReason::context_full);
+        QCOMPARE(s1->tokens().size(), size_t(64));
+
+        SessionConfig streaming{.n_ctx = 64};
+        streaming.kv.policy = KvPolicy::streaming;
+        streaming.kv.budget_tokens = 32;
+        streaming.kv.prefix_cache = false;
+        auto s2 = std::move(Session::create(*model, streaming)).value();
+        QVERIFY(s2->append(prompt).ok());
+        auto r2 = generate(*s2, {.max_tokens = 200, .sampler = {.temperature = 0}}, {});
+        QVERIFY(r2.ok());
+        QCOMPARE(r2->reason, StopReason::max_tokens);
+        QCOMPARE(s2->tokens().size(), size_t(205));
+        QVERIFY(s2->kv_cache().next_position(0) <= 64);
+        QCOMPARE(s2->kv_cache().n_kept(0), 32u);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestKvPolicies)
+#include "test_kv_policies.moc"
