@@ -1,0 +1,111 @@
+#include "kv_evaluation.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "engine/runtime/perplexity.h"
+
+namespace lr {
+namespace {
+
+struct WindowRun {
+    std::vector<std::vector<float>> logits;  // after each scored-half token
+    double decode_ms = 0;
+    uint64_t kv_bytes = 0;
+};
+
+Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const int32_t> window, const KvSettings & kv,
+                             std::stop_token stop) {
+    SessionConfig config{.n_ctx = uint32_t(window.size()), .chunk_tokens = 256, .kv = kv};
+    config.kv.prefix_cache = false;
+    LR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, config));
+    const size_t half = window.size() / 2;
+    LR_RETURN_IF_ERROR(session->append(window.first(half), {}, stop));
+    WindowRun r;
+    r.logits.emplace_back(session->logits().begin(), session->logits().end());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t j = half; j + 1 < window.size(); ++j) {
+        LR_RETURN_IF_ERROR(session->append(window.subspan(j, 1), {}, stop));
+        r.logits.emplace_back(session->logits().begin(), session->logits().end());
+    }
+    r.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (const KvTierStats & t : session->kv_stats().tiers) r.kv_bytes += t.present ? t.used_bytes : 0;
+    return r;
+}
+
+// Softmax in double.
+std::vector<double> probabilities(std::span<const float> logits) {
+    float max_logit = logits[0];
+    for (float l : logits) max_logit = std::max(max_logit, l);
+    std::vector<double> p(logits.size());
+    double sum = 0;
+    for (size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(double(logits[i] - max_logit));
+    for (double & x : p) x /= sum;
+    return p;
+}
+
+}  // namespace
+
+Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
+                                        const KvSettings & policy, size_t max_windows,
+                                        const std::function<void(size_t, size_t)> & progress, std::stop_token stop) {
+    LR_RETURN_IF_ERROR(validate(policy));
+    if (n_ctx < 8) return error(StatusCode::invalid_argument, "eval-kv needs windows of at least 8 tokens");
+    size_t n_windows = tokens.size() / n_ctx;
+    if (n_windows == 0) {
+        return error(StatusCode::invalid_argument, "the text has " + std::to_string(tokens.size()) + " tokens; a window needs " +
+                     std::to_string(n_ctx));
+    }
+    if (max_windows > 0) n_windows = std::min(n_windows, max_windows);
+    KvSettings full = policy;
+    full.policy = KvPolicy::none;
+    full.k_bits = full.v_bits = 16;
+    const int32_t bos = model->tokenizer().bos();
+
+    KvEvaluation e;
+    double nll_full = 0, nll = 0, kld = 0, ms = 0, ms_full = 0;
+    size_t agree = 0;
+    std::vector<int32_t> window(n_ctx);
+    for (size_t w = 0; w < n_windows; ++w) {
+        std::copy_n(tokens.begin() + std::ptrdiff_t(w * n_ctx), n_ctx, window.begin());
+        if (bos >= 0) window[0] = bos;
+        LR_ASSIGN_OR_RETURN(WindowRun ref, run_window(model, window, full, stop));
+        LR_ASSIGN_OR_RETURN(WindowRun run, run_window(model, window, policy, stop));
+        const size_t half = n_ctx / 2;
+        for (size_t i = 0; i < ref.logits.size(); ++i) {
+            const int32_t next = window[half + i];
+            nll_full -= log_probability(ref.logits[i], next);
+            nll -= log_probability(run.logits[i], next);
+            const std::vector<double> p = probabilities(ref.logits[i]), q = probabilities(run.logits[i]);
+            double kl = 0;
+            size_t best_p = 0, best_q = 0;
+            for (size_t t = 0; t < p.size(); ++t) {
+                if (p[t] > 0) kl += p[t] * (std::log(p[t]) - std::log(std::max(q[t], 1e-300)));
+                if (p[t] > p[best_p]) best_p = t;
+                if (q[t] > q[best_q]) best_q = t;
+            }
+            kld += kl;
+            agree += best_p == best_q;
+            ++e.n_scored;
+        }
+        e.kv_bytes += run.kv_bytes;
+        e.kv_bytes_full += ref.kv_bytes;
+        ms += run.decode_ms;
+        ms_full += ref.decode_ms;
+        if (progress) progress(w + 1, n_windows);
+    }
+    const double n = double(e.n_scored);
+    e.n_windows = n_windows;
+    e.ppl_full = std::exp(nll_full / n);
+    e.ppl = std::exp(nll / n);
+    e.kld = kld / n;
+    e.top1_agree = double(agree) / n;
+    e.kv_bytes /= n_windows;
+    e.kv_bytes_full /= n_windows;
+    const double decoded = double(n_windows) * double(n_ctx - n_ctx / 2 - 1);
+    e.tok_s = decoded / (ms / 1000.0);
+    e.tok_s_full = decoded / (ms_full / 1000.0);
+    return e;
+}
+
+}  // namespace lr
