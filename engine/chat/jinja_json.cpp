@@ -1,5 +1,7 @@
 #include "engine/chat/jinja_json.h"
 
+#include "engine/common/utf8.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -234,25 +236,6 @@ private:
         if (res.ptr != s_.data() + i_ + 4) error("bad \\u escape");
         i_ += 4;
         return v;
-    }
-
-    static void append_utf8(std::string & out, uint32_t cp) {
-        if ((cp >= 0xD800 && cp < 0xE000) || cp >= 0x110000) cp = 0xFFFD;  // a lone surrogate
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
     }
 
     std::string parse_string() {

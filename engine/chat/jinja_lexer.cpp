@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "engine/chat/jinja_strings.h"
+#include "engine/common/utf8.h"
 
 namespace lr::jinja {
 
@@ -29,24 +30,6 @@ std::string normalize_newlines(std::string_view source) {
     return out;
 }
 
-void append_utf8(std::string & out, uint32_t cp) {
-    if ((cp >= 0xD800 && cp < 0xE000) || cp >= 0x110000) cp = 0xFFFD;  // no lone surrogates in UTF-8
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
 
 class Lexer {
 public:

@@ -252,7 +252,9 @@ void quantize_k4_common(const float * x, Block & y, uint8_t * L, int nmax, float
 
 // ---- dequantize ----------------------------------------------------------------------------
 
-void dequantize_row_q2_K(const block_q2_K * x, float * y, size_t n) {
+// Q2_K, Q4_K, Q5_K: levels times scale minus min; Q3_K, Q6_K: signed levels times scale.
+template <class Block>
+void dequantize_asymmetric_blocks(const Block * x, float * y, size_t n) {
     Unpacked u;
     for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         unpack(x[i], u);
@@ -260,7 +262,8 @@ void dequantize_row_q2_K(const block_q2_K * x, float * y, size_t n) {
     }
 }
 
-void dequantize_row_q3_K(const block_q3_K * x, float * y, size_t n) {
+template <class Block>
+void dequantize_symmetric_blocks(const Block * x, float * y, size_t n) {
     Unpacked u;
     for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         unpack(x[i], u);
@@ -268,29 +271,11 @@ void dequantize_row_q3_K(const block_q3_K * x, float * y, size_t n) {
     }
 }
 
-void dequantize_row_q4_K(const block_q4_K * x, float * y, size_t n) {
-    Unpacked u;
-    for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
-        unpack(x[i], u);
-        dequantize_asymmetric(u, fp16_to_fp32(x[i].d), fp16_to_fp32(x[i].dmin), y);
-    }
-}
-
-void dequantize_row_q5_K(const block_q5_K * x, float * y, size_t n) {
-    Unpacked u;
-    for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
-        unpack(x[i], u);
-        dequantize_asymmetric(u, fp16_to_fp32(x[i].d), fp16_to_fp32(x[i].dmin), y);
-    }
-}
-
-void dequantize_row_q6_K(const block_q6_K * x, float * y, size_t n) {
-    Unpacked u;
-    for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {
-        unpack(x[i], u);
-        dequantize_symmetric(u, fp16_to_fp32(x[i].d), y);
-    }
-}
+void dequantize_row_q2_K(const block_q2_K * x, float * y, size_t n) { dequantize_asymmetric_blocks(x, y, n); }
+void dequantize_row_q3_K(const block_q3_K * x, float * y, size_t n) { dequantize_symmetric_blocks(x, y, n); }
+void dequantize_row_q4_K(const block_q4_K * x, float * y, size_t n) { dequantize_asymmetric_blocks(x, y, n); }
+void dequantize_row_q5_K(const block_q5_K * x, float * y, size_t n) { dequantize_asymmetric_blocks(x, y, n); }
+void dequantize_row_q6_K(const block_q6_K * x, float * y, size_t n) { dequantize_symmetric_blocks(x, y, n); }
 
 void dequantize_row_q8_K(const block_q8_K * x, float * y, size_t n) {
     for (size_t i = 0; i < n / QK_K; ++i, y += QK_K) {

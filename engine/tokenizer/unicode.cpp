@@ -79,23 +79,6 @@ std::vector<uint32_t> codepoints_lenient(std::string_view text) {
     return cpts;
 }
 
-void append_utf8(std::string & out, uint32_t cpt) {
-    if (cpt <= 0x7F) {
-        out.push_back(static_cast<char>(cpt));
-    } else if (cpt <= 0x7FF) {
-        out.push_back(static_cast<char>(0xC0 | (cpt >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cpt & 0x3F)));
-    } else if (cpt <= 0xFFFF) {
-        out.push_back(static_cast<char>(0xE0 | (cpt >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cpt >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cpt & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | ((cpt >> 18) & 0x07)));
-        out.push_back(static_cast<char>(0x80 | ((cpt >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cpt >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cpt & 0x3F)));
-    }
-}
 
 CodepointFlags codepoint_flags(uint32_t cpt) {
     CodepointFlags f;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "engine/common/utf8.h"
 #include <string_view>
 #include <vector>
 
@@ -39,7 +41,7 @@ struct Decoded {
 Decoded decode_lenient(std::string_view text, size_t pos);
 std::vector<uint32_t> codepoints_lenient(std::string_view text);
 
-void append_utf8(std::string & out, uint32_t cpt);
+using lr::append_utf8;  // engine/common/utf8.h
 
 // The classes the pre-tokenizer regexes use (\p{L}, \p{N}, \p{P}, \s = White_Space).
 struct CodepointFlags {
