@@ -17,6 +17,7 @@ int run_make_model(const Argv & argv) {
         {"--vocab-from", "", true, false, "copy the tokenizer of this GGUF (its size replaces the preset's vocabulary)"},
         {"--seed", "", true, false, "random seed (default 42)"},
         {"--name", "", true, false, "general.name to write"},
+        {"--ctx-train", "", true, false, "trained context to write instead of the preset's (long-context benchmarks)"},
         {"-t", "--threads", true, false, "threads for quantizing (default: all cores)"},
         {"-h", "--help", false, false, "this help"},
     };
@@ -40,6 +41,16 @@ int run_make_model(const Argv & argv) {
     auto seed = args->get_int("--seed", 42, 0, INT64_MAX);
     if (!seed.ok()) return fail(seed.status().message());
     spec.seed = uint64_t(*seed);
+    if (args->has("--ctx-train")) {
+        const ModelPreset * preset = find_model_preset(spec.preset);
+        if (!preset) return fail("unknown model preset '" + spec.preset + "' (presets: " + model_preset_names() + ")");
+        auto ctx = args->get_int("--ctx-train", 0, 16, 1 << 22);
+        if (!ctx.ok()) return fail(ctx.status().message());
+        ModelShape shape = preset->shape;
+        shape.n_ctx_train = uint32_t(*ctx);
+        spec.shape = shape;
+        if (spec.name.empty()) spec.name = spec.preset + "-ctx" + std::to_string(*ctx) + "-random";
+    }
     auto threads = args->get_int("-t", 0, 0, 1024);
     if (!threads.ok()) return fail(threads.status().message());
     spec.n_threads = int(*threads);
