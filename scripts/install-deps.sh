@@ -3,9 +3,9 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang
-  qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6sql6-sqlite libqt6svg6
+  qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite libqt6svg6
   libsentencepiece-dev libicu-dev libsqlite3-dev libpoppler-qt6-dev libxxhash-dev
-  xvfb xauth
+  fonts-dejavu-core xvfb xauth
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,7 @@ int run_info(const Argv & argv);
 int run_chat(const Argv & argv);
 int run_make_model(const Argv & argv);
 int run_eval_kv(const Argv & argv);
+int run_summarize(const Argv & argv);
 
 // Prints "error: <message>" and returns the exit code for it.
 int fail(const std::string & message);

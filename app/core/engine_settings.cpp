@@ -1,0 +1,177 @@
+#include "engine_settings.h"
+
+#include <QJsonValue>
+
+namespace lr::app {
+namespace {
+
+double number(const QJsonObject & json, const char * key, double fallback) {
+    const QJsonValue v = json.value(QLatin1String(key));
+    return v.isDouble() ? v.toDouble() : fallback;
+}
+
+uint32_t count(const QJsonObject & json, const char * key, uint32_t fallback) {
+    const double v = number(json, key, fallback);
+    return v >= 0 && v <= 4294967295.0 ? uint32_t(v) : fallback;
+}
+
+}  // namespace
+
+bool EngineSettings::sameSession(const EngineSettings & o) const {
+    const KvSettings a = effectiveKvSettings(kv);
+    const KvSettings b = effectiveKvSettings(o.kv);
+    return contextTokens == o.contextTokens && chunkTokens == o.chunkTokens && a.policy == b.policy &&
+           a.keep_ratio == b.keep_ratio && a.budget_tokens == b.budget_tokens && a.recent_ratio == b.recent_ratio &&
+           a.sink_tokens == b.sink_tokens && a.k_bits == b.k_bits && a.v_bits == b.v_bits &&
+           a.residual_tokens == b.residual_tokens && a.block_tokens == b.block_tokens && a.device_mib == b.device_mib &&
+           a.host_mib == b.host_mib && a.disk_mib == b.disk_mib && a.dir == b.dir && a.prefix_cache == b.prefix_cache;
+}
+
+QString validationError(const EngineSettings & s) {
+    if (Status st = validate(s.kv); !st.ok()) return QString::fromStdString(st.message());
+    if (s.chunkTokens == 0 || s.chunkTokens > 8192) return QStringLiteral("the prefill chunk must be 1 to 8192 tokens");
+    if (s.contextTokens != 0 && (s.contextTokens < 64 || s.contextTokens > (1u << 24))) {
+        return QStringLiteral("the context must be 64 tokens or more (or 0 for the model's trained context)");
+    }
+    if (s.summaryTokens < 16 || s.summaryTokens > 65536) return QStringLiteral("the summary length must be 16 to 65536 tokens");
+    if (Status st = validate_sampler_params(s.sampler); !st.ok()) return QString::fromStdString(st.message());
+    return {};
+}
+
+EngineCapabilities engineCapabilities() {
+    // NOTE: the KV cache applies the tiers, the prefix cache and the codecs; the eviction
+    // policies (H2O, SnapKV, StreamingLLM, Quest) are being added. When they land, flip
+    // `policies`: every control and the planner's preview follow from here.
+    return {.codecs = true, .policies = false, .tierBudgets = true, .prefixCache = true};
+}
+
+KvSettings effectiveKvSettings(const KvSettings & requested) {
+    const EngineCapabilities caps = engineCapabilities();
+    const KvSettings defaults;
+    KvSettings s = requested;
+    if (!caps.codecs) {
+        s.k_bits = defaults.k_bits;
+        s.v_bits = defaults.v_bits;
+        s.residual_tokens = defaults.residual_tokens;
+    }
+    if (!caps.policies) {
+        s.policy = defaults.policy;
+        s.keep_ratio = defaults.keep_ratio;
+        s.budget_tokens = defaults.budget_tokens;
+        s.recent_ratio = defaults.recent_ratio;
+        s.sink_tokens = defaults.sink_tokens;
+        s.then = defaults.then;
+    }
+    if (!caps.tierBudgets) {
+        s.device_mib = defaults.device_mib;
+        s.host_mib = defaults.host_mib;
+        s.disk_mib = defaults.disk_mib;
+    }
+    if (!caps.prefixCache) s.prefix_cache = false;
+    return s;
+}
+
+SessionConfig makeSessionConfig(const EngineSettings & settings) {
+    return {.n_ctx = settings.contextTokens, .chunk_tokens = settings.chunkTokens, .kv = effectiveKvSettings(settings.kv)};
+}
+
+ModelMemoryShape memoryShape(const ModelHParams & hp, uint64_t weightBytes) {
+    // Activations of one ubatch token: the forward pass's buffers (residual, norms, q/k/v,
+    // attention output, feed-forward gate and up, logits), in f32.
+    const uint64_t f = sizeof(float);
+    return {.n_layer = hp.n_layer,
+            .n_head_kv = hp.n_head_kv,
+            .head_dim = hp.head_dim,
+            .n_ctx_train = hp.n_ctx_train,
+            .weight_bytes = weightBytes,
+            .scratch_bytes_per_token = f * (3 * uint64_t(hp.n_embd) + 2 * uint64_t(hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_kv()) +
+                                            2 * uint64_t(hp.n_ff) + hp.n_vocab)};
+}
+
+MachineMemory probeMachine(const EngineSettings & settings) {
+    return probe_machine_memory(resolve_kv_dir(effectiveKvSettings(settings.kv)));
+}
+
+MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings) {
+    return planFor(shape, settings, probeMachine(settings));
+}
+
+MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings, const MachineMemory & machine) {
+    const KvSettings kv = effectiveKvSettings(settings.kv);
+    const KvTierCapacities capacities = resolve_capacities(kv, machine, shape.weight_bytes, false);
+    const uint32_t nCtx = settings.contextTokens ? settings.contextTokens : shape.n_ctx_train;
+    return plan_memory(shape, nCtx, settings.chunkTokens, kv, capacities);
+}
+
+QJsonObject toJson(const EngineSettings & s) {
+    return {
+        {"policy", QString::fromUtf8(kv_policy_name(s.kv.policy).data(), qsizetype(kv_policy_name(s.kv.policy).size()))},
+        {"keepRatio", s.kv.keep_ratio},
+        {"recentRatio", s.kv.recent_ratio},
+        {"sinkTokens", double(s.kv.sink_tokens)},
+        {"kBits", double(s.kv.k_bits)},
+        {"vBits", double(s.kv.v_bits)},
+        {"residualTokens", double(s.kv.residual_tokens)},
+        {"deviceMiB", s.kv.device_mib},
+        {"hostMiB", s.kv.host_mib},
+        {"diskMiB", s.kv.disk_mib},
+        {"cacheDir", QString::fromStdString(s.kv.dir)},
+        {"prefixCache", s.kv.prefix_cache},
+        {"contextTokens", double(s.contextTokens)},
+        {"chunkTokens", double(s.chunkTokens)},
+        {"maxReplyTokens", double(s.maxReplyTokens)},
+        {"summaryTokens", double(s.summaryTokens)},
+        {"temperature", double(s.sampler.temperature)},
+        {"topK", double(s.sampler.top_k)},
+        {"topP", double(s.sampler.top_p)},
+        {"minP", double(s.sampler.min_p)},
+        {"repeatPenalty", double(s.sampler.repeat_penalty)},
+    };
+}
+
+EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSettings & defaults) {
+    EngineSettings s = defaults;
+    if (json.value("policy").isString()) {
+        if (auto p = kv_policy_from_name(json.value("policy").toString().toStdString())) s.kv.policy = *p;
+    }
+    s.kv.keep_ratio = number(json, "keepRatio", s.kv.keep_ratio);
+    s.kv.recent_ratio = number(json, "recentRatio", s.kv.recent_ratio);
+    s.kv.sink_tokens = count(json, "sinkTokens", s.kv.sink_tokens);
+    s.kv.k_bits = count(json, "kBits", s.kv.k_bits);
+    s.kv.v_bits = count(json, "vBits", s.kv.v_bits);
+    s.kv.residual_tokens = count(json, "residualTokens", s.kv.residual_tokens);
+    s.kv.device_mib = number(json, "deviceMiB", s.kv.device_mib);
+    s.kv.host_mib = number(json, "hostMiB", s.kv.host_mib);
+    s.kv.disk_mib = number(json, "diskMiB", s.kv.disk_mib);
+    if (json.value("cacheDir").isString()) s.kv.dir = json.value("cacheDir").toString().toStdString();
+    if (json.value("prefixCache").isBool()) s.kv.prefix_cache = json.value("prefixCache").toBool();
+    s.contextTokens = count(json, "contextTokens", s.contextTokens);
+    s.chunkTokens = count(json, "chunkTokens", s.chunkTokens);
+    s.maxReplyTokens = int32_t(number(json, "maxReplyTokens", s.maxReplyTokens));
+    s.summaryTokens = count(json, "summaryTokens", s.summaryTokens);
+    s.sampler.temperature = float(number(json, "temperature", s.sampler.temperature));
+    s.sampler.top_k = int32_t(number(json, "topK", s.sampler.top_k));
+    s.sampler.top_p = float(number(json, "topP", s.sampler.top_p));
+    s.sampler.min_p = float(number(json, "minP", s.sampler.min_p));
+    s.sampler.repeat_penalty = float(number(json, "repeatPenalty", s.sampler.repeat_penalty));
+    // A stored value out of range (an older or hand-edited file) falls back as a whole.
+    return validationError(s).isEmpty() ? s : defaults;
+}
+
+QString policyName(KvPolicy policy) {
+    const std::string_view n = kv_policy_name(policy);
+    return QString::fromLatin1(n.data(), qsizetype(n.size()));
+}
+
+QString policyDescription(const KvSettings & settings) {
+    return QString::fromStdString(describe(settings)).section(QStringLiteral(", K "), 0, 0);
+}
+
+QString codecsDescription(const KvSettings & s) {
+    const std::string_view k = kv_codec_name(s.k_codec());
+    const std::string_view v = kv_codec_name(s.v_codec());
+    return QStringLiteral("K %1 / V %2").arg(QString::fromLatin1(k.data(), qsizetype(k.size())),
+                                             QString::fromLatin1(v.data(), qsizetype(v.size())));
+}
+
+}  // namespace lr::app

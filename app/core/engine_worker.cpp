@@ -1,0 +1,197 @@
+#include "engine_worker.h"
+
+namespace lr::app {
+namespace {
+
+QString text(const Status & s) { return QString::fromStdString(s.message()); }
+
+JobKind kindOf(const EngineJob & job) {
+    switch (job.request.index()) {
+        case 0: return JobKind::loadModel;
+        case 1: return JobKind::prefill;
+        case 2: return JobKind::chat;
+        default: return JobKind::summarize;
+    }
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker(EngineFactory factory) : m_factory(std::move(factory)) {}
+
+EngineWorker::~EngineWorker() = default;
+
+void EngineWorker::start() {
+    if (!m_engine) m_engine = m_factory();
+}
+
+void EngineWorker::run(const EngineJob & job) {
+    start();
+    emit jobStarted(job.id);
+    const JobKind kind = kindOf(job);
+    if (kind != JobKind::loadModel && !m_engine->hasModel()) {
+        emit failed(job.id, {.kind = kind, .errorKind = JobErrorKind::noModel,
+                             .message = QStringLiteral("No model is loaded: open a model, or use the bundled one.")});
+        return;
+    }
+    std::visit(
+        [&](const auto & request) {
+            using T = std::decay_t<decltype(request)>;
+            if constexpr (std::is_same_v<T, LoadModelRequest>) runLoad(job.id, request, job.stop);
+            if constexpr (std::is_same_v<T, PrefillRequest>) runPrefill(job.id, request, job.stop);
+            if constexpr (std::is_same_v<T, ChatRequest>) runChat(job.id, request, job.stop);
+            if constexpr (std::is_same_v<T, SummarizeRequest>) runSummarize(job.id, request, job.stop);
+        },
+        job.request);
+    maybeSnapshot(true);
+}
+
+void EngineWorker::fail(quint64 id, JobKind kind, const Status & status, const ContextMeasure & measure) {
+    JobError e{.kind = kind, .message = text(status), .measure = measure};
+    switch (status.code()) {
+        case StatusCode::context_full: e.errorKind = JobErrorKind::contextFull; break;
+        case StatusCode::invalid_argument: e.errorKind = JobErrorKind::invalidSettings; break;
+        default: e.errorKind = kind == JobKind::loadModel ? JobErrorKind::model : JobErrorKind::engine; break;
+    }
+    emit failed(id, e);
+}
+
+ProgressFn EngineWorker::prefillReporter(quint64 id, JobResult & result, Clock::time_point started) {
+    return [this, id, &result, started](const PrefillProgress & p) {
+        const double elapsedMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+        const uint32_t computed = p.n_done - p.n_restored;
+        PrefillStatus s{.done = p.n_done, .total = p.n_total, .restored = p.n_restored, .elapsedMs = elapsedMs};
+        if (computed > 0 && elapsedMs > 0) {
+            s.tokensPerSecond = computed * 1000.0 / elapsedMs;
+            s.etaMs = (p.n_total - p.n_done) / s.tokensPerSecond * 1000.0;
+            m_prefillRate = s.tokensPerSecond;
+        }
+        result.promptTokens = computed;
+        result.restoredTokens = p.n_restored;
+        result.prefillMs = elapsedMs;
+        emit prefillProgress(id, s);
+        maybeSnapshot();
+    };
+}
+
+void EngineWorker::maybeSnapshot(bool force) {
+    const Clock::time_point now = Clock::now();
+    if (!force && now - m_lastSnapshot < std::chrono::milliseconds(kSnapshotIntervalMs)) return;
+    m_lastSnapshot = now;
+    CacheSnapshot s = m_engine->snapshot();
+    s.prefillTokensPerSecond = m_prefillRate;
+    s.decodeTokensPerSecond = m_decodeRate;
+    s.timestampMs = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    emit cacheSnapshot(s);
+}
+
+void EngineWorker::sendRetention(qint64 conversationId, const ConversationContext & context) {
+    RetentionSnapshot r = m_engine->retention(context);
+    r.conversationId = conversationId;
+    emit retentionChanged(r);
+}
+
+void EngineWorker::runLoad(quint64 id, const LoadModelRequest & request, std::stop_token stop) {
+    Result<ModelInfo> info = m_engine->loadModel(request, stop);
+    if (!info.ok()) {
+        if (info.status().code() == StatusCode::cancelled) {
+            emit finished(id, {.kind = JobKind::loadModel, .reason = StopReason::cancelled});
+        } else {
+            fail(id, JobKind::loadModel, info.status());
+        }
+        return;
+    }
+    emit modelLoaded(id, *info);
+    emit finished(id, {.kind = JobKind::loadModel, .model = *info});
+}
+
+void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::stop_token stop) {
+    Result<ContextMeasure> measure = m_engine->measure(request.context, request.settings);
+    if (!measure.ok()) {
+        fail(id, JobKind::prefill, measure.status());
+        return;
+    }
+    emit contextMeasured(id, *measure);
+    if (!measure->fits) {
+        const ContextMeasure & m = *measure;
+        const QString message =
+            QStringLiteral("The document takes %1 tokens and the context holds %2 (%3 kept free for questions and answers), "
+                           "so it is not in the chat's context. Summarize it (map-reduce reads all of it), raise the context "
+                           "in the cache settings, or enable a cache policy.")
+                .arg(m.promptTokens)
+                .arg(m.contextLimit)
+                .arg(m.reserveTokens);
+        sendRetention(request.conversationId, request.context);
+        emit failed(id, {.kind = JobKind::prefill, .errorKind = JobErrorKind::contextFull, .message = message, .measure = m});
+        return;
+    }
+    JobResult result{.kind = JobKind::prefill, .measure = *measure};
+    Status s = m_engine->prefill(request.context, request.settings, prefillReporter(id, result, Clock::now()), stop);
+    if (s.code() == StatusCode::cancelled) {
+        result.reason = StopReason::cancelled;
+    } else if (!s.ok()) {
+        fail(id, JobKind::prefill, s, *measure);
+        return;
+    }
+    sendRetention(request.conversationId, request.context);
+    emit finished(id, result);
+}
+
+void EngineWorker::runChat(quint64 id, const ChatRequest & request, std::stop_token stop) {
+    JobResult result{.kind = JobKind::chat};
+    const Clock::time_point started = Clock::now();
+    auto sink = [&](int32_t, std::string_view piece) {
+        if (!piece.empty()) emit tokenGenerated(id, QString::fromUtf8(piece.data(), qsizetype(piece.size())));
+        maybeSnapshot();
+        return true;
+    };
+    Result<GenerateResult> r = m_engine->reply(request.context, request.userText, request.settings,
+                                               prefillReporter(id, result, started), sink, stop);
+    if (!r.ok()) {
+        fail(id, JobKind::chat, r.status());
+        return;
+    }
+    result.reason = r->reason;
+    result.text = QString::fromStdString(r->text);
+    result.generatedTokens = uint32_t(r->tokens.size());
+    result.decodeMs = r->decode_ms;
+    if (result.generatedTokens > 0 && r->decode_ms > 0) m_decodeRate = result.generatedTokens * 1000.0 / r->decode_ms;
+    if (request.context.hasDocument()) sendRetention(request.conversationId, request.context);
+    emit finished(id, result);
+}
+
+void EngineWorker::runSummarize(quint64 id, const SummarizeRequest & request, std::stop_token stop) {
+    JobResult result{.kind = JobKind::summarize};
+    const Clock::time_point started = Clock::now();
+    Clock::time_point lastReport{};
+    uint32_t lastPasses = UINT32_MAX;
+    auto progress = [&](const SummaryProgress & p) {
+        const Clock::time_point now = Clock::now();
+        // Every pass boundary, and a few times a second within a pass.
+        if (p.passes_done == lastPasses && now - lastReport < std::chrono::milliseconds(100)) return;
+        lastPasses = p.passes_done;
+        lastReport = now;
+        SummaryStatus s{.progress = p, .elapsedMs = std::chrono::duration<double, std::milli>(now - started).count()};
+        if (p.passes_done > 0 && p.passes_total > p.passes_done) {
+            s.etaMs = s.elapsedMs / p.passes_done * (p.passes_total - p.passes_done);
+        }
+        emit summaryProgress(id, s);
+        maybeSnapshot();
+    };
+    auto sink = [&](int32_t, std::string_view piece) {
+        ++result.generatedTokens;
+        if (!piece.empty()) emit tokenGenerated(id, QString::fromUtf8(piece.data(), qsizetype(piece.size())));
+        return true;
+    };
+    Result<SummaryResult> r = m_engine->summarize(request, progress, sink, stop);
+    if (!r.ok()) {
+        fail(id, JobKind::summarize, r.status());
+        return;
+    }
+    result.reason = r->reason;
+    result.text = QString::fromStdString(r->text);
+    result.method = QString::fromStdString(r->describe());
+    result.decodeMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    emit finished(id, result);
+}
+
+}  // namespace lr::app

@@ -1,0 +1,54 @@
+#pragma once
+// The engine as the engine thread drives it: load a model, read a conversation into the
+// KV cache, reply, summarize. EngineWorker calls it on the engine thread only; LlmEngine
+// runs the real engine, tests substitute a fake to drive the thread round trips.
+//
+// Every long call takes a stop token, checked once per prefill chunk or generated token;
+// a stopped call returns normally with StopReason::cancelled (or Status cancelled for
+// prefill), never an error.
+
+#include <stop_token>
+
+#include "app/core/cache_snapshot.h"
+#include "app/core/engine_requests.h"
+#include "app/core/engine_results.h"
+#include "app/core/retention_snapshot.h"
+#include "engine/common/status.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/session.h"
+#include "engine/runtime/summarizer.h"
+
+namespace lr::app {
+
+class InferenceEngine {
+public:
+    virtual ~InferenceEngine() = default;
+
+    // Replaces the loaded model (and drops the session). The message names the file and
+    // what is wrong.
+    virtual Result<ModelInfo> loadModel(const LoadModelRequest & request, std::stop_token stop) = 0;
+    virtual bool hasModel() const = 0;
+
+    // The size of `context` against the settings' context. Creates the session if needed.
+    virtual Result<ContextMeasure> measure(const ConversationContext & context, const EngineSettings & settings) = 0;
+
+    // Makes the session hold `context` (reusing the KV of the common prefix).
+    virtual Status prefill(const ConversationContext & context, const EngineSettings & settings,
+                           const ProgressFn & progress, std::stop_token stop) = 0;
+
+    // Adds the user's message to `context`, evaluates it and generates the reply.
+    virtual Result<GenerateResult> reply(const ConversationContext & context, const QString & userText,
+                                         const EngineSettings & settings, const ProgressFn & progress,
+                                         const TokenSink & sink, std::stop_token stop) = 0;
+
+    virtual Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress,
+                                            const TokenSink & sink, std::stop_token stop) = 0;
+
+    // The cache's state now (hasSession false before a session exists).
+    virtual CacheSnapshot snapshot() const = 0;
+
+    // What the cache holds of the context's document.
+    virtual RetentionSnapshot retention(const ConversationContext & context) const = 0;
+};
+
+}  // namespace lr::app

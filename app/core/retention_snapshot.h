@@ -1,0 +1,29 @@
+#pragma once
+// Which parts of the conversation's document the KV cache still holds, per document token:
+// what the retention view shades. While the policy keeps everything (none), every token of
+// a document in the context is kept (1.0); a document that is not in the context is not
+// remembered at all.
+
+#include <QMetaType>
+#include <QString>
+
+#include <utility>
+#include <vector>
+
+namespace lr::app {
+
+struct RetentionSnapshot {
+    qint64 conversationId = 0;
+    bool inContext = false;     // the document is in the session's context
+    bool perPosition = false;   // kept[] comes from the cache's per-position query
+    QString policy;             // "none", "h2o 20% ..."
+    QString documentText;
+    std::vector<std::pair<int, int>> tokenSpans;  // [begin, end) in documentText (UTF-16) per document token
+    std::vector<float> kept;                      // per document token: the fraction of layers and heads keeping it
+
+    double keptFraction() const;  // over the document's tokens (0 when not in the context)
+};
+
+}  // namespace lr::app
+
+Q_DECLARE_METATYPE(lr::app::RetentionSnapshot)

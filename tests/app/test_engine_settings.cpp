@@ -1,0 +1,155 @@
+// EngineSettings: validation names the setting, JSON round trips (and bad stored values
+// fall back), the one mapping onto SessionConfig, and what the engine applies today.
+#include <QtTest>
+
+#include "app/core/engine_settings.h"
+
+using namespace lr;
+using namespace lr::app;
+
+class TestEngineSettings : public QObject {
+    Q_OBJECT
+private slots:
+    void validationNamesTheSetting_data() {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("valid") << "" << "";
+        QTest::newRow("chunk 0") << "chunk0" << "prefill chunk";
+        QTest::newRow("tiny context") << "ctx10" << "context";
+        QTest::newRow("bits 5") << "bits5" << "KV bits";
+        QTest::newRow("keep 0") << "keep0" << "keep ratio";
+        QTest::newRow("summary 4") << "summary4" << "summary length";
+        QTest::newRow("negative budget") << "budget" << "tier budgets";
+    }
+    void validationNamesTheSetting() {
+        QFETCH(QString, field);
+        QFETCH(QString, expected);
+        EngineSettings s;
+        if (field == "chunk0") s.chunkTokens = 0;
+        if (field == "ctx10") s.contextTokens = 10;
+        if (field == "bits5") s.kv.k_bits = 5;
+        if (field == "keep0") s.kv.keep_ratio = 0;
+        if (field == "summary4") s.summaryTokens = 4;
+        if (field == "budget") s.kv.host_mib = -1;
+        const QString error = validationError(s);
+        if (expected.isEmpty()) {
+            QVERIFY2(error.isEmpty(), qPrintable(error));
+        } else {
+            QVERIFY2(error.contains(expected, Qt::CaseInsensitive), qPrintable(error));
+        }
+    }
+
+    void jsonRoundTrip() {
+        EngineSettings s;
+        s.kv.policy = KvPolicy::h2o;
+        s.kv.keep_ratio = 0.3;
+        s.kv.recent_ratio = 0.25;
+        s.kv.sink_tokens = 8;
+        s.kv.k_bits = 8;
+        s.kv.v_bits = 4;
+        s.kv.device_mib = 512;
+        s.kv.dir = "/tmp/kv";
+        s.contextTokens = 2048;
+        s.chunkTokens = 128;
+        s.maxReplyTokens = 300;
+        s.summaryTokens = 200;
+        s.sampler.temperature = 0.5f;
+        const EngineSettings back = engineSettingsFromJson(toJson(s), EngineSettings{});
+        QCOMPARE(back.kv.policy, KvPolicy::h2o);
+        QCOMPARE(back.kv.keep_ratio, 0.3);
+        QCOMPARE(back.kv.recent_ratio, 0.25);
+        QCOMPARE(back.kv.sink_tokens, 8u);
+        QCOMPARE(back.kv.k_bits, 8u);
+        QCOMPARE(back.kv.v_bits, 4u);
+        QCOMPARE(back.kv.device_mib, 512.0);
+        QCOMPARE(back.kv.dir, std::string("/tmp/kv"));
+        QCOMPARE(back.contextTokens, 2048u);
+        QCOMPARE(back.chunkTokens, 128u);
+        QCOMPARE(back.maxReplyTokens, 300);
+        QCOMPARE(back.summaryTokens, 200u);
+        QCOMPARE(back.sampler.temperature, 0.5f);
+    }
+
+    void badStoredValuesFallBack() {
+        EngineSettings defaults;
+        defaults.chunkTokens = 64;
+        const EngineSettings s = engineSettingsFromJson({{"chunkTokens", 0}, {"kBits", 8}}, defaults);
+        QCOMPARE(s.chunkTokens, 64u);  // the whole object falls back: chunk 0 is invalid
+        QCOMPARE(s.kv.k_bits, 16u);
+        const EngineSettings t = engineSettingsFromJson({{"policy", "no-such-policy"}, {"kBits", 8}}, defaults);
+        QCOMPARE(t.kv.policy, KvPolicy::none);
+        QCOMPARE(t.kv.k_bits, 8u);
+    }
+
+    void oneMappingOntoTheSession() {
+        EngineSettings s;
+        s.contextTokens = 1024;
+        s.chunkTokens = 96;
+        s.kv.k_bits = 8;
+        s.kv.v_bits = 4;
+        const SessionConfig c = makeSessionConfig(s);
+        QCOMPARE(c.n_ctx, 1024u);
+        QCOMPARE(c.chunk_tokens, 96u);
+        const EngineCapabilities caps = engineCapabilities();
+        QVERIFY(caps.codecs);
+        QCOMPARE(c.kv.k_codec(), KvCodec::q8);
+        QCOMPARE(c.kv.v_codec(), KvCodec::q4);
+        QVERIFY(caps.tierBudgets && caps.prefixCache);
+        QCOMPARE(c.kv.prefix_cache, s.kv.prefix_cache);
+    }
+
+    void whatIsNotAppliedIsNotPredicted() {
+        EngineSettings s;
+        s.kv.policy = KvPolicy::h2o;
+        s.kv.keep_ratio = 0.1;
+        const KvSettings effective = effectiveKvSettings(s.kv);
+        if (!engineCapabilities().policies) {
+            QCOMPARE(effective.policy, KvPolicy::none);
+            // The preview plans what will run: the whole context kept.
+            const ModelMemoryShape shape{.n_layer = 2, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 1000, .weight_bytes = 1000};
+            QCOMPARE(planFor(shape, s).kv_bytes, kv_bytes_for_tokens(shape, effective, 1000));
+        } else {
+            QCOMPARE(effective.policy, KvPolicy::h2o);
+        }
+    }
+
+    void sessionNeedsRebuildOnlyForSessionKnobs() {
+        EngineSettings a;
+        EngineSettings b = a;
+        b.sampler.temperature = 0.1f;
+        b.maxReplyTokens = 5;
+        QVERIFY(a.sameSession(b));
+        b.chunkTokens = 64;
+        QVERIFY(!a.sameSession(b));
+        EngineSettings c = a;
+        c.kv.v_bits = 8;
+        QCOMPARE(a.sameSession(c), !engineCapabilities().codecs);
+    }
+
+    void memoryShapeFromHyperParameters() {
+        ModelHParams hp;
+        hp.n_layer = 22;
+        hp.n_head = 32;
+        hp.n_head_kv = 4;
+        hp.head_dim = 64;
+        hp.n_embd = 2048;
+        hp.n_ff = 5632;
+        hp.n_vocab = 32000;
+        hp.n_ctx_train = 2048;
+        const ModelMemoryShape shape = memoryShape(hp, 600u << 20);
+        QCOMPARE(shape.n_layer, 22u);
+        QCOMPARE(shape.n_head_kv, 4u);
+        QCOMPARE(shape.weight_bytes, uint64_t(600u << 20));
+        QVERIFY(shape.scratch_bytes_per_token > 4u * 32000u);
+    }
+
+    void descriptions() {
+        KvSettings kv;
+        kv.k_bits = 8;
+        QCOMPARE(codecsDescription(kv), QStringLiteral("K q8 / V f16"));
+        QCOMPARE(policyName(KvPolicy::snapkv), QStringLiteral("snapkv"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEngineSettings)
+#include "test_engine_settings.moc"

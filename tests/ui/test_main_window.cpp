@@ -1,0 +1,351 @@
+// The main window with a scripted engine: accessible names on every control, the empty
+// state, the composer (Enter sends, Esc stops), edit and regenerate, a dropped document that
+// does not fit and the options offered, the live cache panel (absent tiers, charts), the
+// settings and the planner's prediction, the retention view, the dark palette, shortcuts,
+// and the model picker.
+#include <QAbstractButton>
+#include <QAbstractItemView>
+#include <QAbstractSlider>
+#include <QAbstractSpinBox>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableView>
+#include <QToolButton>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app/support/fake_engine.h"
+#include "support/reference_data.h"
+#include "ui/cache_panel.h"
+#include "ui/cache_settings_panel.h"
+#include "ui/chat_view.h"
+#include "ui/composer.h"
+#include "ui/conversation_list_view.h"
+#include "ui/document_panel.h"
+#include "ui/longread_app.h"
+#include "ui/main_window.h"
+#include "ui/message_bubble.h"
+#include "ui/model_picker.h"
+#include "ui/retention_view.h"
+#include "ui/tier_bar.h"
+#include "app/core/model_list_model.h"
+
+using namespace lr;
+using namespace lr::app;
+using namespace lr::ui;
+using namespace lr::test;
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<QTemporaryDir> m_dir;
+    std::shared_ptr<FakeScript> m_script;
+    std::unique_ptr<LongreadApp> m_app;
+    MainWindow * w() const { return m_app->window(); }
+    SessionController * c() const { return m_app->controller(); }
+
+    QString writeFile(const QString & name, const QByteArray & bytes) {
+        QFile f(m_dir->filePath(name));
+        f.open(QIODevice::WriteOnly);
+        f.write(bytes);
+        return f.fileName();
+    }
+    void send(const QString & text) {
+        w()->composer()->editor()->setFocus();
+        QTest::keyClicks(w()->composer()->editor(), text);
+        QTest::keyClick(w()->composer()->editor(), Qt::Key_Return);
+    }
+    void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!c()->isReplying(), 5000); }
+
+private slots:
+    void init() {
+        m_dir = std::make_unique<QTemporaryDir>();
+        m_script = std::make_shared<FakeScript>();
+        auto settings = std::make_unique<QSettings>(m_dir->filePath(QStringLiteral("settings.ini")), QSettings::IniFormat);
+        settings->setValue("storage/database", m_dir->filePath(QStringLiteral("conversations.sqlite")));
+        m_app = std::make_unique<LongreadApp>(LongreadAppOptions{.settings = std::move(settings), .interactive = false,
+                                                                 .engineFactory = fakeFactory(m_script)});
+        QVERIFY(m_app->start());
+        QVERIFY(QTest::qWaitForWindowExposed(w()));
+        QTRY_VERIFY(c()->isModelReady());
+    }
+    void cleanup() {
+        m_app.reset();
+        m_dir.reset();
+    }
+
+    void everyControlHasAnAccessibleName() {
+        send(QStringLiteral("hello"));  // so that message bubbles and their buttons exist
+        waitIdle();
+        QStringList missing;
+        for (QWidget * widget : w()->findChildren<QWidget *>()) {
+            // Qt's own parts (dock buttons, line edit icons, tab scrollers, combo popups).
+            bool internal = false;
+            for (QWidget * p = widget; p && p != w(); p = p->parentWidget()) {
+                if (p->objectName().startsWith(QLatin1String("qt_")) || qobject_cast<QScrollBar *>(p) ||
+                    (p != widget && qobject_cast<QComboBox *>(p)) || (p != widget && qobject_cast<QAbstractSpinBox *>(p)) ||
+                    QByteArray(p->metaObject()->className()).startsWith("QTabBar") || QByteArray(p->metaObject()->className()) == "QLineEditIconButton") {
+                    internal = true;
+                }
+            }
+            if (internal) continue;
+            const bool control = qobject_cast<QAbstractButton *>(widget) || qobject_cast<QLineEdit *>(widget) ||
+                                 qobject_cast<QPlainTextEdit *>(widget) || qobject_cast<QComboBox *>(widget) ||
+                                 qobject_cast<QAbstractSpinBox *>(widget) || qobject_cast<QAbstractSlider *>(widget) ||
+                                 qobject_cast<QAbstractItemView *>(widget) || qobject_cast<QTabWidget *>(widget) ||
+                                 qobject_cast<QProgressBar *>(widget);
+            if (!control) continue;
+            const auto * button = qobject_cast<QAbstractButton *>(widget);
+            if (widget->accessibleName().isEmpty() && !(button && !button->text().isEmpty())) {
+                missing << QStringLiteral("%1 (%2)").arg(QString::fromLatin1(widget->metaObject()->className()), widget->toolTip());
+            }
+        }
+        QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral(", "))));
+    }
+
+    void aNewUserSeesWhatToDo() {
+        QVERIFY(w()->chatView()->showsEmptyState());
+        QVERIFY(!w()->documentPanel()->isVisible());
+        QCOMPARE(c()->conversations()->rowCount(), 0);
+        QVERIFY2(w()->modelStatus()->text().startsWith(QStringLiteral("stories260K (bundled demo)")), qPrintable(w()->modelStatus()->text()));
+        send(QStringLiteral("hi"));
+        QVERIFY(!w()->chatView()->showsEmptyState());
+        waitIdle();
+        QCOMPARE(w()->chatView()->bubbleCount(), 2);
+        QTRY_COMPARE(w()->chatView()->bubble(1)->textLabel()->text(), QStringLiteral("Hello, world."));
+        QCOMPARE(c()->conversations()->rowCount(), 1);
+        QCOMPARE(w()->windowTitle(), QStringLiteral("hi \u2014 Longread"));
+    }
+
+    void enterSendsAndEscStops() {
+        m_script->tokens.clear();
+        for (int i = 0; i < 400; ++i) m_script->tokens << QStringLiteral("word ");
+        m_script->tokenDelayMs = 5;
+        QSignalSpy sent(w()->composer(), &Composer::sendRequested);
+        send(QStringLiteral("a long one"));
+        QCOMPARE(sent.count(), 1);
+        QVERIFY(w()->composer()->editor()->toPlainText().isEmpty());
+        QCOMPARE(w()->composer()->sendButton()->text(), QStringLiteral("Stop"));
+        QTRY_VERIFY(w()->chatView()->bubbleCount() == 2 && w()->chatView()->bubble(1)->textLabel()->text().startsWith(QStringLiteral("word")));
+        QTest::keyClick(w()->composer()->editor(), Qt::Key_Escape);
+        waitIdle();
+        QCOMPARE(w()->composer()->sendButton()->text(), QStringLiteral("Send"));
+        QCOMPARE(c()->messages()->messages().back().state, MessageState::stopped);
+        // Shift+Enter is a new line, not a send.
+        QTest::keyClicks(w()->composer()->editor(), QStringLiteral("line one"));
+        QTest::keyClick(w()->composer()->editor(), Qt::Key_Return, Qt::ShiftModifier);
+        QCOMPARE(sent.count(), 1);
+        QVERIFY(w()->composer()->editor()->toPlainText().contains(QLatin1Char('\n')));
+    }
+
+    void editAndRegenerate() {
+        send(QStringLiteral("frist question"));
+        waitIdle();
+        QTest::keyClick(w(), Qt::Key_E, Qt::ControlModifier);
+        QVERIFY(w()->composer()->isEditing());
+        QCOMPARE(w()->composer()->editor()->toPlainText(), QStringLiteral("frist question"));
+        w()->composer()->editor()->selectAll();
+        QTest::keyClicks(w()->composer()->editor(), QStringLiteral("first question"));
+        QTest::keyClick(w()->composer()->editor(), Qt::Key_Return);
+        waitIdle();
+        QCOMPARE(c()->messages()->rowCount(), 2);
+        QCOMPARE(c()->messages()->messages()[0].text, QStringLiteral("first question"));
+        // Regenerate from the reply's own button.
+        m_script->tokens = {QStringLiteral("Second"), QStringLiteral(" try")};
+        auto * regenerate = w()->chatView()->bubble(1)->findChild<QAbstractButton *>();
+        QList<QAbstractButton *> buttons = w()->chatView()->bubble(1)->findChildren<QAbstractButton *>();
+        for (QAbstractButton * b : buttons) {
+            if (b->accessibleName() == QStringLiteral("Regenerate reply")) regenerate = b;
+        }
+        QVERIFY(regenerate && regenerate->isVisible());
+        QTest::mouseClick(regenerate, Qt::LeftButton);
+        waitIdle();
+        QTRY_COMPARE(w()->chatView()->bubble(1)->textLabel()->text(), QStringLiteral("Second try"));
+        QCOMPARE(m_script->replies.load(), 3);
+    }
+
+    void aDroppedDocumentThatDoesNotFitOffersTheOptions() {
+        m_script->contextLimit = 256;
+        const QString path = writeFile(QStringLiteral("report.md"), QByteArray("# Report\n\n") + QByteArray("Sales grew in every region. ").repeated(80));
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(path)});
+        QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(w(), &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(w(), &drop);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, 5000);
+        DocumentPanel * panel = w()->documentPanel();
+        QVERIFY(panel->isVisible());
+        QVERIFY(panel->statusLabel()->text().contains(QStringLiteral("tokens of a 256-token context")));
+        QVERIFY(panel->messageLabel()->isVisible());
+        QVERIFY(panel->messageLabel()->text().contains(QStringLiteral("not in the chat's context")));
+        QVERIFY(panel->raiseContextButton()->isVisible());
+        QVERIFY(w()->composer()->summarizeButton()->isEnabled());
+        // Raising the context reads it again, and this time it fits.
+        m_script->contextLimit = 1024;
+        QTest::mouseClick(panel->raiseContextButton(), Qt::LeftButton);
+        QVERIFY(c()->settings().contextTokens >= 512);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        QVERIFY(!panel->messageLabel()->isVisible());
+        // The retention view shows the document, all of it kept.
+        w()->showCacheTab(MainWindow::RetentionTab);
+        QTRY_VERIFY(w()->retentionView()->textView()->toPlainText().contains(QStringLiteral("Sales grew")));
+        QVERIFY(w()->retentionView()->summaryLabel()->text().contains(QStringLiteral("kept")));
+    }
+
+    void cachePanelIsLiveAndHonest() {
+        send(QStringLiteral("hi"));
+        waitIdle();
+        CachePanel * panel = w()->cachePanel();
+        QTRY_VERIFY(panel->snapshot().has_value());
+        QVERIFY(panel->tierBar(0)->isPresent());
+        QVERIFY(!panel->tierBar(1)->isPresent());
+        QCOMPARE(panel->tierBar(1)->valueText(), QStringLiteral("absent"));
+        QVERIFY(!panel->tierBar(2)->isPresent());
+        QCOMPARE(panel->tierBar(0)->valueText(), QStringLiteral("4.0 KiB / 1.0 MiB \u00b7 2 blocks"));
+        QVERIFY(panel->valueLabel(QStringLiteral("hitRate"))->text().contains(QStringLiteral("no block reads")));
+        QVERIFY(panel->valueLabel(QStringLiteral("decode"))->text().contains(QStringLiteral("tok/s")));
+        QTRY_VERIFY(panel->chartPoints() >= 3);  // sampled four times a second
+    }
+
+    void settingsShowThePredictionAndApplyNextTurn() {
+        w()->showCacheTab(MainWindow::SettingsTab);
+        CacheSettingsPanel * panel = w()->settingsPanel();
+        QVERIFY(panel->predictionLabel()->text().startsWith(QStringLiteral("fits")));
+        QCOMPARE(panel->policyBox()->isEnabled(), engineCapabilities().policies);
+        QVERIFY(!panel->policyBox()->toolTip().isEmpty());
+        QSignalSpy edited(panel, &CacheSettingsPanel::settingsEdited);
+        panel->contextBox()->setValue(100000);  // beyond the trained 4096
+        QVERIFY(panel->predictionLabel()->text().startsWith(QStringLiteral("won't fit")));
+        QTRY_COMPARE(edited.count(), 1);
+        QCOMPARE(c()->settings().contextTokens, 100000u);
+        panel->contextBox()->setValue(2048);
+        panel->chunkBox()->setValue(64);
+        QTRY_COMPARE(edited.count(), 2);  // debounced into one
+        QCOMPARE(c()->settings().chunkTokens, 64u);
+        QVERIFY(panel->predictionLabel()->text().startsWith(QStringLiteral("fits")));
+    }
+
+    void retentionRuns_data() {
+        QTest::addColumn<bool>("inContext");
+        QTest::addColumn<QList<float>>("kept");
+        QTest::addColumn<QList<int>>("expected");  // begin, end, level per run
+        QTest::newRow("all kept") << true << QList<float>{1, 1, 1} << QList<int>{0, 12, 4};
+        QTest::newRow("not in the context") << false << QList<float>{0, 0, 0} << QList<int>{0, 12, 0};
+        QTest::newRow("evicted middle") << true << QList<float>{1, 0, 1} << QList<int>{0, 4, 4, 4, 8, 0, 8, 12, 4};
+        QTest::newRow("partly kept") << true << QList<float>{0.5f, 0.5f, 1} << QList<int>{0, 8, 2, 8, 12, 4};
+    }
+    void retentionRuns() {
+        QFETCH(bool, inContext);
+        QFETCH(QList<float>, kept);
+        QFETCH(QList<int>, expected);
+        RetentionSnapshot r;
+        r.inContext = inContext;
+        r.documentText = QStringLiteral("abc def ghij");
+        r.tokenSpans = {{0, 3}, {4, 7}, {8, 12}};
+        r.kept.assign(kept.begin(), kept.end());
+        QList<int> actual;
+        for (const RetentionView::Run & run : RetentionView::runs(r)) actual << run.begin << run.end << run.level;
+        QCOMPARE(actual, expected);
+    }
+
+    void followsADarkPalette() {
+        send(QStringLiteral("hi"));
+        waitIdle();
+        auto * bubble = w()->chatView()->bubble(0)->findChild<QFrame *>(QStringLiteral("bubble"));
+        const QString before = bubble->styleSheet();
+        const QPalette light = QApplication::palette();
+        QPalette dark = light;
+        dark.setColor(QPalette::Window, QColor(0x20, 0x22, 0x25));
+        dark.setColor(QPalette::WindowText, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Base, QColor(0x18, 0x1a, 0x1c));
+        dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
+        QApplication::setPalette(dark);
+        QTRY_VERIFY(bubble->styleSheet() != before);
+        QApplication::setPalette(light);
+        QTRY_COMPARE(bubble->styleSheet(), before);
+    }
+
+    void keyboardShortcuts() {
+        QTest::keyClick(w(), Qt::Key_N, Qt::ControlModifier);
+        QCOMPARE(c()->conversations()->rowCount(), 1);
+        QTest::keyClick(w(), Qt::Key_F, Qt::ControlModifier);
+        QVERIFY(w()->conversationList()->searchField()->hasFocus());
+        QTest::keyClick(w(), Qt::Key_L, Qt::ControlModifier);
+        QVERIFY(w()->composer()->editor()->hasFocus());
+        QVERIFY(w()->cacheDock()->isVisible());
+        QTest::keyClick(w(), Qt::Key_K, Qt::ControlModifier | Qt::ShiftModifier);
+        QVERIFY(!w()->cacheDock()->isVisible());
+        QTest::keyClick(w(), Qt::Key_3, Qt::AltModifier);
+        QVERIFY(w()->cacheDock()->isVisible());
+        QCOMPARE(w()->cacheTabs()->currentIndex(), int(MainWindow::SettingsTab));
+    }
+
+    void aDamagedDatabaseIsReportedAndKept() {
+        const QString path = m_dir->filePath(QStringLiteral("damaged.sqlite"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray("not a database at all\n").repeated(100));
+        f.close();
+        auto settings = std::make_unique<QSettings>(m_dir->filePath(QStringLiteral("other.ini")), QSettings::IniFormat);
+        settings->setValue("storage/database", path);
+        LongreadApp app({.settings = std::move(settings), .interactive = false, .engineFactory = fakeFactory(m_script)});
+        QVERIFY(!app.start());
+        QVERIFY2(app.databaseError().contains(path), qPrintable(app.databaseError()));
+        QVERIFY(app.window() == nullptr);
+        QCOMPARE(QFileInfo(path).size(), qint64(22 * 100));  // untouched
+    }
+
+    void modelPickerListsModelsWithEstimatesAndReasons() {
+        QTemporaryDir home;
+        QDir().mkpath(home.filePath(QStringLiteral("models")));
+        QVERIFY(QFile::copy(shared_path(QStringLiteral("models/tiny/tiny-llama-Q8_0.gguf")), home.filePath(QStringLiteral("models/tiny.gguf"))));
+        QFile broken(home.filePath(QStringLiteral("models/broken.gguf")));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write("GGUF but nothing else");
+        broken.close();
+        const QByteArray oldHome = qgetenv("HOME");
+        qputenv("HOME", home.path().toUtf8());
+        {
+            ModelPicker picker(m_app->settings(), c()->settings(), QString::fromLatin1(kBundledModelPath), IconProvider(Qt::black), w());
+            QTRY_VERIFY_WITH_TIMEOUT(!picker.isScanning(), 10000);
+            QTRY_COMPARE(picker.model()->rowCount(), 3);
+            QStringList names;
+            for (int r = 0; r < 3; ++r) names << picker.model()->index(r, ModelListModel::SourceColumn).data().toString();
+            QVERIFY(names.contains(QStringLiteral("Bundled")));
+            QVERIFY(names.contains(QStringLiteral("~/models")));
+            int brokenRow = -1, tinyRow = -1;
+            for (int r = 0; r < 3; ++r) {
+                const QString path = picker.model()->index(r, 0).data(ModelListModel::PathRole).toString();
+                if (path.endsWith(QStringLiteral("broken.gguf"))) brokenRow = r;
+                if (path.endsWith(QStringLiteral("tiny.gguf"))) tinyRow = r;
+            }
+            QVERIFY(brokenRow >= 0 && tinyRow >= 0);
+            QVERIFY(picker.model()->index(tinyRow, ModelListModel::MemoryColumn).data().toString().startsWith(QStringLiteral("fits")));
+            QVERIFY(picker.model()->index(brokenRow, ModelListModel::MemoryColumn).data().toString().startsWith(QStringLiteral("unsupported")));
+            auto * use = picker.findChild<QPushButton *>(QString(), Qt::FindChildrenRecursively);
+            for (QPushButton * b : picker.findChildren<QPushButton *>()) {
+                if (b->accessibleName() == QStringLiteral("Use this model")) use = b;
+            }
+            picker.table()->selectRow(brokenRow);
+            QVERIFY(!use->isEnabled());
+            picker.table()->selectRow(tinyRow);
+            QVERIFY(use->isEnabled());
+        }
+        qputenv("HOME", oldHome);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

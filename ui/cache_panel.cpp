@@ -1,0 +1,240 @@
+#include "cache_panel.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QLocale>
+#include <QProgressBar>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include "app/core/model_list_model.h"
+#include "ui/theme.h"
+#include "ui/tier_bar.h"
+
+namespace lr::ui {
+namespace {
+
+QLabel * sectionTitle(const QString & text, QWidget * parent) {
+    auto * l = new QLabel(text, parent);
+    QFont f = l->font();
+    f.setWeight(QFont::DemiBold);
+    l->setFont(f);
+    return l;
+}
+
+QChartView * makeChart(const QString & title, QLineSeries ** series, QValueAxis ** x, QValueAxis ** y, QWidget * parent) {
+    auto * chart = new QChart;
+    chart->setTitle(title);
+    chart->legend()->hide();
+    chart->setBackgroundRoundness(0);
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    *series = new QLineSeries(chart);
+    chart->addSeries(*series);
+    *x = new QValueAxis(chart);
+    *y = new QValueAxis(chart);
+    (*x)->setRange(-CachePanel::kHistorySeconds, 0);  // seconds ago
+    (*x)->setLabelFormat(QStringLiteral("%d s"));
+    (*x)->setTickCount(4);
+    (*y)->setTickCount(3);
+    chart->addAxis(*x, Qt::AlignBottom);
+    chart->addAxis(*y, Qt::AlignLeft);
+    (*series)->attachAxis(*x);
+    (*series)->attachAxis(*y);
+    auto * view = new QChartView(chart, parent);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setMinimumHeight(130);
+    view->setAccessibleName(title);
+    return view;
+}
+
+void styleChart(QChartView * view, const QPalette & p) {
+    QChart * chart = view->chart();
+    chart->setBackgroundBrush(p.color(QPalette::Window));
+    chart->setTitleBrush(p.color(QPalette::WindowText));
+    QFont titleFont = theme::captionFont(view->font());
+    chart->setTitleFont(titleFont);
+    for (QAbstractAxis * axis : chart->axes()) {
+        axis->setLabelsBrush(theme::subtleText(p));
+        axis->setLabelsFont(theme::captionFont(view->font()));
+        axis->setGridLineColor(theme::border(p));
+        axis->setLinePenColor(theme::border(p));
+    }
+    for (QAbstractSeries * s : chart->series()) {
+        if (auto * line = qobject_cast<QLineSeries *>(s)) line->setPen(QPen(theme::accent(p), 2));
+    }
+    view->setBackgroundBrush(p.color(QPalette::Window));
+}
+
+}  // namespace
+
+CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
+    setAccessibleName(tr("KV cache, live"));
+    auto * layout = new QVBoxLayout(this);
+    layout->setContentsMargins(theme::kPad, theme::kPad, theme::kPad, theme::kPad);
+    layout->setSpacing(theme::kGap);
+
+    m_policy = new QLabel(this);
+    m_policy->setWordWrap(true);
+    m_policy->setAccessibleName(tr("Policy and codecs"));
+    layout->addWidget(m_policy);
+    m_empty = new QLabel(tr("No session yet: the numbers appear once the model has read something."), this);
+    m_empty->setWordWrap(true);
+    layout->addWidget(m_empty);
+
+    layout->addWidget(sectionTitle(tr("Where the KV cache lives"), this));
+    const QString names[3] = {tr("Device (RAM arena)"), tr("Host RAM"), tr("Disk")};
+    for (int i = 0; i < 3; ++i) {
+        m_tiers[i] = new TierBar(names[i], this);
+        layout->addWidget(m_tiers[i]);
+    }
+
+    layout->addWidget(sectionTitle(tr("Context"), this));
+    m_context = new QProgressBar(this);
+    m_context->setAccessibleName(tr("Context used"));
+    m_context->setTextVisible(true);
+    m_context->setMaximumHeight(18);
+    layout->addWidget(m_context);
+
+    auto * form = new QFormLayout;
+    form->setHorizontalSpacing(theme::kPad);
+    form->setVerticalSpacing(4);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    const std::pair<const char *, QString> rows[] = {
+        {"prefill", tr("Prefill")},           {"decode", tr("Decode")},       {"hitRate", tr("Hit rate")},
+        {"moved", tr("Moved between tiers")}, {"prefetch", tr("Prefetched")}, {"evicted", tr("Evicted tokens")},
+        {"restored", tr("Restored tokens")},  {"faults", tr("Faults handled")},
+    };
+    for (const auto & [key, label] : rows) {
+        auto * value = new QLabel(QStringLiteral("\u2014"), this);
+        value->setAccessibleName(label);
+        value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        value->setWordWrap(true);
+        m_values.insert(QString::fromLatin1(key), value);
+        form->addRow(label, value);
+    }
+    m_values.value("prefill")->setToolTip(tr("Prompt and document tokens evaluated per second, in the last prefill"));
+    m_values.value("decode")->setToolTip(tr("Tokens generated per second, in the last reply"));
+    m_values.value("hitRate")->setToolTip(tr("Of the KV blocks attention read, the share already on the device tier"));
+    m_values.value("moved")->setToolTip(tr("Bytes copied between the device, host and disk tiers"));
+    m_values.value("evicted")->setToolTip(tr("Token positions the cache policy dropped to stay within its budget"));
+    m_values.value("restored")->setToolTip(tr("Tokens whose KV was restored from the prefix cache instead of computed"));
+    layout->addLayout(form);
+
+    m_hitView = makeChart(tr("Hit rate (%)"), &m_hitSeries, &m_hitX, &m_hitY, this);
+    m_hitY->setRange(0, 100);
+    layout->addWidget(m_hitView);
+    m_movedView = makeChart(tr("Moved between tiers (MiB/s)"), &m_movedSeries, &m_movedX, &m_movedY, this);
+    layout->addWidget(m_movedView);
+    layout->addStretch(1);
+
+    m_clock.start();
+    m_sampler.setInterval(kSampleIntervalMs);
+    connect(&m_sampler, &QTimer::timeout, this, &CachePanel::sample);
+    m_sampler.start();
+    showNumbers();
+    refreshStyle();
+}
+
+QLabel * CachePanel::valueLabel(const QString & key) const { return m_values.value(key); }
+
+int CachePanel::chartPoints() const { return int(m_movedSeries->count()); }
+
+void CachePanel::setBackend(const QString & backend) {
+    m_backend = backend;
+    m_tiers[0]->setName(backend.contains(QLatin1String("CUDA"), Qt::CaseInsensitive) ? tr("VRAM (device tier)") : tr("RAM arena (device tier)"));
+}
+
+void CachePanel::setSnapshot(const app::CacheSnapshot & snapshot) {
+    m_snapshot = snapshot;
+    showNumbers();
+}
+
+void CachePanel::showNumbers() {
+    const QLocale locale;
+    const bool have = m_snapshot && m_snapshot->hasSession;
+    m_empty->setVisible(!have);
+    if (!have) {
+        m_policy->setText(tr("Policy: \u2014"));
+        for (TierBar * t : m_tiers) t->setAbsent(tr("No session yet."));
+        m_context->setRange(0, 1);
+        m_context->setValue(0);
+        m_context->setFormat(tr("no session"));
+        return;
+    }
+    const app::CacheSnapshot & s = *m_snapshot;
+    const KvStats & kv = s.kv;
+    m_policy->setText(tr("<b>Policy</b> %1<br><b>Codecs</b> %2").arg(s.policy.toHtmlEscaped(), s.codecs.toHtmlEscaped()));
+    for (int i = 0; i < 3; ++i) {
+        const KvTierStats & t = kv.tiers[size_t(i)];
+        if (t.present) {
+            m_tiers[i]->setUsage(t.used_bytes, t.capacity_bytes, t.blocks);
+        } else {
+            m_tiers[i]->setAbsent(tr("This engine build has no %1 tier yet: the whole KV cache is on the tiers that are shown.")
+                                      .arg(QString::fromLatin1(t.name)));
+        }
+    }
+    m_context->setRange(0, int(std::max<uint32_t>(s.contextLimit, 1)));
+    m_context->setValue(int(s.contextUsed));
+    m_context->setFormat(tr("%1 of %2 tokens").arg(locale.toString(s.contextUsed), locale.toString(s.contextLimit)));
+
+    auto rate = [&](double r) { return r > 0 ? tr("%1 tok/s").arg(r, 0, 'f', r < 100 ? 1 : 0) : tr("\u2014 (none yet)"); };
+    m_values.value("prefill")->setText(rate(s.prefillTokensPerSecond));
+    m_values.value("decode")->setText(rate(s.decodeTokensPerSecond));
+    m_values.value("hitRate")->setText(kv.block_reads == 0 ? tr("\u2014 (no block reads counted yet)")
+                                                            : tr("%1% (%2 of %3 block reads)")
+                                                                  .arg(100.0 * kv.hit_rate(), 0, 'f', 1)
+                                                                  .arg(locale.toString(qulonglong(kv.block_hits)), locale.toString(qulonglong(kv.block_reads))));
+    m_values.value("moved")->setText(tr("%1 (%2 demoted, %3 promoted)")
+                                         .arg(app::formatBytes(kv.bytes_moved))
+                                         .arg(locale.toString(qulonglong(kv.demotions)), locale.toString(qulonglong(kv.promotions))));
+    m_values.value("prefetch")->setText(tr("%1 blocks, %2 in time").arg(locale.toString(qulonglong(kv.prefetches)), locale.toString(qulonglong(kv.prefetch_hits))));
+    m_values.value("evicted")->setText(tr("%1 (kept %2 of %3 seen)")
+                                           .arg(locale.toString(qulonglong(kv.evicted_tokens)), locale.toString(qulonglong(kv.tokens_kept)),
+                                                locale.toString(qulonglong(kv.tokens_seen))));
+    QString restored = locale.toString(qulonglong(kv.restored_tokens));
+    if (kv.prefill_ms_saved > 0) restored += tr(" (saved ~%1 of prefill)").arg(QStringLiteral("%1 ms").arg(kv.prefill_ms_saved, 0, 'f', 0));
+    m_values.value("restored")->setText(restored);
+    m_values.value("faults")->setText(kv.faults == 0 ? tr("none")
+                                                     : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
+}
+
+void CachePanel::sample() {
+    if (!m_snapshot || !m_snapshot->hasSession) return;
+    const double now = double(m_clock.elapsed()) / 1000.0;
+    const KvStats & kv = m_snapshot->kv;
+    // Hit rate only when attention has read blocks: no reads is not "100%".
+    if (kv.block_reads > 0) m_hitHistory.emplace_back(now, 100.0 * kv.hit_rate());
+    double mibPerSecond = 0;
+    if (m_previousSample && kv.bytes_moved >= m_previousSample->kv.bytes_moved) {
+        mibPerSecond = double(kv.bytes_moved - m_previousSample->kv.bytes_moved) / (1 << 20) / (kSampleIntervalMs / 1000.0);
+    }
+    m_movedHistory.emplace_back(now, mibPerSecond);
+    m_previousSample = m_snapshot;
+    // The x axis is "seconds ago".
+    auto plot = [now](std::deque<QPointF> & history, QLineSeries * series) {
+        while (!history.empty() && history.front().x() < now - kHistorySeconds) history.pop_front();
+        QList<QPointF> points;
+        points.reserve(qsizetype(history.size()));
+        for (const QPointF & pt : history) points << QPointF(pt.x() - now, pt.y());
+        series->replace(points);
+    };
+    plot(m_hitHistory, m_hitSeries);
+    plot(m_movedHistory, m_movedSeries);
+    double top = 1;
+    for (const QPointF & pt : m_movedHistory) top = std::max(top, pt.y());
+    m_movedY->setRange(0, top * 1.2);
+}
+
+void CachePanel::refreshStyle() {
+    const QPalette & p = palette();
+    styleChart(m_hitView, p);
+    styleChart(m_movedView, p);
+    QPalette caption = m_empty->palette();
+    caption.setColor(QPalette::WindowText, theme::subtleText(p));
+    m_empty->setPalette(caption);
+}
+
+}  // namespace lr::ui

@@ -1,0 +1,74 @@
+#pragma once
+// The live KV cache panel (the right dock): a bar per tier (VRAM or the RAM arena, host
+// RAM, disk; absent tiers shown as absent), hit rate and bytes moved over time (Qt Charts),
+// prefill and decode speed, context used of the limit, evictions and restored tokens, the
+// policy and codecs. Fed by CacheSnapshot values a few times a second; samples the latest
+// one for the charts four times a second.
+
+#include <QElapsedTimer>
+#include <QTimer>
+#include <QWidget>
+
+#include <deque>
+#include <optional>
+
+#include <QPointF>
+
+#include "app/core/cache_snapshot.h"
+
+class QLabel;
+class QProgressBar;
+class QChart;
+class QChartView;
+class QLineSeries;
+class QValueAxis;
+
+namespace lr::ui {
+
+class TierBar;
+
+class CachePanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit CachePanel(QWidget * parent = nullptr);
+
+    void setSnapshot(const app::CacheSnapshot & snapshot);
+    // "CPU, 4 threads" or a CUDA device: names the device tier (RAM arena or VRAM).
+    void setBackend(const QString & backend);
+    void refreshStyle();
+
+    static constexpr int kSampleIntervalMs = 250;
+    static constexpr int kHistorySeconds = 60;
+
+    const std::optional<app::CacheSnapshot> & snapshot() const { return m_snapshot; }
+    TierBar * tierBar(int tier) const { return m_tiers[tier]; }
+    QLabel * valueLabel(const QString & key) const;
+    int chartPoints() const;
+
+private:
+    void sample();
+    void showNumbers();
+
+    std::optional<app::CacheSnapshot> m_snapshot;
+    std::optional<app::CacheSnapshot> m_previousSample;
+    QString m_backend;
+    QLabel * m_policy;
+    QLabel * m_empty;
+    TierBar * m_tiers[3];
+    QProgressBar * m_context;
+    QHash<QString, QLabel *> m_values;
+    QChartView * m_hitView;
+    QChartView * m_movedView;
+    QLineSeries * m_hitSeries;
+    QLineSeries * m_movedSeries;
+    QValueAxis * m_hitX;
+    QValueAxis * m_hitY;
+    QValueAxis * m_movedX;
+    QValueAxis * m_movedY;
+    std::deque<QPointF> m_hitHistory;    // (seconds since start, %)
+    std::deque<QPointF> m_movedHistory;  // (seconds since start, MiB/s)
+    QTimer m_sampler;
+    QElapsedTimer m_clock;
+};
+
+}  // namespace lr::ui

@@ -1,0 +1,304 @@
+#include "cache_settings_panel.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QLineEdit>
+#include <QToolButton>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "app/core/model_list_model.h"
+#include "ui/theme.h"
+
+namespace lr::ui {
+namespace {
+
+QSpinBox * mibBox(QWidget * parent) {
+    auto * b = new QSpinBox(parent);
+    b->setRange(0, 1 << 20);
+    b->setSingleStep(256);
+    b->setSuffix(QObject::tr(" MiB"));
+    b->setSpecialValueText(QObject::tr("automatic"));
+    return b;
+}
+
+QComboBox * bitsBox(QWidget * parent) {
+    auto * b = new QComboBox(parent);
+    b->addItem(QObject::tr("16-bit (f16)"), 16);
+    b->addItem(QObject::tr("8-bit (q8)"), 8);
+    b->addItem(QObject::tr("4-bit (q4)"), 4);
+    return b;
+}
+
+void setTip(QWidget * w, const QString & name, const QString & tip) {
+    w->setToolTip(tip);
+    w->setAccessibleName(name);
+    w->setAccessibleDescription(tip);
+}
+
+}  // namespace
+
+CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
+    setAccessibleName(tr("Cache settings"));
+    auto * layout = new QVBoxLayout(this);
+    layout->setContentsMargins(theme::kPad, theme::kPad, theme::kPad, theme::kPad);
+    layout->setSpacing(theme::kGap);
+
+    m_nextTurn = new QLabel(tr("Changes apply to this conversation from its next turn."), this);
+    m_nextTurn->setWordWrap(true);
+    layout->addWidget(m_nextTurn);
+
+    auto * form = new QFormLayout;
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setVerticalSpacing(theme::kGap);
+
+    m_context = new QSpinBox(this);
+    m_context->setRange(0, 1 << 24);
+    m_context->setSingleStep(512);
+    m_context->setSpecialValueText(tr("model's trained context"));
+    m_context->setSuffix(tr(" tokens"));
+    setTip(m_context, tr("Context"), tr("How many tokens the conversation may hold: the document, the questions and the answers."));
+    form->addRow(tr("Context"), m_context);
+
+    m_chunk = new QSpinBox(this);
+    m_chunk->setRange(1, 8192);
+    m_chunk->setSingleStep(64);
+    m_chunk->setSuffix(tr(" tokens"));
+    setTip(m_chunk, tr("Prefill chunk"), tr("Tokens evaluated per step when reading; larger is faster, smaller lets Stop act sooner."));
+    form->addRow(tr("Prefill chunk"), m_chunk);
+
+    m_policy = new QComboBox(this);
+    m_policy->addItem(tr("none \u2014 keep every token"), int(KvPolicy::none));
+    m_policy->addItem(tr("H2O \u2014 heavy hitters + recent"), int(KvPolicy::h2o));
+    m_policy->addItem(tr("SnapKV \u2014 keep what the prompt's end attends"), int(KvPolicy::snapkv));
+    m_policy->addItem(tr("StreamingLLM \u2014 sinks + sliding window"), int(KvPolicy::streaming));
+    m_policy->addItem(tr("Quest \u2014 keep all, read the top blocks"), int(KvPolicy::quest));
+    setTip(m_policy, tr("Eviction policy"), tr("Which token positions the cache drops when it is over its budget."));
+    form->addRow(tr("Policy"), m_policy);
+
+    auto sliderRow = [this](QSlider *& slider, QLabel *& value, int min, int max) {
+        auto * row = new QHBoxLayout;
+        slider = new QSlider(Qt::Horizontal, this);
+        slider->setRange(min, max);
+        value = new QLabel(this);
+        value->setMinimumWidth(QFontMetrics(font()).horizontalAdvance(QStringLiteral("100%")) + 4);
+        row->addWidget(slider, 1);
+        row->addWidget(value);
+        return row;
+    };
+    form->addRow(tr("Keep ratio"), sliderRow(m_keep, m_keepValue, 5, 100));
+    setTip(m_keep, tr("Keep ratio"), tr("The share of the sequence the policy keeps in the cache; the rest is evicted."));
+    form->addRow(tr("Recent window"), sliderRow(m_recent, m_recentValue, 0, 100));
+    setTip(m_recent, tr("Recent window"), tr("The share of the kept budget reserved for the most recent tokens (H2O)."));
+
+    m_sinks = new QSpinBox(this);
+    m_sinks->setRange(0, 1024);
+    setTip(m_sinks, tr("Sink tokens"), tr("The first tokens, which attention leans on, are never evicted."));
+    form->addRow(tr("Sink tokens"), m_sinks);
+
+    m_kBits = bitsBox(this);
+    setTip(m_kBits, tr("Key bits"), tr("How precisely keys are stored: fewer bits fit more context in the same memory."));
+    form->addRow(tr("K bits"), m_kBits);
+    m_vBits = bitsBox(this);
+    setTip(m_vBits, tr("Value bits"), tr("How precisely values are stored: 4-bit values halve the cache again with little loss."));
+    form->addRow(tr("V bits"), m_vBits);
+
+    m_device = mibBox(this);
+    setTip(m_device, tr("Device tier budget"), tr("Memory for the tier attention reads from (VRAM, or the hot RAM arena)."));
+    form->addRow(tr("Device tier"), m_device);
+    m_host = mibBox(this);
+    setTip(m_host, tr("Host tier budget"), tr("RAM behind the device tier, where colder blocks wait."));
+    form->addRow(tr("Host tier"), m_host);
+    m_disk = mibBox(this);
+    setTip(m_disk, tr("Disk tier budget"), tr("Cache files on disk for what does not fit in RAM, and for restoring documents read before."));
+    form->addRow(tr("Disk tier"), m_disk);
+    layout->addLayout(form);
+
+    m_notApplied = new QLabel(this);
+    m_notApplied->setWordWrap(true);
+    m_notApplied->setFont(theme::captionFont(font()));
+    layout->addWidget(m_notApplied);
+
+    auto * predictionTitle = new QLabel(tr("Planner's prediction"), this);
+    QFont bold = predictionTitle->font();
+    bold.setWeight(QFont::DemiBold);
+    predictionTitle->setFont(bold);
+    layout->addWidget(predictionTitle);
+    m_prediction = new QLabel(this);
+    m_prediction->setWordWrap(true);
+    m_prediction->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_prediction->setAccessibleName(tr("Planner's prediction"));
+    layout->addWidget(m_prediction);
+
+    m_defaults = new QPushButton(tr("Use these for new conversations"), this);
+    m_defaults->setAccessibleName(tr("Save as defaults"));
+    m_defaults->setToolTip(tr("New conversations will start with these settings."));
+    layout->addWidget(m_defaults, 0, Qt::AlignLeft);
+
+    auto * engineTitle = new QLabel(tr("All conversations"), this);
+    engineTitle->setFont(bold);
+    layout->addWidget(engineTitle);
+    auto * engineForm = new QFormLayout;
+    engineForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    m_threads = new QSpinBox(this);
+    m_threads->setRange(0, 256);
+    m_threads->setSpecialValueText(tr("automatic (physical cores)"));
+    setTip(m_threads, tr("CPU threads"), tr("Threads the engine computes with; applies when a model is next loaded."));
+    engineForm->addRow(tr("CPU threads"), m_threads);
+    auto * dirRow = new QHBoxLayout;
+    m_cacheDir = new QLineEdit(this);
+    m_cacheDir->setPlaceholderText(QString::fromStdString(resolve_kv_dir(KvSettings{})));
+    setTip(m_cacheDir, tr("Cache folder"), tr("Where the disk tier and the prefix cache keep their files; empty uses the default."));
+    auto * browse = new QToolButton(this);
+    browse->setText(QStringLiteral("…"));
+    setTip(browse, tr("Choose the cache folder"), tr("Choose the folder for the KV cache's files."));
+    dirRow->addWidget(m_cacheDir, 1);
+    dirRow->addWidget(browse);
+    engineForm->addRow(tr("Cache folder"), dirRow);
+    layout->addLayout(engineForm);
+    connect(m_threads, &QSpinBox::valueChanged, this, [this](int value) {
+        if (!m_loading) emit threadsEdited(value);
+    });
+    connect(m_cacheDir, &QLineEdit::editingFinished, this, [this] { emit cacheDirectoryEdited(m_cacheDir->text().trimmed()); });
+    connect(browse, &QToolButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for the KV cache"), m_cacheDir->text());
+        if (dir.isEmpty()) return;
+        m_cacheDir->setText(dir);
+        emit cacheDirectoryEdited(dir);
+    });
+    layout->addStretch(1);
+
+    const app::EngineCapabilities caps = app::engineCapabilities();
+    for (QWidget * w : std::initializer_list<QWidget *>{m_policy, m_keep, m_recent, m_sinks}) w->setEnabled(caps.policies);
+    for (QWidget * w : std::initializer_list<QWidget *>{m_kBits, m_vBits}) w->setEnabled(caps.codecs);
+    for (QWidget * w : std::initializer_list<QWidget *>{m_device, m_host, m_disk}) w->setEnabled(caps.tierBudgets);
+    QStringList missing;
+    if (!caps.policies) missing << tr("eviction policies");
+    if (!caps.tierBudgets) missing << tr("tier budgets");
+    if (!caps.codecs) missing << tr("KV codecs");
+    m_notApplied->setText(missing.isEmpty() ? QString()
+                                            : tr("Greyed out: this engine build does not apply %1 yet (they are being added to the "
+                                                 "KV cache); the prediction shows what will really run.")
+                                                  .arg(missing.join(tr(" and "))));
+    m_notApplied->setVisible(!missing.isEmpty());
+
+    m_debounce.setSingleShot(true);
+    m_debounce.setInterval(150);
+    connect(&m_debounce, &QTimer::timeout, this, [this] {
+        const app::EngineSettings s = settings();
+        if (app::validationError(s).isEmpty()) emit settingsEdited(s);
+    });
+    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk}) connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
+    for (QComboBox * b : {m_policy, m_kBits, m_vBits}) connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
+    for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
+    connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
+    setSettings(app::EngineSettings{});
+    refreshStyle();
+}
+
+void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
+    m_loading = true;
+    m_base = s;
+    m_context->setValue(int(s.contextTokens));
+    m_chunk->setValue(int(s.chunkTokens));
+    m_policy->setCurrentIndex(m_policy->findData(int(s.kv.policy)));
+    m_keep->setValue(int(std::lround(s.kv.keep_ratio * 100)));
+    m_recent->setValue(int(std::lround(s.kv.recent_ratio * 100)));
+    m_sinks->setValue(int(s.kv.sink_tokens));
+    m_kBits->setCurrentIndex(std::max(0, m_kBits->findData(int(s.kv.k_bits))));
+    m_vBits->setCurrentIndex(std::max(0, m_vBits->findData(int(s.kv.v_bits))));
+    m_device->setValue(int(s.kv.device_mib));
+    m_host->setValue(int(s.kv.host_mib));
+    m_disk->setValue(int(s.kv.disk_mib));
+    m_loading = false;
+    updateLabels();
+    updatePrediction();
+}
+
+void CacheSettingsPanel::setEngineValues(int threads, const QString & cacheDirectory) {
+    m_loading = true;
+    m_threads->setValue(threads);
+    m_cacheDir->setText(cacheDirectory);
+    m_loading = false;
+}
+
+void CacheSettingsPanel::setModel(const app::ModelInfo & model) {
+    m_model = model;
+    m_hasModel = true;
+    updatePrediction();
+}
+
+app::EngineSettings CacheSettingsPanel::settings() const {
+    app::EngineSettings s = m_base;
+    s.contextTokens = uint32_t(m_context->value());
+    s.chunkTokens = uint32_t(m_chunk->value());
+    s.kv.policy = KvPolicy(m_policy->currentData().toInt());
+    s.kv.keep_ratio = m_keep->value() / 100.0;
+    s.kv.recent_ratio = m_recent->value() / 100.0;
+    s.kv.sink_tokens = uint32_t(m_sinks->value());
+    s.kv.k_bits = uint32_t(m_kBits->currentData().toInt());
+    s.kv.v_bits = uint32_t(m_vBits->currentData().toInt());
+    s.kv.device_mib = m_device->value();
+    s.kv.host_mib = m_host->value();
+    s.kv.disk_mib = m_disk->value();
+    return s;
+}
+
+void CacheSettingsPanel::edited() {
+    if (m_loading) return;
+    updateLabels();
+    updatePrediction();
+    m_debounce.start();
+}
+
+void CacheSettingsPanel::updateLabels() {
+    m_keepValue->setText(QStringLiteral("%1%").arg(m_keep->value()));
+    m_recentValue->setText(QStringLiteral("%1%").arg(m_recent->value()));
+    const bool evicting = app::engineCapabilities().policies && KvPolicy(m_policy->currentData().toInt()) != KvPolicy::none &&
+                          KvPolicy(m_policy->currentData().toInt()) != KvPolicy::quest;
+    m_keep->setEnabled(evicting);
+    m_recent->setEnabled(evicting && KvPolicy(m_policy->currentData().toInt()) == KvPolicy::h2o);
+}
+
+void CacheSettingsPanel::updatePrediction() {
+    const app::EngineSettings s = settings();
+    const QPalette & p = palette();
+    QPalette lp = m_prediction->palette();
+    if (const QString error = app::validationError(s); !error.isEmpty()) {
+        lp.setColor(QPalette::WindowText, theme::bad(p));
+        m_prediction->setPalette(lp);
+        m_prediction->setText(error);
+        return;
+    }
+    if (!m_hasModel) {
+        lp.setColor(QPalette::WindowText, theme::subtleText(p));
+        m_prediction->setPalette(lp);
+        m_prediction->setText(tr("Load a model to see what these settings need."));
+        return;
+    }
+    const MemoryPlan plan = app::planFor(m_model.shape, s);
+    const QColor tone = plan.verdict == MemoryVerdict::fits ? theme::good(p) : plan.verdict == MemoryVerdict::needs_disk ? theme::caution(p) : theme::bad(p);
+    lp.setColor(QPalette::WindowText, tone);
+    m_prediction->setPalette(lp);
+    const uint32_t ctx = s.contextTokens ? s.contextTokens : m_model.nCtxTrain;
+    m_prediction->setText(tr("%1\n%2 at %3 tokens: weights %4, KV cache %5 (%6 per token), scratch %7.")
+                              .arg(app::verdictText(plan), m_model.name, QLocale().toString(ctx), app::formatBytes(plan.weight_bytes),
+                                   app::formatBytes(plan.kv_bytes), app::formatBytes(plan.kv_bytes_per_token),
+                                   app::formatBytes(plan.scratch_bytes)) +
+                          (plan.verdict == MemoryVerdict::fits ? QString() : QStringLiteral("\n") + QString::fromStdString(plan.message)));
+}
+
+void CacheSettingsPanel::refreshStyle() {
+    QPalette p = m_notApplied->palette();
+    p.setColor(QPalette::WindowText, theme::subtleText(palette()));
+    m_notApplied->setPalette(p);
+    updatePrediction();
+}
+
+}  // namespace lr::ui

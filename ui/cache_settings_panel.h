@@ -1,0 +1,83 @@
+#pragma once
+// The cache sliders: context, prefill chunk, policy, keep ratio, recent window, sink tokens,
+// K/V bits, tier budgets. Each has a one-sentence tooltip; the planner's prediction for the
+// loaded model updates as they move; changes apply to the conversation's next turn (the
+// panel says so). Knobs this engine build does not apply yet are disabled and say why.
+
+#include <QTimer>
+#include <QWidget>
+
+#include "app/core/engine_results.h"
+#include "app/core/engine_settings.h"
+
+class QComboBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+class QPushButton;
+class QLineEdit;
+
+namespace lr::ui {
+
+class CacheSettingsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit CacheSettingsPanel(QWidget * parent = nullptr);
+
+    // The conversation's settings (does not emit settingsEdited).
+    void setSettings(const app::EngineSettings & settings);
+    // The model the prediction is for.
+    void setModel(const app::ModelInfo & model);
+    // The settings of every conversation (does not emit).
+    void setEngineValues(int threads, const QString & cacheDirectory);
+    app::EngineSettings settings() const;
+    void refreshStyle();
+
+    QLabel * predictionLabel() const { return m_prediction; }
+    QComboBox * policyBox() const { return m_policy; }
+    QSlider * keepSlider() const { return m_keep; }
+    QSpinBox * contextBox() const { return m_context; }
+    QSpinBox * chunkBox() const { return m_chunk; }
+    QComboBox * kBitsBox() const { return m_kBits; }
+
+signals:
+    // After the user changed something (debounced), with the valid settings.
+    void settingsEdited(const lr::app::EngineSettings & settings);
+    void saveAsDefaultsRequested();
+    // CPU threads (0: automatic), for the next model load.
+    void threadsEdited(int threads);
+    // Where the disk tier and the prefix cache keep their files (empty: the default).
+    void cacheDirectoryEdited(const QString & directory);
+
+private:
+    void edited();
+    void updatePrediction();
+    void updateLabels();
+
+    app::EngineSettings m_base;  // what the panel does not edit is kept from here
+    app::ModelInfo m_model;
+    bool m_hasModel = false;
+    bool m_loading = false;
+    QTimer m_debounce;
+    QSpinBox * m_context;
+    QSpinBox * m_chunk;
+    QComboBox * m_policy;
+    QSlider * m_keep;
+    QLabel * m_keepValue;
+    QSlider * m_recent;
+    QLabel * m_recentValue;
+    QSpinBox * m_sinks;
+    QComboBox * m_kBits;
+    QComboBox * m_vBits;
+    QSpinBox * m_device;
+    QSpinBox * m_host;
+    QSpinBox * m_disk;
+    QSpinBox * m_threads;
+    QLineEdit * m_cacheDir;
+    QLabel * m_prediction;
+    QLabel * m_notApplied;
+    QLabel * m_nextTurn;
+    QPushButton * m_defaults;
+};
+
+}  // namespace lr::ui
