@@ -120,10 +120,6 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->addRow(tr("Disk tier"), m_disk);
     layout->addLayout(form);
 
-    m_notApplied = new QLabel(this);
-    m_notApplied->setWordWrap(true);
-    m_notApplied->setFont(theme::captionFont(font()));
-    layout->addWidget(m_notApplied);
 
     auto * predictionTitle = new QLabel(tr("Planner's prediction"), this);
     QFont bold = predictionTitle->font();
@@ -173,20 +169,6 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         emit cacheDirectoryEdited(dir);
     });
     layout->addStretch(1);
-
-    const app::EngineCapabilities caps = app::engineCapabilities();
-    for (QWidget * w : std::initializer_list<QWidget *>{m_policy, m_keep, m_recent, m_sinks}) w->setEnabled(caps.policies);
-    for (QWidget * w : std::initializer_list<QWidget *>{m_kBits, m_vBits}) w->setEnabled(caps.codecs);
-    for (QWidget * w : std::initializer_list<QWidget *>{m_device, m_host, m_disk}) w->setEnabled(caps.tierBudgets);
-    QStringList missing;
-    if (!caps.policies) missing << tr("eviction policies");
-    if (!caps.tierBudgets) missing << tr("tier budgets");
-    if (!caps.codecs) missing << tr("KV codecs");
-    m_notApplied->setText(missing.isEmpty() ? QString()
-                                            : tr("Greyed out: this engine build does not apply %1 yet (they are being added to the "
-                                                 "KV cache); the prediction shows what will really run.")
-                                                  .arg(missing.join(tr(" and "))));
-    m_notApplied->setVisible(!missing.isEmpty());
 
     m_debounce.setSingleShot(true);
     m_debounce.setInterval(150);
@@ -260,7 +242,7 @@ void CacheSettingsPanel::edited() {
 void CacheSettingsPanel::updateLabels() {
     m_keepValue->setText(QStringLiteral("%1%").arg(m_keep->value()));
     m_recentValue->setText(QStringLiteral("%1%").arg(m_recent->value()));
-    const bool evicting = app::engineCapabilities().policies && KvPolicy(m_policy->currentData().toInt()) != KvPolicy::none &&
+    const bool evicting = KvPolicy(m_policy->currentData().toInt()) != KvPolicy::none &&
                           KvPolicy(m_policy->currentData().toInt()) != KvPolicy::quest;
     m_keep->setEnabled(evicting);
     m_recent->setEnabled(evicting && KvPolicy(m_policy->currentData().toInt()) == KvPolicy::h2o);
@@ -295,9 +277,6 @@ void CacheSettingsPanel::updatePrediction() {
 }
 
 void CacheSettingsPanel::refreshStyle() {
-    QPalette p = m_notApplied->palette();
-    p.setColor(QPalette::WindowText, theme::subtleText(palette()));
-    m_notApplied->setPalette(p);
     updatePrediction();
 }
 

@@ -75,7 +75,6 @@ private:
     QSpinBox * m_threads;
     QLineEdit * m_cacheDir;
     QLabel * m_prediction;
-    QLabel * m_notApplied;
     QLabel * m_nextTurn;
     QPushButton * m_defaults;
 };

@@ -18,8 +18,8 @@ uint32_t count(const QJsonObject & json, const char * key, uint32_t fallback) {
 }  // namespace
 
 bool EngineSettings::sameSession(const EngineSettings & o) const {
-    const KvSettings a = effectiveKvSettings(kv);
-    const KvSettings b = effectiveKvSettings(o.kv);
+    const KvSettings & a = kv;
+    const KvSettings & b = o.kv;
     return contextTokens == o.contextTokens && chunkTokens == o.chunkTokens && a.policy == b.policy &&
            a.keep_ratio == b.keep_ratio && a.budget_tokens == b.budget_tokens && a.recent_ratio == b.recent_ratio &&
            a.sink_tokens == b.sink_tokens && a.k_bits == b.k_bits && a.v_bits == b.v_bits &&
@@ -38,58 +38,12 @@ QString validationError(const EngineSettings & s) {
     return {};
 }
 
-EngineCapabilities engineCapabilities() {
-    // NOTE: the KV cache applies the tiers, the prefix cache and the codecs; the eviction
-    // policies (H2O, SnapKV, StreamingLLM, Quest) are being added. When they land, flip
-    // `policies`: every control and the planner's preview follow from here.
-    return {.codecs = true, .policies = false, .tierBudgets = true, .prefixCache = true};
-}
-
-KvSettings effectiveKvSettings(const KvSettings & requested) {
-    const EngineCapabilities caps = engineCapabilities();
-    const KvSettings defaults;
-    KvSettings s = requested;
-    if (!caps.codecs) {
-        s.k_bits = defaults.k_bits;
-        s.v_bits = defaults.v_bits;
-        s.residual_tokens = defaults.residual_tokens;
-    }
-    if (!caps.policies) {
-        s.policy = defaults.policy;
-        s.keep_ratio = defaults.keep_ratio;
-        s.budget_tokens = defaults.budget_tokens;
-        s.recent_ratio = defaults.recent_ratio;
-        s.sink_tokens = defaults.sink_tokens;
-        s.then = defaults.then;
-    }
-    if (!caps.tierBudgets) {
-        s.device_mib = defaults.device_mib;
-        s.host_mib = defaults.host_mib;
-        s.disk_mib = defaults.disk_mib;
-    }
-    if (!caps.prefixCache) s.prefix_cache = false;
-    return s;
-}
-
 SessionConfig makeSessionConfig(const EngineSettings & settings) {
-    return {.n_ctx = settings.contextTokens, .chunk_tokens = settings.chunkTokens, .kv = effectiveKvSettings(settings.kv)};
-}
-
-ModelMemoryShape memoryShape(const ModelHParams & hp, uint64_t weightBytes) {
-    // Activations of one ubatch token: the forward pass's buffers (residual, norms, q/k/v,
-    // attention output, feed-forward gate and up, logits), in f32.
-    const uint64_t f = sizeof(float);
-    return {.n_layer = hp.n_layer,
-            .n_head_kv = hp.n_head_kv,
-            .head_dim = hp.head_dim,
-            .n_ctx_train = hp.n_ctx_train,
-            .weight_bytes = weightBytes,
-            .scratch_bytes_per_token = f * (3 * uint64_t(hp.n_embd) + 2 * uint64_t(hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_kv()) +
-                                            2 * uint64_t(hp.n_ff) + hp.n_vocab)};
+    return {.n_ctx = settings.contextTokens, .chunk_tokens = settings.chunkTokens, .kv = settings.kv};
 }
 
 MachineMemory probeMachine(const EngineSettings & settings) {
-    return probe_machine_memory(resolve_kv_dir(effectiveKvSettings(settings.kv)));
+    return probe_machine_memory(resolve_kv_dir(settings.kv));
 }
 
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings) {
@@ -97,7 +51,7 @@ MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settin
 }
 
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings, const MachineMemory & machine) {
-    const KvSettings kv = effectiveKvSettings(settings.kv);
+    const KvSettings & kv = settings.kv;
     const KvTierCapacities capacities = resolve_capacities(kv, machine, shape.weight_bytes, false);
     const uint32_t nCtx = settings.contextTokens ? settings.contextTokens : shape.n_ctx_train;
     return plan_memory(shape, nCtx, settings.chunkTokens, kv, capacities);

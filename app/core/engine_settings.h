@@ -4,8 +4,7 @@
 // objects), stored per conversation as JSON, defaults kept by AppSettings.
 //
 // makeSessionConfig() is the one place that maps these settings onto the engine's
-// SessionConfig; engineCapabilities() says which knobs that mapping passes on today, so the
-// UI never shows a control that does nothing.
+// SessionConfig.
 
 #include <QJsonObject>
 #include <QMetaType>
@@ -33,29 +32,8 @@ struct EngineSettings {
 // Ranges and combinations, with a message naming the setting (empty when valid).
 QString validationError(const EngineSettings & settings);
 
-// What the engine applies of KvSettings today. The cache panel and sliders disable what
-// is not applied and say why, instead of pretending.
-struct EngineCapabilities {
-    bool codecs = false;        // k_bits / v_bits
-    bool policies = false;      // policy, keep ratio, recent ratio, sink tokens
-    bool tierBudgets = false;   // device / host / disk MiB, cache directory
-    bool prefixCache = false;   // persisted prefixes restored instead of prefilled
-};
-EngineCapabilities engineCapabilities();
-
-// The KvSettings the engine will really use: the knobs it cannot apply yet at their
-// defaults. The planner's preview uses these, so its prediction is what will happen.
-KvSettings effectiveKvSettings(const KvSettings & requested);
-
 // The one mapping of EngineSettings onto the engine's session configuration.
 SessionConfig makeSessionConfig(const EngineSettings & settings);
-
-// What the planner needs of a model, from its hyper-parameters and weight bytes (the
-// model picker has only the file's header; a loaded model has the same numbers).
-// Mirrors lr::memory_shape(const Model &), which needs a loaded model.
-// ENGINE-REQUEST: memory_shape(const ModelHParams &, uint64_t weight_bytes) in
-// engine/runtime/session.h, so that this forwards to it and the two cannot drift apart.
-ModelMemoryShape memoryShape(const ModelHParams & hparams, uint64_t weightBytes);
 
 // The planner's estimate for a model at the settings' context, on this machine now (or on
 // `machine`, probed once for many models).

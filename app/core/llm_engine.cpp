@@ -2,6 +2,8 @@
 
 #include <QFileInfo>
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "app/core/model_file_info.h"
@@ -153,9 +155,8 @@ CacheSnapshot LlmEngine::snapshot() const {
     s.kv = m_session->kv_cache().stats();
     s.contextUsed = uint32_t(m_session->tokens().size());
     s.contextLimit = m_session->n_ctx();
-    const KvSettings effective = effectiveKvSettings(m_sessionSettings.kv);
-    s.policy = policyDescription(effective);
-    s.codecs = codecsDescription(effective);
+    s.policy = policyDescription(m_sessionSettings.kv);
+    s.codecs = codecsDescription(m_sessionSettings.kv);
     return s;
 }
 
@@ -163,8 +164,7 @@ RetentionSnapshot LlmEngine::retention(const ConversationContext & context) cons
     RetentionSnapshot r;
     r.documentText = context.documentText;
     if (!m_model || !context.hasDocument()) return r;
-    const KvSettings effective = effectiveKvSettings(m_sessionSettings.kv);
-    r.policy = policyDescription(effective);
+    r.policy = policyDescription(m_sessionSettings.kv);
 
     // The document is in the context when the session holds its rendered system message.
     const std::vector<int32_t> docPrompt =
@@ -194,11 +194,20 @@ RetentionSnapshot LlmEngine::retention(const ConversationContext & context) cons
         r.tokenSpans.emplace_back(u16[at], u16[end]);
         at = end;
     }
-    // ENGINE-REQUEST: KvCache::retention(seq) -> per-position kept fraction (over layers and
-    // heads). Until the policies land, the cache keeps every position it holds (policy none),
-    // so a document in the context is wholly kept, and one outside it not at all.
-    r.perPosition = false;
+    // The cache's per-position retention, at the positions where the session holds the
+    // document's tokens (found by matching a run of them; streaming's renumbering, which
+    // detaches positions from tokens, falls back to whole-document).
     r.kept.assign(ids.size(), r.inContext ? 1.0f : 0.0f);
+    if (!r.inContext || !m_session || ids.size() < 2) return r;
+    const std::vector<float> kept = m_session->retention();
+    const std::vector<int32_t> & held = m_session->tokens();
+    if (kept.size() != held.size()) return r;
+    const size_t run = std::min<size_t>(16, ids.size() - 1);
+    const auto found = std::search(held.begin(), held.end(), ids.begin() + 1, ids.begin() + 1 + std::ptrdiff_t(run));
+    if (found == held.end()) return r;
+    const size_t first = size_t(found - held.begin()) - 1;  // the first token may merge with what precedes it
+    for (size_t i = 0; i < ids.size(); ++i) r.kept[i] = first + i < kept.size() ? kept[first + i] : 0.0f;
+    r.perPosition = true;
     return r;
 }
 

@@ -33,7 +33,7 @@ ModelEntry fromFile(const gguf::GgufFile & file, ModelEntry e) {
         e.architecture = QString::fromStdString(hp->arch_name);
         if (e.name.isEmpty()) e.name = QString::fromStdString(hp->name);
         e.nCtxTrain = hp->n_ctx_train;
-        e.shape = memoryShape(*hp, tensorBytes(file));
+        e.shape = memory_shape(*hp, tensorBytes(file));
     } else if (auto arch = file.get_string("general.architecture"); arch.ok() && arch->has_value()) {
         e.architecture = QString::fromStdString(std::string(**arch));
     }

@@ -5,14 +5,15 @@
 
 namespace lr {
 
-ModelMemoryShape memory_shape(const Model & model) {
-    const ModelHParams & hp = model.hparams();
+ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes) {
+    // Activations of one ubatch token: the forward pass's buffers (residual, norms, q/k/v,
+    // attention output, feed-forward gate and up, logits), in f32.
     const uint64_t f = sizeof(float);
     return {.n_layer = hp.n_layer,
             .n_head_kv = hp.n_head_kv,
             .head_dim = hp.head_dim,
             .n_ctx_train = hp.n_ctx_train,
-            .weight_bytes = model.weights().n_bytes,
+            .weight_bytes = weight_bytes,
             .scratch_bytes_per_token = f * (3 * uint64_t(hp.n_embd) + 2 * hp.n_embd_q() + 2 * hp.n_embd_kv() + 2 * uint64_t(hp.n_ff) + hp.n_vocab)};
 }
 

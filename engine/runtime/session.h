@@ -27,8 +27,10 @@ struct SessionConfig {
 // Checks the settings against the model; messages name the setting and its range.
 Status validate(const SessionConfig & config, const ModelHParams & hp);
 
-// What the memory planner needs to know about a model.
-ModelMemoryShape memory_shape(const Model & model);
+// What the memory planner needs to know about a model (the model picker has only a file's
+// header: its hyper-parameters and weight bytes give the same numbers).
+ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes);
+inline ModelMemoryShape memory_shape(const Model & model) { return memory_shape(model.hparams(), model.weights().n_bytes); }
 
 struct PrefillProgress {
     uint32_t n_done = 0;      // tokens of this call evaluated (or restored) so far

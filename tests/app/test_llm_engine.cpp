@@ -115,6 +115,27 @@ private slots:
         QVERIFY2(qAbs(last - int(context.documentText.size())) <= 2, qPrintable(QString::number(last)));
     }
 
+    // Under H2O the retention view is the cache's own: per position, part of the document
+    // forgotten, the start (sinks) and the end (recent window) kept.
+    void evictionShowsInRetention() {
+        LlmEngine engine;
+        QVERIFY(engine.loadModel({.path = QString::fromLatin1(kBundledModelPath), .threads = 1}, {}).ok());
+        EngineSettings settings = m_settings;
+        settings.kv.policy = KvPolicy::h2o;
+        settings.kv.keep_ratio = 0.3;
+        settings.kv.sink_tokens = 4;
+        settings.kv.prefix_cache = false;
+        const ConversationContext context = withDocument(m_text.left(700));
+        const Status read = engine.prefill(context, settings, {}, {});
+        QVERIFY2(read.ok(), read.message().c_str());
+        const RetentionSnapshot retention = engine.retention(context);
+        QVERIFY(retention.inContext);
+        QVERIFY(retention.perPosition);
+        QVERIFY2(retention.keptFraction() > 0.1 && retention.keptFraction() < 0.6, qPrintable(QString::number(retention.keptFraction())));
+        QVERIFY(retention.kept.back() > 0.99f);
+        QVERIFY(engine.snapshot().policy.startsWith(QStringLiteral("h2o")));
+    }
+
     void documentTooLongIsMeasuredNotRead() {
         const ConversationContext context = withDocument(m_text);
         auto m = m_engine.measure(context, m_settings);
