@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 namespace lr {
@@ -42,14 +43,24 @@ Result<std::unique_ptr<PrefixStore>> PrefixStore::open(const std::string & dir, 
                      std::string(store->db_ ? sqlite3_errmsg(store->db_) : "out of memory") + ")");
     }
     sqlite3_busy_timeout(store->db_, 10000);  // other Longread processes may hold the write lock briefly
-    Status s = store->exec(
+    const char * schema =
         "PRAGMA journal_mode=WAL;"
         "CREATE TABLE IF NOT EXISTS blocks (chain INTEGER NOT NULL, layer INTEGER NOT NULL, depth INTEGER NOT NULL,"
         " size INTEGER NOT NULL, slot INTEGER NOT NULL, checksum INTEGER NOT NULL, last_used INTEGER NOT NULL,"
         " PRIMARY KEY (chain, layer));"
         "CREATE INDEX IF NOT EXISTS blocks_lru ON blocks (last_used, depth);"
         "CREATE TABLE IF NOT EXISTS free_slots (size INTEGER NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (size, slot));"
-        "CREATE TABLE IF NOT EXISTS size_classes (size INTEGER PRIMARY KEY, next_slot INTEGER NOT NULL);");
+        "CREATE TABLE IF NOT EXISTS size_classes (size INTEGER PRIMARY KEY, next_slot INTEGER NOT NULL);";
+    // Switching a new index to WAL does not wait for the busy handler, so a process that
+    // creates the index while another one does sees "locked": wait for it like the handler would.
+    Status s = store->exec(schema);
+    for (int waited_ms = 0; !s.ok() && sqlite3_errcode(store->db_) == SQLITE_BUSY && waited_ms < 10000; waited_ms += 20) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        s = store->exec(schema);
+    }
+    if (!s.ok() && sqlite3_errcode(store->db_) == SQLITE_BUSY) {
+        return error(StatusCode::io_error, path + ": another process has kept the prefix cache index locked for 10 s");
+    }
     if (!s.ok()) {
         return error(StatusCode::corrupt_data, path + ": the prefix cache index is unusable (" + s.message() +
                      "); delete the directory " + dir + " to start a fresh cache");

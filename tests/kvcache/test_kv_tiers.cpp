@@ -316,6 +316,9 @@ private slots:
         tb.join();
         QVERIFY2(a.status.ok(), a.status.message().c_str());
         QVERIFY2(b.status.ok(), b.status.message().c_str());
+        // Neither instance lost its prefix cache to the other one creating the index.
+        QVERIFY2(a.stats.faults == 0, a.stats.last_fault.c_str());
+        QVERIFY2(b.stats.faults == 0, b.stats.last_fault.c_str());
         QVERIFY(identical(a, r1));
         QVERIFY(identical(b, r2));
         // The shared index holds both prefixes intact.
