@@ -88,6 +88,7 @@ void KvCache::evict(Sequence & s, uint32_t il, uint32_t budget, bool snapkv) {
     }
     std::vector<int32_t> positions(n);
     std::vector<float> scores(n);
+    const int32_t end = s.pending_pos.empty() ? s.next_pos : s.pending_pos.back() + 1;  // after the newest query
     std::vector<uint8_t> keep;
     uint64_t evicted = 0;
     std::vector<uint8_t> dirty(layer.size(), 0);
@@ -101,6 +102,7 @@ void KvCache::evict(Sequence & s, uint32_t il, uint32_t budget, bool snapkv) {
             }
         }
         if (k.policy == KvPolicy::random) scores = random_scores(n, (uint64_t(il) << 32) ^ (uint64_t(g) << 48) ^ s.n_committed);
+        if (k.policy == KvPolicy::h2o) scores = mean_attention_scores(positions, scores, end);
         if (snapkv) scores = max_pool_scores(positions, scores, k.pool_kernel);
         select_positions(positions, scores, params, keep);
         for (size_t i = 0; i < n; ++i) {

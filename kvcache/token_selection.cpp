@@ -68,6 +68,14 @@ std::vector<float> max_pool_scores(std::span<const int32_t> positions, std::span
     return pooled;
 }
 
+std::vector<float> mean_attention_scores(std::span<const int32_t> positions, std::span<const float> mass, int32_t end) {
+    std::vector<float> scores(mass.begin(), mass.end());
+    for (size_t i = 0; i < positions.size(); ++i) {
+        if (positions[i] != kInvalidPos) scores[i] /= float(std::max(1, end - positions[i]));
+    }
+    return scores;
+}
+
 std::vector<float> random_scores(size_t n, uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::vector<float> s(n);

@@ -5,7 +5,9 @@
 // Every policy keeps the attention sinks (the first `sinks` positions of the sequence,
 // StreamingLLM) and a window of the most recent positions, and fills the rest of the
 // budget with the highest-scoring positions:
-//   h2o        score = attention mass accumulated over every query so far (H2O)
+//   h2o        score = attention mass accumulated over every query so far (H2O), per
+//              query that has seen the position: the paper's sum favours old positions
+//              for their age alone (measured in docs/BENCHMARKS.md)
 //   snapkv     score = attention mass from the observation window at the end of the
 //              prompt, max-pooled over neighbouring positions; the window is the recent part
 //   streaming  no scored part: sinks + window
@@ -34,6 +36,10 @@ void select_positions(std::span<const int32_t> positions, std::span<const float>
 // SnapKV's clustering: each score becomes the maximum of the scores of the `kernel`
 // positions centred on it (kernel odd), over the slots in position order.
 std::vector<float> max_pool_scores(std::span<const int32_t> positions, std::span<const float> scores, uint32_t kernel);
+
+// H2O's score: each position's accumulated attention mass divided by the number of queries
+// that have attended to it, the queries at positions p..end-1.
+std::vector<float> mean_attention_scores(std::span<const int32_t> positions, std::span<const float> mass, int32_t end);
 
 // Deterministic pseudo-random scores for the random baseline (seeded per layer and head).
 std::vector<float> random_scores(size_t n, uint64_t seed);

@@ -142,6 +142,19 @@ private slots:
         for (size_t i = 0; i < pos.size(); ++i) QCOMPARE(pooled[i], std::abs(pos[i] - 5) <= 2 ? 1.0f : 0.0f);
     }
 
+    void h2oScoresAreMassPerQuery() {
+        // Position 2 gathered 3.0 from 30 queries, position 20 gathered 2.0 from 12: the
+        // younger one draws more attention per query and outranks the older.
+        const std::vector<int32_t> pos{2, kInvalidPos, 20, 31};
+        const std::vector<float> mass{3.0f, 0.0f, 2.0f, 0.5f};
+        const std::vector<float> score = mean_attention_scores(pos, mass, 32);
+        QCOMPARE(score[0], 0.1f);
+        QCOMPARE(score[1], 0.0f);
+        QCOMPARE(score[2], 2.0f / 12.0f);
+        QCOMPARE(score[3], 0.5f);  // seen by the newest query only
+        QVERIFY(score[2] > score[0]);
+    }
+
     void randomScoresAreDeterministic() {
         QCOMPARE(random_scores(64, 7), random_scores(64, 7));
         QVERIFY(random_scores(64, 7) != random_scores(64, 8));
