@@ -72,7 +72,7 @@ KvCache::~KvCache() {
 Status KvCache::open_tiers() {
     const KvTierCapacities & c = config_.capacities;
     device_ = MemoryTier::device(backend_, c.device_bytes > 0 ? c.device_bytes : kUnbounded);
-    if (c.host_bytes > 0) host_ = MemoryTier::host(c.host_bytes);
+    if (c.host_bytes > 0) host_ = MemoryTier::host(backend_, c.host_bytes);
     io_ = std::make_unique<IoThread>();
     if (config_.dir.empty() || c.disk_bytes == 0) return {};
     Result<std::unique_ptr<DiskTier>> disk = DiskTier::create(config_.dir, c.disk_bytes, config_.io);

@@ -1,12 +1,16 @@
 #include "memory_tier.h"
 
-#include <cstdlib>
+#include <algorithm>
 #include <cstring>
 
 namespace lr {
 
 std::unique_ptr<MemoryTier> MemoryTier::device(Backend & backend, uint64_t capacity_bytes) {
     const bool addressable = backend.kind() == BackendKind::cpu;
+    if (const BackendMemory m = backend.device_memory(); m.total_bytes > 0) {
+        const uint64_t usable = m.free_bytes > 2 * kDeviceOpsReserveBytes ? m.free_bytes - kDeviceOpsReserveBytes : m.free_bytes / 2;
+        capacity_bytes = std::min(capacity_bytes, usable);
+    }
     return std::unique_ptr<MemoryTier>(new MemoryTier(
         KvTier::device, capacity_bytes, addressable, [&backend](size_t n) { return backend.alloc(n); },
         [&backend](void * dst, const void * src, size_t n) { backend.copy_to_device(dst, src, n); },
@@ -16,11 +20,11 @@ std::unique_ptr<MemoryTier> MemoryTier::device(Backend & backend, uint64_t capac
         }));
 }
 
-std::unique_ptr<MemoryTier> MemoryTier::host(uint64_t capacity_bytes) {
-    auto alloc = [](size_t n) -> Result<DeviceBuffer> {
-        void * p = std::aligned_alloc(64, (n + 63) / 64 * 64);
-        if (!p) return error(StatusCode::out_of_memory, "cannot allocate " + std::to_string(n) + " bytes of RAM for the KV host tier");
-        return DeviceBuffer(p, n, [](void * q) { std::free(q); });
+std::unique_ptr<MemoryTier> MemoryTier::host(Backend & backend, uint64_t capacity_bytes) {
+    auto alloc = [&backend](size_t n) -> Result<DeviceBuffer> {
+        Result<DeviceBuffer> buffer = backend.alloc_host(n);
+        if (!buffer.ok()) return error(StatusCode::out_of_memory, buffer.status().message() + " for the KV host tier");
+        return buffer;
     };
     auto copy = [](void * dst, const void * src, size_t n) { std::memcpy(dst, src, n); };
     return std::unique_ptr<MemoryTier>(new MemoryTier(KvTier::host, capacity_bytes, true, alloc, copy, copy));

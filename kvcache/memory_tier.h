@@ -14,10 +14,12 @@ namespace lr {
 class MemoryTier final : public TierStore {
 public:
     // Slots come from backend.alloc() (VRAM for CUDA, RAM for the CPU backend); bytes are
-    // copied with the backend's copy_to_device / copy_to_host.
+    // copied with the backend's copy_to_device / copy_to_host. With a device of its own
+    // memory the capacity is capped to what it has free (less a reserve for the ops).
     static std::unique_ptr<MemoryTier> device(Backend & backend, uint64_t capacity_bytes);
-    // Plain RAM.
-    static std::unique_ptr<MemoryTier> host(uint64_t capacity_bytes);
+    // RAM from backend.alloc_host(): pinned with CUDA, so that moves to the device are
+    // DMA copies; plain RAM otherwise.
+    static std::unique_ptr<MemoryTier> host(Backend & backend, uint64_t capacity_bytes);
 
     KvTier tier() const override { return tier_; }
     bool host_addressable() const override { return host_addressable_; }

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/backend/cpu/cpu_backend.h"
 #include "resources/bundled_model.h"
 
 namespace lr::cli {
@@ -13,6 +12,8 @@ std::vector<FlagSpec> model_flags() {
     return {
         {"-m", "--model", true, false, "GGUF model file (default: the bundled stories260K)"},
         {"-t", "--threads", true, false, "CPU threads (default: the physical cores)"},
+        {"--backend", "", true, false, "auto, cpu or cuda (default auto: CUDA when a GPU is usable)"},
+        {"--gpu-layers", "-ngl", true, false, "CUDA: layers whose weights stay in VRAM; the rest stream from RAM (default: what fits)"},
     };
 }
 
@@ -67,11 +68,45 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) 
     return out;
 }
 
+LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file) {
+    LayerWeightBytes w;
+    for (const gguf::TensorInfo & t : file.tensors()) {
+        unsigned il = 0;
+        int used = 0;
+        if (std::sscanf(t.name.c_str(), "blk.%u.%n", &il, &used) == 1 && used > 0) {
+            if (w.layer_bytes.size() <= il) w.layer_bytes.resize(size_t(il) + 1, 0);
+            w.layer_bytes[il] += t.n_bytes;
+        } else {
+            w.global_bytes += t.n_bytes;
+        }
+    }
+    return w;
+}
+
 Result<LoadedModel> load_model(const Args & args) {
     LR_ASSIGN_OR_RETURN(long long threads, args.get_int("-t", 0, 0, 1024));
-    LoadedModel loaded;
-    loaded.backend = std::make_unique<CpuBackend>(CpuBackendOptions{.n_threads = int(threads)});
+    LR_ASSIGN_OR_RETURN(long long gpu_layers, args.get_int("--gpu-layers", -1, 0, 1 << 20));
+    const std::string backend_name = args.get_or("--backend", "auto");
+    const std::optional<BackendChoice> choice = backend_choice_from_name(backend_name);
+    if (!choice) return error(StatusCode::invalid_argument, "unknown --backend '" + backend_name + "' (auto, cpu, cuda)");
     const std::string path = args.get_or("-m", kBundledModelName);
+    BackendOptions options{.choice = *choice, .n_threads = int(threads), .gpu_layers = gpu_layers};
+    LayerWeightBytes weight_bytes;
+    if (*choice != BackendChoice::cpu) {
+        // The layer sizes, for --gpu-layers. A file that does not open is reported by
+        // Model::load below.
+        Result<gguf::GgufFile> file = path == kBundledModelName ? gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName)
+                                                                : gguf::GgufFile::open(path);
+        if (file.ok()) {
+            weight_bytes = layer_weight_bytes(*file);
+            options.weights = &weight_bytes;
+        }
+    }
+    BackendSelection selection = create_backend(options);
+    if (!selection.note.empty()) std::fprintf(stderr, "note: %s\n", selection.note.c_str());
+    LoadedModel loaded;
+    loaded.backend = std::move(selection.backend);
+    loaded.gpu_plan = selection.plan;
     Result<std::shared_ptr<const Model>> model = path == kBundledModelName
                                                      ? Model::load_from_memory(bundled_model_bytes(), kBundledModelName, *loaded.backend)
                                                      : Model::load(path, *loaded.backend);

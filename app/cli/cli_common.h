@@ -1,13 +1,15 @@
 #pragma once
 // What several commands share: loading the model (-m, or the bundled one), the backend
-// (-t), the session settings (-c, --chunk) and the sampler flags.
+// (-t, --backend, --gpu-layers), the session settings (-c, --chunk) and the sampler flags.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli/cli_args.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
 #include "engine/sampling/sampler.h"
@@ -17,15 +19,20 @@ namespace lr::cli {
 struct LoadedModel {
     std::unique_ptr<Backend> backend;
     std::shared_ptr<const Model> model;
+    std::optional<GpuOffloadPlan> gpu_plan;  // where the weights went, with CUDA
 };
 
-std::vector<FlagSpec> model_flags();     // -m -t
+std::vector<FlagSpec> model_flags();     // -m -t --backend --gpu-layers
 std::vector<FlagSpec> session_flags();   // -c --chunk
 std::vector<FlagSpec> sampling_flags();  // --temp --seed --top-k --top-p --min-p --repeat-penalty ...
 std::vector<FlagSpec> kv_flags();        // --kv-policy --keep-ratio ... --kv-device-mib ... --kv-stats
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
 
+// Picks the backend (--backend; a CUDA backend that cannot be used gives a one-line note on
+// stderr and the CPU), then loads the model on it.
 Result<LoadedModel> load_model(const Args & args);
+// The weight bytes of a model file per layer (--gpu-layers moves whole layers).
+LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file);
 Result<SessionConfig> session_config(const Args & args, const Model & model);
 Result<SamplerParams> sampler_params(const Args & args);
 Result<KvSettings> kv_settings(const Args & args);

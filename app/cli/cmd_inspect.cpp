@@ -78,14 +78,34 @@ int run_info(const Argv & argv) {
     if (!model.chat_template_note().empty()) std::printf("               note: %s\n", model.chat_template_note().c_str());
     for (const std::string & note : model.tokenizer().vocab().notes) std::printf("tokenizer note: %s\n", note.c_str());
 
+    // The backends of this build, the GPUs found, and where the weights went.
+    const BackendInventory inventory = probe_backends();
+    std::string compiled;
+    for (const std::string & b : inventory.compiled) compiled += (compiled.empty() ? "" : ", ") + b;
+    std::printf("backends:      %s compiled in; running on %s\n", compiled.c_str(), loaded->backend->name().c_str());
+    if (inventory.devices.empty()) std::printf("cuda devices:  none (%s)\n", inventory.cuda_problem.c_str());
+    for (const GpuDevice & d : inventory.devices) {
+        std::printf("cuda device %d: %s, compute %d.%d, %d SMs, %s (%s free)", d.index, d.name.c_str(), d.cc_major, d.cc_minor, d.n_sm,
+                    format_bytes(d.total_bytes).c_str(), format_bytes(d.free_bytes).c_str());
+        if (d.peak_bandwidth_gbs > 0) std::printf(", %.0f GB/s", d.peak_bandwidth_gbs);
+        std::printf("\n");
+    }
+    if (const std::optional<GpuOffloadPlan> & g = loaded->gpu_plan) {
+        std::printf("gpu layers:    %u of %u in VRAM (%s of weights)%s\n", g->n_gpu_layers, g->n_layer, format_bytes(g->weight_vram_bytes).c_str(),
+                    g->n_gpu_layers < g->n_layer ? ", the others streamed from page-locked RAM" : "");
+    }
+    const bool on_gpu = loaded->backend->kind() == BackendKind::cuda;
+
     // What the memory planner predicts with these cache settings on this machine.
     auto kv = kv_settings(*args);
     if (!kv.ok()) return fail(kv.status().message());
     const std::string dir = resolve_kv_dir(*kv);
-    const KvTierCapacities caps = resolve_capacities(*kv, probe_machine_memory(dir), model.weights().n_bytes, false);
+    MachineMemory machine = probe_machine_memory(dir);
+    machine.free_vram_bytes = loaded->backend->device_memory().free_bytes;
+    const KvTierCapacities caps = resolve_capacities(*kv, machine, model.weights().n_bytes, on_gpu);
     const MemoryPlan plan = plan_memory(memory_shape(model), uint32_t(*n_ctx), 256, *kv, caps);
     std::printf("memory at -c %lld (%s):\n", *n_ctx, describe(*kv).c_str());
-    std::printf("  weights       %s (mapped from the file)\n", format_bytes(plan.weight_bytes).c_str());
+    std::printf("  weights       %s (%s)\n", format_bytes(plan.weight_bytes).c_str(), on_gpu ? "uploaded to the GPU" : "mapped from the file");
     std::printf("  KV cache      %s (%s per token at f16)\n", format_bytes(plan.kv_bytes).c_str(), format_bytes(plan.kv_bytes_per_token).c_str());
     std::printf("    device      %s of %s\n", format_bytes(plan.kv_device_bytes).c_str(), format_bytes(caps.device_bytes).c_str());
     std::printf("    host RAM    %s of %s\n", format_bytes(plan.kv_host_bytes).c_str(), format_bytes(caps.host_bytes).c_str());

@@ -31,8 +31,9 @@ constexpr Command kCommands[] = {
     {"tokenize", lr::cli::run_tokenize, "text to token ids"},
     {"info", lr::cli::run_info, "what a model file holds and the memory it needs"},
     {"make-model", lr::cli::run_make_model, "write a random-weight model of a preset shape"},
-    {"summarize", lr::cli::run_summarize, "summarize a document of any length (one pass or map-reduce)"},
     {"eval-kv", lr::cli::run_eval_kv, "what a KV cache policy costs in quality, memory and speed"},
+    {"summarize", lr::cli::run_summarize, "summarize a document of any length (one pass or map-reduce)"},
+    {"bench", lr::cli::run_bench, "prefill/decode speed, memory bandwidth and peak RSS (as llama-bench)"},
 };
 
 void print_usage() {

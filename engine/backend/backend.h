@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -80,6 +81,16 @@ struct AttentionParams {
 
 enum class BackendKind { cpu, cuda };
 
+// Free and total bytes of the memory alloc() hands out; zeros for backends that allocate
+// from host RAM (the planner reads /proc/meminfo for those).
+struct BackendMemory {
+    uint64_t free_bytes = 0;
+    uint64_t total_bytes = 0;
+};
+// Device memory the ops keep for themselves (activations, GEMM and attention scratch):
+// budgets planned from free device memory (weights, the KV device tier) leave it.
+inline constexpr uint64_t kDeviceOpsReserveBytes = uint64_t(768) << 20;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -89,9 +100,21 @@ public:
 
     // Memory
     virtual Result<DeviceBuffer> alloc(size_t n_bytes) = 0;
+    // Host RAM the CPU reads and writes directly and the copies below move fastest: page-
+    // locked with CUDA (the KV cache's host tier), plain aligned RAM by default.
+    virtual Result<DeviceBuffer> alloc_host(size_t n_bytes) {
+        void * p = std::aligned_alloc(64, (n_bytes / 64 + 1) * 64);
+        if (!p) return error(StatusCode::out_of_memory, "cannot allocate " + std::to_string(n_bytes) + " bytes of RAM");
+        return DeviceBuffer(p, n_bytes, [](void * q) { std::free(q); });
+    }
+    virtual BackendMemory device_memory() const { return {}; }
     // Makes a weight read from the model file usable by this backend. The CPU backend
     // points into the mapping (no copy); devices upload.
     virtual Result<WeightView> prepare_weight(const WeightView & host) = 0;
+    // copy_to_device and copy_to_host see the effect of every op queued before them and
+    // return when the bytes have arrived (src_host may be reused at once); they may be
+    // called from another thread than the ops (the KV cache's I/O thread). copy_on_device
+    // is queued like an op.
     virtual void copy_to_device(void * dst, const void * src_host, size_t n_bytes) = 0;
     virtual void copy_to_host(void * dst_host, const void * src, size_t n_bytes) = 0;
     virtual void copy_on_device(void * dst, const void * src, size_t n_bytes) = 0;

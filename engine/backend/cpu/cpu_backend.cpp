@@ -6,7 +6,7 @@
 #include <cstring>
 #include <new>
 
-#include "engine/backend/cpu/float_dot.h"
+#include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/backend/kv_codec_rows.h"
 #include "engine/common/assert.h"
 #include "engine/common/fp16.h"
@@ -14,10 +14,25 @@
 
 namespace lr {
 
-CpuBackend::CpuBackend(CpuBackendOptions options)
-    : pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()) {}
+namespace {
 
-std::string CpuBackend::name() const { return "cpu (" + std::to_string(pool_.n_threads()) + " threads)"; }
+// Element-wise ops on fewer elements than this run on the calling thread: waking the
+// pool costs more than it saves.
+constexpr int64_t kInlineElements = 16 * 1024;
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+}  // namespace
+
+CpuBackend::CpuBackend(CpuBackendOptions options)
+    : pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
+      isa_(resolve_cpu_isa(options.isa)),
+      attention_kernels_(&cpu::attention_kernels(isa_)),
+      scratch_(size_t(pool_.n_threads())) {}
+
+std::string CpuBackend::name() const {
+    return "cpu (" + std::string(cpu_isa_name(isa_)) + ", " + std::to_string(pool_.n_threads()) + " threads)";
+}
 
 Result<DeviceBuffer> CpuBackend::alloc(size_t n_bytes) {
     void * p = std::aligned_alloc(64, (std::max<size_t>(n_bytes, 1) + 63) / 64 * 64);
@@ -38,7 +53,7 @@ void CpuBackend::copy_on_device(void * dst, const void * src, size_t n_bytes) { 
 
 void CpuBackend::get_rows(const WeightView & w, const int32_t * ids_host, int64_t n, float * out) {
     const auto * base = static_cast<const uint8_t *>(w.data);
-    pool_.parallel_for(n, [&](int64_t begin, int64_t end) {
+    pool_.parallel_for(n, 4, [&](int64_t begin, int64_t end, int) {
         for (int64_t i = begin; i < end; ++i) {
             LR_ASSERT(ids_host[i] >= 0 && ids_host[i] < w.n_rows);
             quant::dequantize_row(w.type, base + size_t(ids_host[i]) * w.row_bytes(), out + i * w.n_cols, size_t(w.n_cols));
@@ -47,38 +62,43 @@ void CpuBackend::get_rows(const WeightView & w, const int32_t * ids_host, int64_
 }
 
 void CpuBackend::matmul(const WeightView & w, const float * x, int64_t n_tokens, float * y) {
-    const DType act_type = quant::vec_dot_type(w.type);
-    const size_t n_cols = static_cast<size_t>(w.n_cols);
-    const void * act = x;
-    size_t act_row_bytes = n_cols * sizeof(float);
-    if (act_type != DType::F32) {
-        act_row_bytes = row_bytes(act_type, n_cols);
-        if (act_scratch_.size() < act_row_bytes * size_t(n_tokens)) act_scratch_.resize(act_row_bytes * size_t(n_tokens));
-        uint8_t * scratch = act_scratch_.data();
-        pool_.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
-            for (int64_t t = begin; t < end; ++t) {
-                quant::quantize_activations(act_type, x + t * w.n_cols, scratch + t * act_row_bytes, n_cols);
-            }
+    const cpu::MatmulKernel * k = cpu::matmul_kernel(isa_, w.type);
+    LR_ASSERT(k != nullptr);
+    const int64_t n_cols = w.n_cols;
+    const size_t act_row_bytes = k->act_row_bytes(n_cols);
+    uint8_t * act = act_.reserve(act_row_bytes * size_t(n_tokens));
+    if (n_tokens * n_cols < kInlineElements) {
+        for (int64_t t = 0; t < n_tokens; ++t) k->convert_act(x + t * n_cols, n_cols, act + size_t(t) * act_row_bytes);
+    } else {
+        pool_.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
+            for (int64_t t = begin; t < end; ++t) k->convert_act(x + t * n_cols, n_cols, act + size_t(t) * act_row_bytes);
         });
-        act = scratch;
     }
-    const auto * wbase = static_cast<const uint8_t *>(w.data);
-    const auto * abase = static_cast<const uint8_t *>(act);
-    const size_t w_row_bytes = w.row_bytes();
-    const DotOrder order = dot_order(n_tokens, n_cols);
-    auto dot = [&](const uint8_t * wrow, const uint8_t * arow) -> float {
-        switch (w.type) {
-            case DType::F32: return dot_f32(n_cols, reinterpret_cast<const float *>(wrow), reinterpret_cast<const float *>(arow), order);
-            case DType::F16: return dot_f16(n_cols, reinterpret_cast<const uint16_t *>(wrow), reinterpret_cast<const uint16_t *>(arow), order);
-            case DType::BF16: return dot_bf16(n_cols, reinterpret_cast<const uint16_t *>(wrow), reinterpret_cast<const uint16_t *>(arow), order);
-            default: return quant::vec_dot(w.type, n_cols, wrow, arow);
-        }
+
+    // About four chunks per thread, taken dynamically: a thread that runs late (another
+    // process on its core) leaves its share to the others. Chunks are whole panels for
+    // prefill (16 rows) and whole cache lines of output for decode.
+    const int64_t n_threads = pool_.n_threads();
+    const int64_t align = n_tokens == 1 ? 16 : 32;
+    const int64_t rows_per_chunk = std::max(align, round_up((w.n_rows + 4 * n_threads - 1) / (4 * n_threads), align));
+    const int64_t n_chunks = (w.n_rows + rows_per_chunk - 1) / rows_per_chunk;
+    const size_t scratch_bytes = k->scratch_bytes(n_cols, rows_per_chunk, n_tokens);
+    if (scratch_bytes > 0) {
+        for (cpu::AlignedBuffer & s : scratch_) s.reserve(scratch_bytes);
+    }
+    const cpu::MatmulJob job{
+        .w = static_cast<const uint8_t *>(w.data),
+        .w_row_bytes = w.row_bytes(),
+        .n_cols = n_cols,
+        .act = act,
+        .act_row_bytes = act_row_bytes,
+        .n_tokens = n_tokens,
+        .y = y,
+        .y_stride = w.n_rows,
     };
-    pool_.parallel_for(w.n_rows, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const uint8_t * wrow = wbase + size_t(r) * w_row_bytes;
-            for (int64_t t = 0; t < n_tokens; ++t) y[t * w.n_rows + r] = dot(wrow, abase + size_t(t) * act_row_bytes);
-        }
+    pool_.run(n_chunks, [&](int64_t chunk, int ith) {
+        const int64_t r0 = chunk * rows_per_chunk;
+        k->rows(job, r0, std::min(w.n_rows, r0 + rows_per_chunk), scratch_[size_t(ith)].data());
     });
 }
 
@@ -94,7 +114,7 @@ void CpuBackend::rms_norm(const float * x, const WeightView & w, float eps, int6
     LR_ASSERT(w.type == DType::F32);
     const auto * weight = static_cast<const float *>(w.data);
     const int64_t n = w.n_cols;
-    pool_.parallel_for(n_rows, [&](int64_t begin, int64_t end) {
+    auto norm_rows = [&](int64_t begin, int64_t end, int) {
         for (int64_t r = begin; r < end; ++r) {
             const float * xr = x + r * n;
             double sum = 0.0;  // in double, as ggml does
@@ -102,41 +122,59 @@ void CpuBackend::rms_norm(const float * x, const WeightView & w, float eps, int6
             const float scale = 1.0f / std::sqrt(float(sum / double(n)) + eps);
             for (int64_t i = 0; i < n; ++i) out[r * n + i] = (xr[i] * scale) * weight[i];
         }
-    });
+    };
+    if (n_rows * n < kInlineElements) {
+        norm_rows(0, n_rows, 0);
+    } else {
+        pool_.parallel_for(n_rows, 1, norm_rows);
+    }
 }
 
 void CpuBackend::add(float * x, const float * y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+    auto add_range = [&](int64_t begin, int64_t end, int) {
+        for (int64_t i = begin; i < end; ++i) x[i] += y[i];
+    };
+    if (n < 4 * kInlineElements) {
+        add_range(0, n, 0);
+    } else {
+        pool_.parallel_for(n, kInlineElements, add_range);
+    }
 }
 
 void CpuBackend::swiglu(const float * gate, const float * up, int64_t n, float * out) {
-    pool_.parallel_for(n, [&](int64_t begin, int64_t end) {
+    auto swiglu_range = [&](int64_t begin, int64_t end, int) {
         for (int64_t i = begin; i < end; ++i) {
             const float g = gate[i];
             out[i] = g / (1.0f + std::exp(-g)) * up[i];
         }
-    });
+    };
+    if (n < 1024) {
+        swiglu_range(0, n, 0);
+    } else {
+        pool_.parallel_for(n, 1024, swiglu_range);
+    }
 }
 
 void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) {
     LR_ASSERT(p.n_rot % 2 == 0 && p.n_rot <= p.head_dim);
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
-    pool_.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
-        std::vector<float> cos_sin(size_t(p.n_rot));
+    auto rope_tokens = [&](int64_t begin, int64_t end, int) {
+        float cos_sin[1024];
+        LR_ASSERT(p.n_rot <= 1024);
         for (int64_t t = begin; t < end; ++t) {
             // Angles by repeated multiplication, as ggml computes its rope cache.
             float theta = float(pos_host[t]);
             for (int32_t i0 = 0; i0 < p.n_rot; i0 += 2) {
                 const float ff = p.freq_factors ? p.freq_factors[i0 / 2] : 1.0f;
                 const float angle = p.freq_scale * (theta / ff);
-                cos_sin[size_t(i0)] = std::cos(angle);
-                cos_sin[size_t(i0) + 1] = std::sin(angle);
+                cos_sin[i0] = std::cos(angle);
+                cos_sin[i0 + 1] = std::sin(angle);
                 theta *= theta_scale;
             }
             for (int64_t h = 0; h < n_heads; ++h) {
                 float * v = x + (t * n_heads + h) * p.head_dim;
                 for (int32_t i0 = 0; i0 < p.n_rot; i0 += 2) {
-                    const float c = cos_sin[size_t(i0)], s = cos_sin[size_t(i0) + 1];
+                    const float c = cos_sin[i0], s = cos_sin[i0 + 1];
                     const int32_t a = p.mode == RopeMode::normal ? i0 : i0 / 2;
                     const int32_t b = p.mode == RopeMode::normal ? i0 + 1 : i0 / 2 + p.n_rot / 2;
                     const float x0 = v[a], x1 = v[b];
@@ -145,105 +183,49 @@ void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_
                 }
             }
         }
-    });
+    };
+    if (n_tokens == 1) {
+        rope_tokens(0, 1, 0);
+    } else {
+        pool_.parallel_for(n_tokens, 8, rope_tokens);
+    }
 }
 
 void CpuBackend::kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
                           int64_t n_tokens) {
     const KvBlockShape & shape = view.shape;
     LR_ASSERT(int64_t(view.write_slots.size()) == n_tokens);
-    for (int64_t i = 0; i < n_tokens; ++i) {
-        const uint32_t slot = view.write_slots[size_t(i)];
-        const uint32_t b = slot / shape.block_tokens;
-        const uint32_t s = slot % shape.block_tokens;
-        const KvBlockLayout L = view.layout(b);
-        uint8_t * block = view.blocks[b].data;
-        auto * pos = reinterpret_cast<int32_t *>(block + L.pos_offset());
-        for (uint32_t g = 0; g < shape.n_head_kv; ++g) {
-            const size_t src = (size_t(i) * shape.n_head_kv + g) * shape.head_dim;
-            kv_encode_row(L.k_codec, k + src, block + L.k_row_offset(g, s), shape.head_dim);
-            kv_encode_row(L.v_codec, v + src, block + L.v_row_offset(g, s), shape.head_dim);
-            pos[L.pos_index(g, s)] = pos_host[i];
+    auto write_tokens = [&](int64_t begin, int64_t end, int) {
+        for (int64_t i = begin; i < end; ++i) {
+            const uint32_t slot = view.write_slots[size_t(i)];
+            const uint32_t b = slot / shape.block_tokens;
+            const uint32_t s = slot % shape.block_tokens;
+            const KvBlockLayout L = view.layout(b);
+            uint8_t * block = view.blocks[b].data;
+            auto * pos = reinterpret_cast<int32_t *>(block + L.pos_offset());
+            for (uint32_t g = 0; g < shape.n_head_kv; ++g) {
+                const size_t src = (size_t(i) * shape.n_head_kv + g) * shape.head_dim;
+                kv_encode_row(L.k_codec, k + src, block + L.k_row_offset(g, s), shape.head_dim);
+                kv_encode_row(L.v_codec, v + src, block + L.v_row_offset(g, s), shape.head_dim);
+                pos[L.pos_index(g, s)] = pos_host[i];
+            }
         }
+    };
+    if (n_tokens == 1) {
+        write_tokens(0, 1, 0);
+    } else {
+        pool_.parallel_for(n_tokens, 8, write_tokens);
     }
 }
 
-// Scalar attention with llama.cpp's roundings and orders: its non-flash path with an f16
-// cache rounds q and the softmax weights to f16 before the two products, which it computes
-// as matrix products. So with f16 blocks logits match its reference outputs to ~1e-6; other
-// codecs are decoded to f32 and computed without rounding.
 void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
                            const AttentionParams & p, float * out) {
-    const KvBlockShape & shape = view.shape;
-    const uint32_t bt = shape.block_tokens;
-    const uint32_t d = shape.head_dim;
-    const int32_t group = p.n_head / p.n_head_kv;
-    const size_t n_slots = size_t(view.n_blocks()) * bt;
-    bool all_f16_k = true, all_f16_v = true;
-    for (const KvBlockRef & b : view.blocks) {
-        all_f16_k = all_f16_k && b.k_codec == KvCodec::f16;
-        all_f16_v = all_f16_v && b.v_codec == KvCodec::f16;
+    const cpu::AttentionArgs args{.q = q, .n_tokens = n_tokens, .pos = pos_host, .view = &view, .params = p, .out = out};
+    if (isa_ == CpuIsa::scalar) {
+        cpu::attention_reference(pool_, args);
+    } else {
+        cpu::attention_fused(pool_, *attention_kernels_, args, attention_scratch_);
     }
-    const DotOrder kq_order = dot_order(n_tokens, d);
-    const DotOrder kqv_order = dot_order(n_tokens, n_slots);
-    const auto kq_dot = all_f16_k ? dot_f16_as_f32 : dot_f32;
-    const auto kqv_dot = all_f16_v ? dot_f16_as_f32 : dot_f32;
-
-    // One task per KV head, so that attention-mass updates never race.
-    pool_.parallel_for(p.n_head_kv, [&](int64_t g_begin, int64_t g_end) {
-        std::vector<float> keys(n_slots * d), values_t(d * n_slots);  // [slot][d], [d][slot]
-        std::vector<int32_t> pos(n_slots);
-        std::vector<float> scores(n_slots), qrow(d), row(d);
-        for (int64_t g = g_begin; g < g_end; ++g) {
-            // Decode this head's K and V once; V transposed, as llama.cpp's cache holds it.
-            for (uint32_t b = 0; b < view.n_blocks(); ++b) {
-                const KvBlockLayout L = view.layout(b);
-                const uint8_t * block = view.blocks[b].data;
-                const auto * bpos = reinterpret_cast<const int32_t *>(block + L.pos_offset());
-                for (uint32_t s = 0; s < bt; ++s) {
-                    const size_t slot = size_t(b) * bt + s;
-                    pos[slot] = bpos[L.pos_index(uint32_t(g), s)];
-                    if (pos[slot] == kInvalidPos) {  // never decode unwritten bytes
-                        std::fill_n(keys.data() + slot * d, d, 0.0f);
-                        for (uint32_t i = 0; i < d; ++i) values_t[i * n_slots + slot] = 0.0f;
-                        continue;
-                    }
-                    kv_decode_row(L.k_codec, block + L.k_row_offset(uint32_t(g), s), keys.data() + slot * d, d);
-                    kv_decode_row(L.v_codec, block + L.v_row_offset(uint32_t(g), s), row.data(), d);
-                    for (uint32_t i = 0; i < d; ++i) values_t[i * n_slots + slot] = row[i];
-                }
-            }
-            for (int64_t t = 0; t < n_tokens; ++t) {
-                for (int32_t hq = 0; hq < group; ++hq) {
-                    const int64_t h = g * group + hq;
-                    const float * qh = q + (t * p.n_head + h) * d;
-                    for (uint32_t i = 0; i < d; ++i) qrow[i] = all_f16_k ? fp16_to_fp32(fp32_to_fp16(qh[i])) : qh[i];
-                    float max_score = -INFINITY;
-                    for (size_t slot = 0; slot < n_slots; ++slot) {
-                        if (pos[slot] == kInvalidPos || pos[slot] > pos_host[t]) {
-                            scores[slot] = -INFINITY;
-                            continue;
-                        }
-                        scores[slot] = kq_dot(d, qrow.data(), keys.data() + slot * d, kq_order) * p.scale;
-                        max_score = std::max(max_score, scores[slot]);
-                    }
-                    double sum = 0.0;
-                    for (size_t slot = 0; slot < n_slots; ++slot) {
-                        scores[slot] = scores[slot] == -INFINITY ? 0.0f : std::exp(scores[slot] - max_score);
-                        sum += scores[slot];
-                    }
-                    const float inv_sum = sum > 0 ? float(1.0 / sum) : 0.0f;
-                    for (size_t slot = 0; slot < n_slots; ++slot) {
-                        const float w = scores[slot] * inv_sum;
-                        if (view.attn_mass && w != 0.0f) view.attn_mass[(slot / bt * shape.n_head_kv + size_t(g)) * bt + slot % bt] += w;
-                        scores[slot] = all_f16_v ? fp16_to_fp32(fp32_to_fp16(w)) : w;
-                    }
-                    float * oh = out + (t * p.n_head + h) * d;
-                    for (uint32_t i = 0; i < d; ++i) oh[i] = kqv_dot(n_slots, values_t.data() + i * n_slots, scores.data(), kqv_order);
-                }
-            }
-        }
-    });
 }
 
 }  // namespace lr

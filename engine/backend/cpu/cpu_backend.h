@@ -1,18 +1,25 @@
 #pragma once
-// The CPU backend: ops parallelized over a persistent thread pool. Weights are read from
+// The CPU backend: ops parallelized over a persistent thread pool, with SIMD kernels
+// chosen once, at construction, for the CPU it runs on (CpuIsa). Weights are read from
 // the model file's mapping (no copy); activations for quantized weights are converted to
 // the weight's vec_dot_type first, as llama.cpp does, so results match it closely.
+// With CpuIsa::scalar every op runs the portable reference code the SIMD kernels are
+// tested against (attention included: attention_reference).
 
 #include <memory>
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/aligned_buffer.h"
+#include "engine/backend/cpu/attention.h"
+#include "engine/backend/cpu/cpu_isa.h"
 #include "engine/backend/cpu/thread_pool.h"
 
 namespace lr {
 
 struct CpuBackendOptions {
-    int n_threads = 0;  // 0: the physical core count
+    int n_threads = 0;          // 0: the physical core count
+    CpuIsa isa = CpuIsa::best;  // scalar: the reference path (tests); an ISA the CPU lacks falls back
 };
 
 class CpuBackend final : public Backend {
@@ -20,8 +27,9 @@ public:
     explicit CpuBackend(CpuBackendOptions options = {});
 
     BackendKind kind() const override { return BackendKind::cpu; }
-    std::string name() const override;
+    std::string name() const override;  // "cpu (avx2, 2 threads)"
     int n_threads() const { return pool_.n_threads(); }
+    CpuIsa isa() const { return isa_; }
 
     Result<DeviceBuffer> alloc(size_t n_bytes) override;
     Result<WeightView> prepare_weight(const WeightView & host) override;
@@ -44,7 +52,11 @@ public:
 
 private:
     ThreadPool pool_;
-    std::vector<uint8_t> act_scratch_;  // activations converted to a weight's vec_dot_type
+    CpuIsa isa_;
+    const cpu::AttentionKernels * attention_kernels_;
+    cpu::AlignedBuffer act_;                     // activations converted for a matmul kernel
+    std::vector<cpu::AlignedBuffer> scratch_;    // [n_threads] kernel scratch
+    cpu::AttentionScratch attention_scratch_;
 };
 
 }  // namespace lr

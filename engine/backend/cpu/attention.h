@@ -1,0 +1,79 @@
+#pragma once
+// Causal attention of a ubatch's queries over a paged KV view, on the CPU.
+//
+// attention_reference: llama.cpp's non-flash path, one query at a time, in its roundings
+// and orders (with an all-f16 cache: q rounded to f16, softmax weights normalized then
+// rounded to f16, and float_dot.h's orders for both products). The oracle.
+//
+// attention_fused: the same roundings, computed block by block: for each KV head, the
+// K rows of a block are decoded once and scored against all the queries of its group
+// (GQA), then the V rows once for the weighted sum. Two passes, so that the weights can
+// be normalized before they are rounded: scores, max and sum, then weights and V. The
+// q.k products keep float_dot.h's order exactly (when head_dim allows: a multiple of 64
+// for one token, of 16 for several); exp and the V sum differ from the reference in the
+// last bits. Work is split over KV heads and query tiles, and for decode over chunks of
+// the sequence too (their partial results are merged in a fixed order, so results never
+// depend on the thread count or timing).
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_isa.h"
+#include "engine/backend/cpu/thread_pool.h"
+
+namespace lr::cpu {
+
+struct AttentionArgs {
+    const float * q = nullptr;  // [n_tokens][n_head][head_dim]
+    int64_t n_tokens = 0;
+    const int32_t * pos = nullptr;  // [n_tokens]
+    const PagedKvView * view = nullptr;
+    AttentionParams params;
+    float * out = nullptr;  // [n_tokens][n_head][head_dim]
+};
+
+void attention_reference(ThreadPool & pool, const AttentionArgs & a);
+
+// The inner loops of attention_fused, per ISA.
+struct AttentionKernels {
+    // dst[i] = src[i] for i < n, rounded to f16 and back if to_f16 (the queries).
+    void (*copy)(const float * src, float * dst, uint32_t n, bool to_f16);
+    // dst[s][0..d) = kv_decode_row(codec, rows + s * row_bytes), for s in [0, n).
+    void (*decode_rows)(KvCodec codec, const uint8_t * rows, size_t row_bytes, uint32_t n, uint32_t d, float * dst);
+    // scores[i][s] = scale * q[i] . k[s] for i < n_q, s < n_k, in float_dot.h's order: gemm
+    // (d % 16 == 0), else gemv with the tail after the last 64 summed in double (f64_tail,
+    // dot_f16_as_f32) or float (dot_f32). Row s of k is at k + s * k_row_bytes, in k_codec:
+    // f32 or f16 (other codecs are decoded to f32 first).
+    void (*scores)(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
+                   bool gemm, bool f64_tail, float scale, float * scores, size_t stride);
+    // The largest of x[0..n).
+    float (*max)(const float * x, uint32_t n);
+    // x[i] = exp(x[i] - max) for i < n (exp(-inf) = 0); returns the sum in double, in order.
+    double (*exp_sum)(float * x, uint32_t n, float max);
+    // x[i] = the softmax weight x[i] * inv_sum, for i < n; adds it to mass[i] when mass is not
+    // null and the weight is not zero; then rounds x[i] to f16 if round_f16.
+    void (*normalize)(float * x, uint32_t n, float inv_sum, bool round_f16, float * mass);
+    // acc[i][0..d) += w[i][s] * v[s][0..d) for i < n_q, s < n, one fused multiply-add per
+    // term, s in order (v must be finite: zero weights are not skipped).
+    void (*weighted_sum)(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d, float * acc);
+};
+
+const AttentionKernels & scalar_attention_kernels();
+const AttentionKernels & avx2_attention_kernels();
+const AttentionKernels & attention_kernels(CpuIsa isa);
+
+// Scratch the fused kernel reuses between calls.
+struct AttentionScratch {
+    std::vector<std::vector<float>> per_thread;  // [n_threads]
+    std::vector<float> scores;                   // decode chunks: [n_head_kv][n_q][n_slots]
+    std::vector<float> chunk_stats;              // [n_head_kv][n_chunks][n_q] max, then sum
+    std::vector<double> chunk_sums;
+    std::vector<float> partial;                  // [n_head_kv][n_chunks][n_q][head_dim]
+    std::vector<float> mass;                     // prefill with attention mass: [n_head_kv][n_tiles][n_slots]
+};
+
+void attention_fused(ThreadPool & pool, const AttentionKernels & k, const AttentionArgs & a, AttentionScratch & scratch);
+
+}  // namespace lr::cpu

@@ -1,0 +1,407 @@
+// The inner loops of the fused attention (attention.h) on AVX2. Row decoding is
+// bit-identical to kv_decode_row and the q.k products keep float_dot.h's orders, so they
+// are bit-identical to the scalar kernels; exp is a polynomial (within 2 ulp of std::exp)
+// and the exp sum is taken in double in another order.
+
+#include <cmath>
+
+#include "engine/backend/cpu/attention.h"
+#include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/float_dot.h"
+#include "engine/backend/kv_codec_rows.h"
+
+namespace lr::cpu {
+namespace {
+
+using namespace avx2;
+
+void copy(const float * src, float * dst, uint32_t n, bool to_f16) {
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(src + i);
+        _mm256_storeu_ps(dst + i, to_f16 ? round_f16(v) : v);
+    }
+    for (; i < n; ++i) dst[i] = to_f16 ? _cvtsh_ss(_cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT)) : src[i];
+}
+
+// ---- rows ----------------------------------------------------------------------------------
+
+void decode_f16(const uint16_t * src, float * dst, uint32_t d) {
+    uint32_t i = 0;
+    for (; i + 8 <= d; i += 8) _mm256_storeu_ps(dst + i, load_f16x8(src + i));
+    for (; i < d; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+// q8 groups: fp16 scale, then g int8 values: d * q.
+void decode_q8(const uint8_t * src, float * dst, uint32_t d, uint32_t g) {
+    for (uint32_t at = 0; at < d; at += g, src += 2 + g) {
+        const __m256 dv = _mm256_set1_ps(f16_to_f32(load_as<uint16_t>(src)));
+        for (uint32_t i = 0; i < g; i += 8) {
+            const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 2 + i)));
+            _mm256_storeu_ps(dst + at + i, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(q)));
+        }
+    }
+}
+
+// q4 groups (g >= 16): fp16 scale, fp16 min, g/2 bytes: d * q + m, multiply then add.
+void decode_q4(const uint8_t * src, float * dst, uint32_t d, uint32_t g) {
+    for (uint32_t at = 0; at < d; at += g, src += 4 + g / 2) {
+        const __m256 dv = _mm256_set1_ps(f16_to_f32(load_as<uint16_t>(src)));
+        const __m256 mv = _mm256_set1_ps(f16_to_f32(load_as<uint16_t>(src + 2)));
+        for (uint32_t i = 0; i < g / 2; i += 8) {
+            const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 4 + i)));
+            const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(b, _mm256_set1_epi32(0x0F)));
+            const __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
+            _mm256_storeu_ps(dst + at + i, _mm256_add_ps(_mm256_mul_ps(dv, lo), mv));
+            _mm256_storeu_ps(dst + at + i + g / 2, _mm256_add_ps(_mm256_mul_ps(dv, hi), mv));
+        }
+    }
+}
+
+void decode_rows(KvCodec codec, const uint8_t * rows, size_t row_bytes, uint32_t n, uint32_t d, float * dst) {
+    const uint32_t g = kv_codec_group(d);
+    for (uint32_t s = 0; s < n; ++s, rows += row_bytes, dst += d) {
+        switch (codec) {
+            case KvCodec::f32: std::memcpy(dst, rows, d * sizeof(float)); break;
+            case KvCodec::f16: decode_f16(reinterpret_cast<const uint16_t *>(rows), dst, d); break;
+            case KvCodec::q8:
+                if (g % 8 == 0) {
+                    decode_q8(rows, dst, d, g);
+                } else {
+                    kv_decode_row(codec, rows, dst, d);
+                }
+                break;
+            case KvCodec::q4:
+                if (g % 16 == 0) {
+                    decode_q4(rows, dst, d, g);
+                } else {
+                    kv_decode_row(codec, rows, dst, d);
+                }
+                break;
+        }
+    }
+}
+
+// ---- q.k -------------------------------------------------------------------------------------
+
+// The q.k products of float_dot.h's orders, with the K row held in registers while every
+// query of the group passes over it. Each query leaves its 16-lane sum folded to 8 lanes
+// (t8[i] = lanes i + (8 + i)); eight of those are then finished together, in the order of
+// reduce16: (t4[0] + t4[2]) + (t4[1] + t4[3]) with t4[i] = t8[i] + t8[4 + i].
+inline __m256 finish8(const __m256 * t8) {
+    __m256 s[4];
+    for (int k = 0; k < 4; ++k) {
+        const __m256 x = _mm256_permute2f128_ps(t8[2 * k], t8[2 * k + 1], 0x20);  // [lo(a) | lo(b)]
+        const __m256 y = _mm256_permute2f128_ps(t8[2 * k], t8[2 * k + 1], 0x31);  // [hi(a) | hi(b)]
+        s[k] = _mm256_add_ps(y, x);                                              // [t4(a) | t4(b)]
+    }
+    const __m256 g = _mm256_add_ps(_mm256_shuffle_ps(s[0], s[1], 0x44), _mm256_shuffle_ps(s[0], s[1], 0xEE));  // x0+x2, x1+x3
+    const __m256 h = _mm256_add_ps(_mm256_shuffle_ps(s[2], s[3], 0x44), _mm256_shuffle_ps(s[2], s[3], 0xEE));
+    const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(g, h, 0x88), _mm256_shuffle_ps(g, h, 0xDD));  // [0 2 4 6 | 1 3 5 7]
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// t8 of one query against a K row of 64 held in k[8]: gemv order (one step of 4 x 16
+// lanes: plain products, then acc0 + acc2 and acc1 + acc3, then their sum).
+inline __m256 gemv64_t8(const __m256 * k, const float * q) {
+    auto p = [&](int m) { return _mm256_mul_ps(k[m], _mm256_loadu_ps(q + 8 * m)); };
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(p(0), p(4)), _mm256_add_ps(p(2), p(6)));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(p(1), p(5)), _mm256_add_ps(p(3), p(7)));
+    return _mm256_add_ps(hi, lo);
+}
+
+// t8 of one query against a K row of 64 in k[8]: gemm order (16 lanes over steps of 16).
+inline __m256 gemm64_t8(const __m256 * k, const float * q) {
+    __m256 lo = _mm256_mul_ps(k[0], _mm256_loadu_ps(q));
+    __m256 hi = _mm256_mul_ps(k[1], _mm256_loadu_ps(q + 8));
+    for (int m = 2; m < 8; m += 2) {
+        lo = _mm256_fmadd_ps(k[m], _mm256_loadu_ps(q + 8 * m), lo);
+        hi = _mm256_fmadd_ps(k[m + 1], _mm256_loadu_ps(q + 8 * m + 8), hi);
+    }
+    return _mm256_add_ps(hi, lo);
+}
+
+// General d: gemv order over steps of 64 (d % 64 == 0), or gemm order (d % 16 == 0).
+inline __m256 gemv_t8(const float * k, const float * q, uint32_t d) {
+    __m256 acc[8];
+    for (__m256 & v : acc) v = _mm256_setzero_ps();
+    for (uint32_t i = 0; i < d; i += 64) {
+        for (int m = 0; m < 8; ++m) acc[m] = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8 * m), _mm256_loadu_ps(k + i + 8 * m), acc[m]);
+    }
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+    return _mm256_add_ps(hi, lo);
+}
+
+inline __m256 gemm_t8(const float * k, const float * q, uint32_t d) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (uint32_t i = 0; i < d; i += 16) {
+        lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), lo);
+        hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), hi);
+    }
+    return _mm256_add_ps(hi, lo);
+}
+
+// finish8 for four queries a, b, c, d: their scores as [a, c, ., ., b, d, ., .].
+inline __m256 finish4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x31), _mm256_permute2f128_ps(a, b, 0x20));  // [t4(a) | t4(b)]
+    const __m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x31), _mm256_permute2f128_ps(c, d, 0x20));  // [t4(c) | t4(d)]
+    const __m256 g = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));      // x0+x2, x1+x3
+    return _mm256_add_ps(_mm256_shuffle_ps(g, g, 0x88), _mm256_shuffle_ps(g, g, 0xDD));
+}
+
+// Scores of head size 64 for queries [i0, i0 + 4) against the K row in kr: t8 of each
+// query in registers, then finish4.
+template <bool Gemm>
+inline void score4(const __m256 * kr, const float * q, uint32_t i0, __m256 scale, float * out, size_t stride, uint32_t s) {
+    const __m256 a = Gemm ? gemm64_t8(kr, q + size_t(i0) * 64) : gemv64_t8(kr, q + size_t(i0) * 64);
+    const __m256 b = Gemm ? gemm64_t8(kr, q + size_t(i0 + 1) * 64) : gemv64_t8(kr, q + size_t(i0 + 1) * 64);
+    const __m256 c = Gemm ? gemm64_t8(kr, q + size_t(i0 + 2) * 64) : gemv64_t8(kr, q + size_t(i0 + 2) * 64);
+    const __m256 d = Gemm ? gemm64_t8(kr, q + size_t(i0 + 3) * 64) : gemv64_t8(kr, q + size_t(i0 + 3) * 64);
+    const __m256 r = _mm256_mul_ps(finish4(a, b, c, d), scale);
+    const __m128 lo = _mm256_castps256_ps128(r), hi = _mm256_extractf128_ps(r, 1);
+    out[size_t(i0) * stride + s] = _mm_cvtss_f32(lo);
+    out[size_t(i0 + 2) * stride + s] = _mm_cvtss_f32(_mm_movehdup_ps(lo));
+    out[size_t(i0 + 1) * stride + s] = _mm_cvtss_f32(hi);
+    out[size_t(i0 + 3) * stride + s] = _mm_cvtss_f32(_mm_movehdup_ps(hi));
+}
+
+template <bool Gemm>
+void scores64(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, float scale, float * out,
+              size_t stride) {
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (uint32_t s = 0; s < n_k; ++s) {
+        const uint8_t * row = static_cast<const uint8_t *>(k) + s * k_row_bytes;
+        __m256 kr[8];
+        for (int m = 0; m < 8; ++m) {
+            kr[m] = k_codec == KvCodec::f16 ? load_f16x8(reinterpret_cast<const uint16_t *>(row) + 8 * m)
+                                            : _mm256_loadu_ps(reinterpret_cast<const float *>(row) + 8 * m);
+        }
+        uint32_t i = 0;
+        for (; i + 4 <= n_q; i += 4) score4<Gemm>(kr, q, i, sc, out, stride, s);
+        for (; i < n_q; ++i) {
+            const __m256 t = Gemm ? gemm64_t8(kr, q + size_t(i) * 64) : gemv64_t8(kr, q + size_t(i) * 64);
+            out[size_t(i) * stride + s] = _mm_cvtss_f32(_mm256_castps256_ps128(finish4(t, t, t, t))) * scale;
+        }
+    }
+}
+
+// Row s of K as floats: in place for f32, converted into buf for f16 (exactly).
+inline const float * k_row(const void * k, KvCodec codec, size_t row_bytes, uint32_t s, uint32_t d, float * buf) {
+    const uint8_t * row = static_cast<const uint8_t *>(k) + s * row_bytes;
+    if (codec == KvCodec::f32) return reinterpret_cast<const float *>(row);
+    decode_f16(reinterpret_cast<const uint16_t *>(row), buf, d);
+    return buf;
+}
+
+constexpr uint32_t kMaxHeadDim = 1024;
+
+// Head sizes above kMaxHeadDim: one row at a time through float_dot.h.
+void scores_general(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
+                    bool gemm, bool f64_tail, float scale, float * out, size_t stride) {
+    const DotOrder order = gemm ? DotOrder::gemm : DotOrder::gemv;
+    for (uint32_t s = 0; s < n_k; ++s) {
+        float * row = new float[d];
+        kv_decode_row(k_codec, static_cast<const uint8_t *>(k) + s * k_row_bytes, row, d);
+        for (uint32_t i = 0; i < n_q; ++i) {
+            const float dot = f64_tail ? dot_f16_as_f32(d, q + size_t(i) * d, row, order) : dot_f32(d, q + size_t(i) * d, row, order);
+            out[i * stride + s] = dot * scale;
+        }
+        delete[] row;
+    }
+}
+
+void scores(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, bool gemm,
+            bool f64_tail, float scale, float * out, size_t stride) {
+    float buf[kMaxHeadDim];
+    if (d > kMaxHeadDim) return scores_general(k, k_codec, k_row_bytes, n_k, q, n_q, d, gemm, f64_tail, scale, out, stride);
+    const bool fast = gemm ? d % 16 == 0 : d % 64 == 0;
+    if (!fast) {
+        const DotOrder order = gemm ? DotOrder::gemm : DotOrder::gemv;
+        for (uint32_t s = 0; s < n_k; ++s) {
+            const float * ks = k_row(k, k_codec, k_row_bytes, s, d, buf);
+            for (uint32_t i = 0; i < n_q; ++i) {
+                const float dot = f64_tail ? dot_f16_as_f32(d, q + size_t(i) * d, ks, order) : dot_f32(d, q + size_t(i) * d, ks, order);
+                out[i * stride + s] = dot * scale;
+            }
+        }
+        return;
+    }
+    // A multiple of 64 (gemv) or 16 (gemm) has no tail: f64_tail changes nothing.
+    if (d == 64) return gemm ? scores64<true>(k, k_codec, k_row_bytes, n_k, q, n_q, scale, out, stride)
+                             : scores64<false>(k, k_codec, k_row_bytes, n_k, q, n_q, scale, out, stride);
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (uint32_t s = 0; s < n_k; ++s) {
+        const uint8_t * row = static_cast<const uint8_t *>(k) + s * k_row_bytes;
+        __m256 kr[8];
+        const float * ks = nullptr;
+        if (d == 64) {
+            for (int m = 0; m < 8; ++m) {
+                kr[m] = k_codec == KvCodec::f16 ? load_f16x8(reinterpret_cast<const uint16_t *>(row) + 8 * m)
+                                                : _mm256_loadu_ps(reinterpret_cast<const float *>(row) + 8 * m);
+            }
+        } else {
+            ks = k_row(k, k_codec, k_row_bytes, s, d, buf);
+        }
+        for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+            const uint32_t n = n_q - i0 < 8 ? n_q - i0 : 8;
+            __m256 t8[8];
+            for (uint32_t j = 0; j < 8; ++j) {
+                const float * qi = q + size_t(i0 + (j < n ? j : 0)) * d;
+                if (d == 64) {
+                    t8[j] = gemm ? gemm64_t8(kr, qi) : gemv64_t8(kr, qi);
+                } else {
+                    t8[j] = gemm ? gemm_t8(ks, qi, d) : gemv_t8(ks, qi, d);
+                }
+            }
+            float r[8];
+            _mm256_storeu_ps(r, _mm256_mul_ps(finish8(t8), sc));
+            for (uint32_t j = 0; j < n; ++j) out[(i0 + j) * stride + s] = r[j];
+        }
+    }
+}
+
+float max(const float * x, uint32_t n) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+    float r[8];
+    _mm256_storeu_ps(r, m);
+    float best = r[0];
+    for (int j = 1; j < 8; ++j) best = r[j] > best ? r[j] : best;
+    for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+    return best;
+}
+
+// ---- softmax ---------------------------------------------------------------------------------
+
+// exp(x) for x <= 0 (Cephes' expf: a degree-5 polynomial on x - n ln 2); 0 below -87.3,
+// where exp(x) is a subnormal float, and for -inf.
+inline __m256 exp_nonpositive(__m256 x) {
+    const __m256 lower = _mm256_set1_ps(-87.3f);
+    const __m256 underflow = _mm256_cmp_ps(x, lower, _CMP_LT_OQ);
+    x = _mm256_max_ps(x, lower);
+    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    const __m256 e = _mm256_mul_ps(y, _mm256_castsi256_ps(pow2n));
+    return _mm256_andnot_ps(underflow, e);
+}
+
+double exp_sum(float * x, uint32_t n, float max) {
+    const __m256 m = _mm256_set1_ps(max);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    double tail[4];
+    _mm256_storeu_pd(tail, _mm256_add_pd(s0, s1));
+    double sum = (tail[0] + tail[1]) + (tail[2] + tail[3]);
+    if (i < n) {
+        float buf[8];
+        for (uint32_t j = 0; j < 8; ++j) buf[j] = i + j < n ? x[i + j] - max : -INFINITY;
+        _mm256_storeu_ps(buf, exp_nonpositive(_mm256_loadu_ps(buf)));
+        for (uint32_t j = 0; i + j < n; ++j) {
+            x[i + j] = buf[j];
+            sum += buf[j];
+        }
+    }
+    return sum;
+}
+
+void normalize(float * x, uint32_t n, float inv_sum, bool to_f16, float * mass) {
+    const __m256 inv = _mm256_set1_ps(inv_sum);
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(x + i), inv);
+        if (mass) {
+            const __m256 m = _mm256_loadu_ps(mass + i);
+            const __m256 nonzero = _mm256_cmp_ps(w, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+            _mm256_storeu_ps(mass + i, _mm256_blendv_ps(m, _mm256_add_ps(m, w), nonzero));
+        }
+        _mm256_storeu_ps(x + i, to_f16 ? round_f16(w) : w);
+    }
+    for (; i < n; ++i) {
+        const float w = x[i] * inv_sum;
+        if (mass && w != 0.0f) mass[i] += w;
+        x[i] = to_f16 ? _cvtsh_ss(_cvtss_sh(w, _MM_FROUND_TO_NEAREST_INT)) : w;
+    }
+}
+
+// ---- weights . V -------------------------------------------------------------------------------
+
+// acc_i[0..8*M) += w_i[s] * v[s][0..8*M) for queries i < Q, the slots in order (a zero
+// weight adds a zero, as in the scalar kernel).
+template <int Q, int M>
+void accumulate(const float * v, uint32_t n, uint32_t d, const float * const * w, float * const * acc) {
+    __m256 a[Q][M];
+    for (int i = 0; i < Q; ++i) {
+        for (int m = 0; m < M; ++m) a[i][m] = _mm256_loadu_ps(acc[i] + 8 * m);
+    }
+    for (uint32_t s = 0; s < n; ++s) {
+        const float * vs = v + size_t(s) * d;
+        __m256 vr[M];
+        for (int m = 0; m < M; ++m) {
+            vr[m] = _mm256_loadu_ps(vs + 8 * m);
+            keep_in_register(vr[m]);
+        }
+        for (int i = 0; i < Q; ++i) {
+            const __m256 ws = _mm256_broadcast_ss(w[i] + s);
+            for (int m = 0; m < M; ++m) a[i][m] = _mm256_fmadd_ps(ws, vr[m], a[i][m]);
+        }
+    }
+    for (int i = 0; i < Q; ++i) {
+        for (int m = 0; m < M; ++m) _mm256_storeu_ps(acc[i] + 8 * m, a[i][m]);
+    }
+}
+
+// Queries [i, i + Q) over all of d: pieces of 8 * M dims, then single registers.
+template <int Q, int M>
+void accumulate_queries(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t i, uint32_t d, float * acc) {
+    const float * wi[Q];
+    for (int k = 0; k < Q; ++k) wi[k] = w + (i + uint32_t(k)) * w_stride;
+    uint32_t c = 0;
+    for (; c + 8 * M <= d; c += 8 * M) {
+        float * ai[Q];
+        for (int k = 0; k < Q; ++k) ai[k] = acc + size_t(i + uint32_t(k)) * d + c;
+        accumulate<Q, M>(v + c, n, d, wi, ai);
+    }
+    for (; c + 8 <= d; c += 8) {
+        float * ai[Q];
+        for (int k = 0; k < Q; ++k) ai[k] = acc + size_t(i + uint32_t(k)) * d + c;
+        accumulate<Q, 1>(v + c, n, d, wi, ai);
+    }
+    for (; c < d; ++c) {
+        for (int k = 0; k < Q; ++k) {
+            float & a = acc[size_t(i + uint32_t(k)) * d + c];
+            for (uint32_t s = 0; s < n; ++s) a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(v[size_t(s) * d + c]), _mm_set_ss(a)));
+        }
+    }
+}
+
+void weighted_sum(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d, float * acc) {
+    uint32_t i = 0;
+    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, 2>(v, n, w, w_stride, i, d, acc);
+    for (; i < n_q; ++i) accumulate_queries<1, 4>(v, n, w, w_stride, i, d, acc);
+}
+
+}  // namespace
+
+const AttentionKernels & avx2_attention_kernels() {
+    static const AttentionKernels k{copy, decode_rows, scores, max, exp_sum, normalize, weighted_sum};
+    return k;
+}
+
+}  // namespace lr::cpu

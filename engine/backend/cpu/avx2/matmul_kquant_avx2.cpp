@@ -1,0 +1,412 @@
+// The K-quants on AVX2: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K against Q8_K activations quantized
+// exactly as quantize_row_q8_K_ref.
+//
+// Every type is read through one form: per super-block of 256, eight registers of 32
+// unsigned levels (q, in element order), the integer scale of each 16 elements as a
+// 16-bit pattern per register (sc), the integer "min" coefficient of each 16 elements
+// (mn), and two float scales, so that
+//     sum(w * a) = d * da * sum_j sc_j . (q_j . a_j)  -  dmin * da * sum_g mn_g * bsum_g.
+// Signed levels (Q3_K: q - 4, Q6_K: q - 32) become unsigned levels with mn = offset * sc
+// and dmin = d. The integer sums are those of quant::vec_dot, exactly; only the float
+// accumulation differs. Decode reads super-blocks from the model file; prefill unpacks a
+// panel of rows into this form once and runs tiles of 2 rows x 4 tokens over it.
+
+#include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/matmul_kernels.h"
+#include "engine/quant/quant_blocks.h"
+
+namespace lr::cpu {
+namespace {
+
+using namespace avx2;
+using namespace lr::quant;
+
+// ---- activations: one super-block in 320 bytes ---------------------------------------------
+//   [0, 256)   qs     int8
+//   [256, 288) bsums  int16 [16]: sums of 16 consecutive qs
+//   [288, 292) d      float
+constexpr size_t kActBlockBytes = 320;
+
+size_t act_row_bytes(int64_t n_cols) { return size_t(n_cols / QK_K) * kActBlockBytes; }
+
+// quantize_row_q8_K_ref: the value of largest magnitude (the first on ties) maps to -127.
+void convert_act(const float * x, int64_t n_cols, uint8_t * dst) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t sb = 0; sb < n_cols / QK_K; ++sb, x += QK_K, dst += kActBlockBytes) {
+        __m256 amax = _mm256_setzero_ps();
+        for (int k = 0; k < 32; ++k) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+        __m128 m = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float max_abs = _mm_cvtss_f32(m);
+        if (max_abs == 0.0f) {
+            std::memset(dst, 0, kActBlockBytes);
+            continue;
+        }
+        const __m256 amax_v = _mm256_set1_ps(max_abs);
+        float max = 0.0f;
+        for (int k = 0; k < 32; ++k) {
+            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)), amax_v, _CMP_EQ_OQ));
+            if (hit) {
+                max = x[8 * k + __builtin_ctz(unsigned(hit))];
+                break;
+            }
+        }
+        const float iscale = -127.f / max;
+        const __m256 is = _mm256_set1_ps(iscale);
+        const __m256i cap = _mm256_set1_epi32(127);
+        auto * q = reinterpret_cast<__m256i *>(dst);
+        auto * bsums = reinterpret_cast<int16_t *>(dst + 256);
+        for (int k = 0; k < 8; ++k) {
+            __m256i i32[4];
+            for (int u = 0; u < 4; ++u) {
+                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * u), is), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                i32[u] = _mm256_min_epi32(_mm256_cvtps_epi32(v), cap);
+            }
+            // s01 holds elements 32k + 0..15 as int16 and s23 elements 32k + 16..31, each in
+            // some order (packs interleaves 128-bit lanes): right for the sums.
+            const __m256i s01 = _mm256_packs_epi32(i32[0], i32[1]);
+            const __m256i s23 = _mm256_packs_epi32(i32[2], i32[3]);
+            const __m256i ones = _mm256_set1_epi16(1);
+            bsums[2 * k] = int16_t(hsum8_i32(_mm256_madd_epi16(s01, ones)));
+            bsums[2 * k + 1] = int16_t(hsum8_i32(_mm256_madd_epi16(s23, ones)));
+            __m256i p8 = _mm256_packs_epi16(s01, s23);
+            p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_store_si256(q + k, p8);
+        }
+        const float d = 1 / iscale;
+        std::memcpy(dst + 288, &d, sizeof d);
+        std::memset(dst + 292, 0, kActBlockBytes - 292);
+    }
+}
+
+void act_to_standard(const uint8_t * act, int64_t n_cols, void * dst) {
+    auto * out = static_cast<block_q8_K *>(dst);
+    for (int64_t sb = 0; sb < n_cols / QK_K; ++sb, act += kActBlockBytes) {
+        std::memcpy(&out[sb].d, act + 288, sizeof(float));
+        std::memcpy(out[sb].qs, act, QK_K);
+        std::memcpy(out[sb].bsums, act + 256, sizeof(out[sb].bsums));
+    }
+}
+
+// ---- weights: one super-block in the common form ---------------------------------------------
+
+inline __m256i nibbles() { return _mm256_set1_epi8(0x0F); }
+
+// 8 unsigned 6-bit scales and mins of Q4_K/Q5_K (unpack_scale_min_k4), as two 8-byte groups.
+inline void scales_mins_k4(const uint8_t * packed, uint64_t & scales, uint64_t & mins) {
+    uint32_t u[4];
+    std::memcpy(u, packed, 12);
+    constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+    const uint32_t m03 = u[1] & kmask1;
+    u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+    u[0] &= kmask1;
+    scales = uint64_t(u[0]) | (uint64_t(u[1]) << 32);
+    mins = uint64_t(m03) | (uint64_t(u[3]) << 32);
+}
+
+// [s_j x 16] (16-bit) from 8 byte scales, for registers of one 32-element sub-block each.
+struct Scales8 {
+    __m256i s;  // the 8 scales as int16, in both 128-bit lanes
+    explicit Scales8(uint64_t bytes) : s(_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(bytes))))) {}
+    __m256i pattern(int j) const { return _mm256_shuffle_epi8(s, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8)))); }
+};
+
+// [s_2j x 8 | s_2j+1 x 8] (16-bit) from 16 signed scales, one per 16 elements.
+struct Scales16 {
+    __m256i lo, hi;  // scales 0..7 and 8..15 as int16, each in both 128-bit lanes
+    explicit Scales16(__m128i bytes_i8) {
+        const __m256i s16 = _mm256_cvtepi8_epi16(bytes_i8);
+        lo = _mm256_permute2x128_si256(s16, s16, 0x00);
+        hi = _mm256_permute2x128_si256(s16, s16, 0x11);
+    }
+    __m256i all() const { return _mm256_permute2x128_si256(lo, hi, 0x20); }
+    __m256i pattern(int j) const {
+        const int k = j & 3;
+        const int16_t a = int16_t((4 * k) | ((4 * k + 1) << 8)), b = int16_t((4 * k + 2) | ((4 * k + 3) << 8));
+        const __m256i mask = _mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
+        return _mm256_shuffle_epi8(j < 4 ? lo : hi, mask);
+    }
+};
+
+// Bit `bit` of each byte of `bits`, as `value` or 0.
+inline __m256i bit_to(__m256i bits, int bit, int8_t value) {
+    const __m256i m = _mm256_set1_epi8(int8_t(1 << bit));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, m), m), _mm256_set1_epi8(value));
+}
+
+inline __m256i load32(const uint8_t * p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
+inline __m256i two_bits(const uint8_t * qs, int j) {
+    return _mm256_and_si256(_mm256_srli_epi16(load32(qs + 32 * (j / 4)), 2 * (j % 4)), _mm256_set1_epi8(3));
+}
+
+struct Q2K {
+    using Block = block_q2_K;
+    static constexpr bool kCombinedMin = false;
+    const Block & b;
+    Scales16 sc;
+    explicit Q2K(const Block & blk)
+        : b(blk), sc(_mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk.scales)), _mm_set1_epi8(0x0F))) {}
+    __m256i q(int j) const { return two_bits(b.qs, j); }
+    __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i mn() const {
+        const __m128i m = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales)), 4), _mm_set1_epi8(0x0F));
+        return _mm256_cvtepu8_epi16(m);
+    }
+    float d() const { return f16_to_f32(b.d); }
+    float dmin() const { return f16_to_f32(b.dmin); }
+};
+
+inline __m128i q3k_scales(const uint8_t * packed) {
+    uint32_t a[4];
+    std::memcpy(a, packed, 12);
+    constexpr uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    const uint32_t tmp = a[2];
+    a[2] = ((a[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    a[3] = ((a[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    a[0] = (a[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    a[1] = (a[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    return _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(a)), _mm_set1_epi8(32));
+}
+
+struct Q3K {
+    using Block = block_q3_K;
+    static constexpr bool kCombinedMin = true;
+    const Block & b;
+    Scales16 sc;
+    __m256i hmask;
+    explicit Q3K(const Block & blk) : b(blk), sc(q3k_scales(blk.scales)), hmask(load32(blk.hmask)) {}
+    __m256i q(int j) const { return _mm256_or_si256(two_bits(b.qs, j), bit_to(hmask, j, 4)); }
+    __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i mn() const { return _mm256_slli_epi16(sc.all(), 2); }  // 4 * sc: the offset of q - 4
+    float d() const { return f16_to_f32(b.d); }
+    float dmin() const { return d(); }
+};
+
+struct Q4K {
+    using Block = block_q4_K;
+    static constexpr bool kCombinedMin = false;
+    const Block & b;
+    uint64_t mins;
+    Scales8 sc;
+    static Scales8 make(const uint8_t * packed, uint64_t & mins) {
+        uint64_t scales;
+        scales_mins_k4(packed, scales, mins);
+        return Scales8(scales);
+    }
+    explicit Q4K(const Block & blk) : b(blk), mins(0), sc(make(blk.scales, mins)) {}
+    __m256i q(int j) const {
+        const __m256i v = load32(b.qs + 32 * (j / 2));
+        return _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, nibbles());
+    }
+    __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i mn() const {
+        const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)));
+        return _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
+    }
+    float d() const { return f16_to_f32(b.d); }
+    float dmin() const { return f16_to_f32(b.dmin); }
+};
+
+struct Q5K {
+    using Block = block_q5_K;
+    static constexpr bool kCombinedMin = false;
+    const Block & b;
+    uint64_t mins;
+    Scales8 sc;
+    __m256i qh;
+    explicit Q5K(const Block & blk) : b(blk), mins(0), sc(Q4K::make(blk.scales, mins)), qh(load32(blk.qh)) {}
+    __m256i q(int j) const {
+        const __m256i v = load32(b.qs + 32 * (j / 2));
+        return _mm256_or_si256(_mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, nibbles()), bit_to(qh, j, 16));
+    }
+    __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i mn() const {
+        const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)));
+        return _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
+    }
+    float d() const { return f16_to_f32(b.d); }
+    float dmin() const { return f16_to_f32(b.dmin); }
+};
+
+struct Q6K {
+    using Block = block_q6_K;
+    static constexpr bool kCombinedMin = true;
+    const Block & b;
+    Scales16 sc;
+    explicit Q6K(const Block & blk) : b(blk), sc(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk.scales))) {}
+    __m256i q(int j) const {
+        const int h = j / 4, g = j % 4;
+        const __m256i l = load32(b.ql + 64 * h + 32 * (g & 1));
+        const __m256i low = _mm256_and_si256(g < 2 ? l : _mm256_srli_epi16(l, 4), nibbles());
+        const __m256i hq = load32(b.qh + 32 * h);
+        const __m256i high = _mm256_and_si256(g == 3 ? _mm256_srli_epi16(hq, 2) : _mm256_slli_epi16(hq, 4 - 2 * g), _mm256_set1_epi8(0x30));
+        return _mm256_or_si256(low, high);
+    }
+    __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i mn() const { return _mm256_slli_epi16(sc.all(), 5); }  // 32 * sc: the offset of q - 32
+    float d() const { return f16_to_f32(b.d); }
+    float dmin() const { return d(); }
+};
+
+// ---- decode ------------------------------------------------------------------------------------
+
+template <class T>
+float dot_row(const typename T::Block * w, const uint8_t * act, int64_t nsb) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s, act += kActBlockBytes) {
+        prefetch_ahead(w + s, sizeof(w[s]));
+        const T u(w[s]);
+        __m256i isum = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            const __m256i p = _mm256_maddubs_epi16(u.q(j), _mm256_load_si256(reinterpret_cast<const __m256i *>(act) + j));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u.scale(j)));
+        }
+        const __m256i msum = _mm256_madd_epi16(u.mn(), _mm256_load_si256(reinterpret_cast<const __m256i *>(act + 256)));
+        float da;
+        std::memcpy(&da, act + 288, sizeof da);
+        if constexpr (T::kCombinedMin) {
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, msum)), _mm256_set1_ps(u.d() * da), acc);
+        } else {
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d() * da), acc);
+            acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin() * da), acc);
+        }
+    }
+    return hsum8(acc);
+}
+
+// ---- prefill -----------------------------------------------------------------------------------
+// A panel row: per super-block, q [8][32 B], sc [8][32 B], mn [32 B], d, dmin (+ pad).
+constexpr size_t kPanelBlockBytes = 576;
+constexpr int kTileRows = 2;
+constexpr int kTileTokens = 4;
+constexpr int64_t kPanelRows = 16;
+
+template <class T>
+void unpack_row(const typename T::Block * w, int64_t nsb, uint8_t * out) {
+    for (int64_t s = 0; s < nsb; ++s, out += kPanelBlockBytes) {
+        const T u(w[s]);
+        auto * v = reinterpret_cast<__m256i *>(out);
+        for (int j = 0; j < 8; ++j) {
+            _mm256_store_si256(v + j, u.q(j));
+            _mm256_store_si256(v + 8 + j, u.scale(j));
+        }
+        _mm256_store_si256(v + 16, u.mn());
+        const float d[2] = {u.d(), u.dmin()};
+        std::memcpy(out + 544, d, sizeof d);
+    }
+}
+
+template <bool Combined, int R, int Tn>
+void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
+    __m256 acc[R][Tn];
+    for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < Tn; ++t) acc[r][t] = _mm256_setzero_ps();
+    }
+    for (int64_t s = 0; s < nsb; ++s) {
+        const uint8_t * pw[R];
+        const uint8_t * pa[Tn];
+        for (int r = 0; r < R; ++r) pw[r] = panel[r] + size_t(s) * kPanelBlockBytes;
+        for (int t = 0; t < Tn; ++t) pa[t] = act[t] + size_t(s) * kActBlockBytes;
+        __m256i isum[R][Tn];
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < Tn; ++t) isum[r][t] = _mm256_setzero_si256();
+        }
+        for (int j = 0; j < 8; ++j) {
+            __m256i q[R], sc[R];
+            for (int r = 0; r < R; ++r) {
+                q[r] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw[r]) + j);
+                sc[r] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw[r]) + 8 + j);
+            }
+            for (int t = 0; t < Tn; ++t) {
+                __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t]) + j);
+                keep_in_register(a);
+                for (int r = 0; r < R; ++r) isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], a), sc[r]));
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            const __m256i mn = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw[r]) + 16);
+            float dd[2];
+            std::memcpy(dd, pw[r] + 544, sizeof dd);
+            for (int t = 0; t < Tn; ++t) {
+                const __m256i msum = _mm256_madd_epi16(mn, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t] + 256)));
+                float da;
+                std::memcpy(&da, pa[t] + 288, sizeof da);
+                if constexpr (Combined) {
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][t], msum)), _mm256_set1_ps(dd[0] * da), acc[r][t]);
+                } else {
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), _mm256_set1_ps(dd[0] * da), acc[r][t]);
+                    acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dd[1] * da), acc[r][t]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < Tn; ++t) y[t * y_stride + r] = hsum8(acc[r][t]);
+    }
+}
+
+template <bool Combined, int R>
+void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, int64_t nsb, int64_t r) {
+    const uint8_t * act[kTileTokens];
+    int64_t t = 0;
+    for (; t + kTileTokens <= job.n_tokens; t += kTileTokens) {
+        for (int i = 0; i < kTileTokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
+        tile<Combined, R, kTileTokens>(panel, act, nsb, job.y + t * job.y_stride + r, job.y_stride);
+    }
+    for (int i = 0; t + i < job.n_tokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
+    float * y = job.y + t * job.y_stride + r;
+    switch (job.n_tokens - t) {
+        case 3: tile<Combined, R, 3>(panel, act, nsb, y, job.y_stride); break;
+        case 2: tile<Combined, R, 2>(panel, act, nsb, y, job.y_stride); break;
+        case 1: tile<Combined, R, 1>(panel, act, nsb, y, job.y_stride); break;
+        default: break;
+    }
+}
+
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return size_t(kPanelRows) * size_t(n_cols / QK_K) * kPanelBlockBytes; }
+
+template <class T>
+void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    using Block = typename T::Block;
+    const int64_t nsb = job.n_cols / QK_K;
+    if (job.n_tokens == 1) {
+        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), job.act, nsb);
+        return;
+    }
+    const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
+    for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
+        const int64_t p1 = min_i64(p0 + kPanelRows, r1);
+        for (int64_t r = p0; r < p1; ++r) {
+            unpack_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), nsb, scratch + size_t(r - p0) * panel_row_bytes);
+        }
+        int64_t r = p0;
+        for (; r + kTileRows <= p1; r += kTileRows) {
+            const uint8_t * panel[kTileRows] = {scratch + size_t(r - p0) * panel_row_bytes, scratch + size_t(r - p0 + 1) * panel_row_bytes};
+            tile_tokens<T::kCombinedMin, kTileRows>(job, panel, nsb, r);
+        }
+        if (r < p1) {
+            const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
+            tile_tokens<T::kCombinedMin, 1>(job, panel, nsb, r);
+        }
+    }
+}
+
+template <class T>
+constexpr MatmulKernel kKernel{act_row_bytes, convert_act, act_to_standard, scratch_bytes, rows<T>};
+
+}  // namespace
+
+const MatmulKernel * avx2_kquant_matmul_kernel(DType type) {
+    switch (type) {
+        case DType::Q2_K: return &kKernel<Q2K>;
+        case DType::Q3_K: return &kKernel<Q3K>;
+        case DType::Q4_K: return &kKernel<Q4K>;
+        case DType::Q5_K: return &kKernel<Q5K>;
+        case DType::Q6_K: return &kKernel<Q6K>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace lr::cpu

@@ -1,0 +1,30 @@
+// Which matmul kernel runs a weight type on an ISA.
+
+#include "engine/backend/cpu/matmul_kernels.h"
+
+namespace lr::cpu {
+
+// The AVX2 families (avx2/matmul_*_avx2.cpp).
+const MatmulKernel * avx2_float_matmul_kernel(DType type);
+const MatmulKernel * avx2_legacy_matmul_kernel(DType type);
+const MatmulKernel * avx2_kquant_matmul_kernel(DType type);
+
+const MatmulKernel * avx2_matmul_kernel(DType type) {
+#if defined(LONGREAD_HAVE_AVX2_KERNELS)
+    if (const MatmulKernel * k = avx2_float_matmul_kernel(type)) return k;
+    if (const MatmulKernel * k = avx2_legacy_matmul_kernel(type)) return k;
+    return avx2_kquant_matmul_kernel(type);
+#else
+    (void)type;
+    return nullptr;
+#endif
+}
+
+const MatmulKernel * matmul_kernel(CpuIsa isa, DType type) {
+    if (isa == CpuIsa::avx2) {
+        if (const MatmulKernel * k = avx2_matmul_kernel(type)) return k;
+    }
+    return scalar_matmul_kernel(type);
+}
+
+}  // namespace lr::cpu

@@ -1,0 +1,258 @@
+// The fused attention (scalar and AVX2 kernels) against the reference attention, over
+// paged views with mixed per-block codecs, empty and evicted slots, per-head positions,
+// GQA, decode and prefill, with and without the attention mass; and its kernels one by
+// one: row decoding and q.k are bit-identical to the scalar kernels, exp within a few ulp.
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "engine/backend/cpu/attention.h"
+#include "engine/backend/cpu/cpu_isa.h"
+#include "engine/backend/kv_codec_rows.h"
+#include "engine/common/fp16.h"
+#include "random_rows.h"
+
+using namespace lr;
+using namespace lr::cpu;
+
+namespace {
+
+struct Case {
+    uint32_t block_tokens, n_head_kv, head_dim, n_blocks;
+    int32_t group;
+    int64_t n_tokens;
+    QString codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
+    bool holes;      // empty and evicted slots, positions differing per head
+};
+
+KvCodec codec_of(QChar c) {
+    switch (c.toLatin1()) {
+        case 'f': return KvCodec::f32;
+        case '8': return KvCodec::q8;
+        case '4': return KvCodec::q4;
+        default: return KvCodec::f16;
+    }
+}
+
+struct World {
+    KvBlockShape shape;
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<KvBlockRef> blocks;
+    std::vector<float> q;       // [n_tokens][n_head][d]
+    std::vector<int32_t> pos;   // [n_tokens]
+    float max_abs_v = 0;
+    AttentionParams params;
+
+    PagedKvView view(float * mass) const {
+        PagedKvView v;
+        v.shape = shape;
+        v.blocks = blocks;
+        v.attn_mass = mass;
+        return v;
+    }
+};
+
+// Blocks holding positions 0..n_slots-1 (minus holes); the queries are the last n_tokens
+// positions, as after kv_write of a ubatch.
+World make_world(const Case & c, uint64_t seed) {
+    World w;
+    test::Rng rng(seed);
+    w.shape = {c.block_tokens, c.n_head_kv, c.head_dim};
+    const uint32_t d = c.head_dim;
+    const int32_t n_pos = int32_t(c.block_tokens * c.n_blocks);
+    std::vector<float> row(d);
+    for (uint32_t b = 0; b < c.n_blocks; ++b) {
+        const KvCodec kc = codec_of(c.codecs[int(b % uint32_t(c.codecs.size()))]);
+        const KvCodec vc = codec_of(c.codecs[int((b + 1) % uint32_t(c.codecs.size()))]);
+        const KvBlockLayout L{w.shape, kc, vc};
+        w.storage.emplace_back(L.block_bytes(), uint8_t(0xAB));  // garbage where nothing is written
+        uint8_t * data = w.storage.back().data();
+        auto * pos = reinterpret_cast<int32_t *>(data + L.pos_offset());
+        for (uint32_t g = 0; g < c.n_head_kv; ++g) {
+            for (uint32_t s = 0; s < c.block_tokens; ++s) {
+                const int32_t p = int32_t(b * c.block_tokens + s);
+                const bool empty = c.holes && (rng.next_u64() % 7 == 0) && p < n_pos - int32_t(c.n_tokens);
+                pos[L.pos_index(g, s)] = empty ? kInvalidPos : p;
+                if (empty) continue;
+                for (float & v : row) v = rng.normal(1.0f);
+                kv_encode_row(kc, row.data(), data + L.k_row_offset(g, s), d);
+                for (float & v : row) {
+                    v = rng.normal(1.0f);
+                    w.max_abs_v = std::max(w.max_abs_v, std::fabs(v) * 1.1f);
+                }
+                kv_encode_row(vc, row.data(), data + L.v_row_offset(g, s), d);
+            }
+        }
+        w.blocks.push_back({data, kc, vc});
+    }
+    const int32_t n_head = int32_t(c.n_head_kv) * c.group;
+    w.q.resize(size_t(c.n_tokens) * size_t(n_head) * d);
+    for (float & v : w.q) v = rng.normal(1.0f);
+    for (int64_t t = 0; t < c.n_tokens; ++t) w.pos.push_back(n_pos - int32_t(c.n_tokens) + int32_t(t));
+    w.params = {.n_head = n_head, .n_head_kv = int32_t(c.n_head_kv), .head_dim = int32_t(d), .scale = 1.0f / std::sqrt(float(d))};
+    return w;
+}
+
+struct Outputs {
+    std::vector<float> out, mass;
+};
+
+enum class Path { reference, fused_scalar, fused_avx2 };
+
+Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass) {
+    ThreadPool pool(n_threads);
+    Outputs r;
+    r.out.assign(w.q.size(), NAN);
+    r.mass.assign(size_t(c.n_blocks) * c.n_head_kv * c.block_tokens, 0.5f);  // adds to what is there
+    const PagedKvView view = w.view(mass ? r.mass.data() : nullptr);
+    const AttentionArgs args{.q = w.q.data(), .n_tokens = c.n_tokens, .pos = w.pos.data(), .view = &view, .params = w.params, .out = r.out.data()};
+    AttentionScratch scratch;
+    switch (path) {
+        case Path::reference: attention_reference(pool, args); break;
+        case Path::fused_scalar: attention_fused(pool, scalar_attention_kernels(), args, scratch); break;
+        case Path::fused_avx2: attention_fused(pool, avx2_attention_kernels(), args, scratch); break;
+    }
+    return r;
+}
+
+bool all_f16(const Case & c) { return c.codecs.count('h') == c.codecs.size(); }
+
+}  // namespace
+
+Q_DECLARE_METATYPE(Case)
+
+class TestCpuAttention : public QObject {
+    Q_OBJECT
+private slots:
+    void matchesReference_data() {
+        QTest::addColumn<Case>("c");
+        // block_tokens, n_head_kv, head_dim, n_blocks, group, n_tokens, codecs, holes
+        QTest::newRow("decode-f16") << Case{32, 4, 64, 20, 8, 1, "h", false};
+        QTest::newRow("decode-one-kv-head-chunked") << Case{32, 1, 64, 24, 8, 1, "h", true};
+        QTest::newRow("decode-mixed-codecs") << Case{16, 2, 64, 13, 4, 1, "h84f", true};
+        QTest::newRow("decode-d128") << Case{32, 2, 128, 9, 2, 1, "h", false};
+        QTest::newRow("decode-d80-tail") << Case{8, 2, 80, 7, 3, 1, "h", true};
+        QTest::newRow("decode-d8") << Case{32, 4, 8, 5, 2, 1, "h", false};
+        QTest::newRow("two-tokens") << Case{32, 4, 64, 6, 8, 2, "h", false};
+        QTest::newRow("prefill-f16") << Case{32, 4, 64, 8, 8, 37, "h", false};
+        QTest::newRow("prefill-odd-blocks") << Case{5, 3, 48, 23, 2, 41, "h", true};
+        QTest::newRow("prefill-mixed") << Case{16, 2, 64, 12, 4, 29, "hf84", true};
+        QTest::newRow("prefill-d8") << Case{7, 4, 8, 9, 2, 19, "h", false};
+        QTest::newRow("prefill-f32") << Case{32, 2, 64, 4, 4, 64, "f", false};
+    }
+    void matchesReference() {
+        QFETCH(Case, c);
+        const World w = make_world(c, 42);
+        // An all-f16 cache rounds the weights to f16: an exp that differs in the last bit can
+        // move a weight by one f16 step (2^-11 relative). Other codecs keep float weights.
+        const double tol = (all_f16(c) ? 2e-3 : 2e-5) * double(w.max_abs_v);
+        const bool avx2 = detect_cpu_isa() == CpuIsa::avx2;
+        for (bool mass : {false, true}) {
+            const Outputs ref = run(w, c, Path::reference, 2, mass);
+            for (Path path : {Path::fused_scalar, Path::fused_avx2}) {
+                if (path == Path::fused_avx2 && !avx2) continue;
+                for (int threads : {1, 2, 3}) {
+                    const Outputs got = run(w, c, path, threads, mass);
+                    const QString where = QString("%1, %2 threads, mass %3").arg(path == Path::fused_avx2 ? "avx2" : "scalar").arg(threads).arg(mass);
+                    double worst = 0;
+                    for (size_t i = 0; i < ref.out.size(); ++i) {
+                        QVERIFY2(std::isfinite(got.out[i]), qPrintable(where));
+                        worst = std::max(worst, std::fabs(double(got.out[i]) - ref.out[i]));
+                    }
+                    QVERIFY2(worst <= tol, qPrintable(where + QString(": max |d| %1 > %2").arg(worst).arg(tol)));
+                    for (size_t i = 0; i < ref.mass.size(); ++i) {
+                        QVERIFY2(std::fabs(double(got.mass[i]) - ref.mass[i]) <= 1e-5 * double(c.n_tokens * c.group),
+                                 qPrintable(where + QString(": mass %1 vs %2 at %3").arg(double(got.mass[i])).arg(double(ref.mass[i])).arg(i)));
+                    }
+                }
+                // Same input, any thread count: the same bits.
+                QVERIFY(run(w, c, path, 1, mass).out == run(w, c, path, 3, mass).out);
+            }
+        }
+    }
+
+    // Each query's weights sum to one: the mass added over all slots is n_tokens * n_head.
+    void massSumsToQueries() {
+        const Case c{16, 2, 64, 10, 4, 9, "h8", true};
+        const World w = make_world(c, 3);
+        for (Path path : {Path::reference, Path::fused_scalar}) {
+            const Outputs r = run(w, c, path, 2, true);
+            double total = 0;
+            for (float m : r.mass) total += double(m) - 0.5;
+            QVERIFY2(std::fabs(total - double(c.n_tokens * c.n_head_kv * uint32_t(c.group))) < 1e-3, qPrintable(QString::number(total)));
+        }
+    }
+
+    void kernelsMatchScalar() {
+        if (detect_cpu_isa() != CpuIsa::avx2) QSKIP("no AVX2");
+        const AttentionKernels & s = scalar_attention_kernels();
+        const AttentionKernels & v = avx2_attention_kernels();
+        test::Rng rng(5);
+        for (uint32_t d : {8u, 16u, 24u, 48u, 64u, 80u, 128u}) {
+            for (KvCodec codec : {KvCodec::f32, KvCodec::f16, KvCodec::q8, KvCodec::q4}) {
+                if (!kv_codec_supports(codec, d)) continue;
+                const uint32_t n = 11;
+                const size_t rb = kv_codec_row_bytes(codec, d);
+                std::vector<uint8_t> rows(rb * n);
+                std::vector<float> x(d);
+                for (uint32_t r = 0; r < n; ++r) {
+                    for (float & e : x) e = rng.normal(2.0f);
+                    kv_encode_row(codec, x.data(), rows.data() + r * rb, d);
+                }
+                std::vector<float> a(size_t(n) * d), b(a.size());
+                s.decode_rows(codec, rows.data(), rb, n, d, a.data());
+                v.decode_rows(codec, rows.data(), rb, n, d, b.data());
+                QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0, qPrintable(QString("decode d %1").arg(d)));
+            }
+            const uint32_t n_k = 13, n_q = 5;
+            std::vector<float> k(size_t(n_k) * d), q(size_t(n_q) * d);
+            for (float & e : k) e = rng.normal(1.0f);
+            for (float & e : q) e = rng.normal(1.0f);
+            for (bool gemm : {false, true}) {
+                for (bool f64 : {false, true}) {
+                    if (gemm && d % 16 != 0) continue;
+                    std::vector<float> sa(size_t(n_q) * 16), sb(sa.size());
+                    s.scores(k.data(), KvCodec::f32, d * sizeof(float), n_k, q.data(), n_q, d, gemm, f64, 0.125f, sa.data(), 16);
+                    v.scores(k.data(), KvCodec::f32, d * sizeof(float), n_k, q.data(), n_q, d, gemm, f64, 0.125f, sb.data(), 16);
+                    // The same rows as f16, scored in place.
+                    std::vector<uint16_t> kh(k.size());
+                    for (size_t e = 0; e < k.size(); ++e) kh[e] = fp32_to_fp16(k[e]);
+                    std::vector<float> ha(sa.size()), hb(sa.size());
+                    s.scores(kh.data(), KvCodec::f16, d * 2, n_k, q.data(), n_q, d, gemm, f64, 0.125f, ha.data(), 16);
+                    v.scores(kh.data(), KvCodec::f16, d * 2, n_k, q.data(), n_q, d, gemm, f64, 0.125f, hb.data(), 16);
+                    for (uint32_t i = 0; i < n_q; ++i) {
+                        QVERIFY2(std::memcmp(&ha[i * 16], &hb[i * 16], n_k * sizeof(float)) == 0,
+                                 qPrintable(QString("f16 scores d %1 gemm %2").arg(d).arg(gemm)));
+                    }
+                    for (uint32_t i = 0; i < n_q; ++i) {
+                        QVERIFY2(std::memcmp(&sa[i * 16], &sb[i * 16], n_k * sizeof(float)) == 0,
+                                 qPrintable(QString("scores d %1 gemm %2").arg(d).arg(gemm)));
+                    }
+                }
+            }
+            std::vector<float> wts(size_t(n_q) * n_k), acc_a(size_t(n_q) * d, 0.25f), acc_b = acc_a;
+            for (size_t i = 0; i < wts.size(); ++i) wts[i] = i % 5 == 0 ? 0.0f : float(rng.uniform());
+            s.weighted_sum(k.data(), n_k, wts.data(), n_k, n_q, d, acc_a.data());
+            v.weighted_sum(k.data(), n_k, wts.data(), n_k, n_q, d, acc_b.data());
+            QVERIFY2(acc_a == acc_b, qPrintable(QString("weighted_sum d %1").arg(d)));
+            QCOMPARE(v.max(k.data(), n_k * d), s.max(k.data(), n_k * d));
+        }
+        for (uint32_t n : {1u, 7u, 8u, 37u}) {
+            std::vector<float> xa(n), xb;
+            for (float & e : xa) e = float(-20.0 * rng.uniform());
+            xa[0] = -INFINITY;
+            if (n > 3) xa[3] = -100.0f;
+            xb = xa;
+            const double sa = s.exp_sum(xa.data(), n, 0.0f), sb = v.exp_sum(xb.data(), n, 0.0f);
+            QCOMPARE(xb[0], 0.0f);
+            for (uint32_t i = 0; i < n; ++i) QVERIFY2(std::fabs(xa[i] - xb[i]) <= 3e-7f * xa[i] + 1e-37f, qPrintable(QString::number(i)));
+            QVERIFY(std::fabs(sa - sb) <= 1e-6 * sa);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuAttention)
+#include "test_cpu_attention.moc"

@@ -1,0 +1,213 @@
+// Every SIMD matmul kernel against the scalar one (quant::vec_dot, float_dot.h), for every
+// weight type, at sizes that are not multiples of the tiles, the SIMD width or (where the
+// format allows) an even number of blocks:
+//   - activations convert to exactly the bytes quant::quantize_activations writes;
+//   - F32/F16/BF16 results are bit-identical;
+//   - quantized results are within a float-accumulation bound of the exact value (the
+//     integer sums are exact; only the order of the float additions differs).
+
+#include <QtTest>
+
+#include <cstring>
+#include <vector>
+
+#include "engine/backend/cpu/aligned_buffer.h"
+#include "engine/backend/cpu/cpu_isa.h"
+#include "engine/backend/cpu/matmul_kernels.h"
+#include "engine/common/dtype.h"
+#include "engine/common/fp16.h"
+#include "engine/quant/quant.h"
+#include "engine/quant/quant_blocks.h"
+#include "random_rows.h"
+
+using namespace lr;
+using namespace lr::cpu;
+
+namespace {
+
+struct Problem {
+    DType type;
+    int64_t n_cols, n_rows, n_tokens;
+    std::vector<uint8_t> w;   // [n_rows][row_bytes]
+    std::vector<float> x;     // [n_tokens][n_cols]
+};
+
+Problem make_problem(DType type, int64_t n_cols, int64_t n_rows, int64_t n_tokens, uint64_t seed) {
+    Problem p{type, n_cols, n_rows, n_tokens, {}, {}};
+    test::Rng rng(seed);
+    const size_t rb = row_bytes(type, size_t(n_cols));
+    p.w.resize(rb * size_t(n_rows));
+    for (int64_t r = 0; r < n_rows; ++r) {
+        std::vector<float> row(static_cast<size_t>(n_cols));
+        for (float & v : row) v = rng.normal(0.05f);
+        quant::quantize_row(type, row.data(), p.w.data() + size_t(r) * rb, size_t(n_cols));
+    }
+    p.x = rng.activations(size_t(n_cols * n_tokens));
+    return p;
+}
+
+// y [n_tokens][n_rows] from one kernel, computing rows in uneven chunks.
+std::vector<float> run(const MatmulKernel & k, const Problem & p) {
+    const size_t arb = k.act_row_bytes(p.n_cols);
+    AlignedBuffer act, scratch;
+    uint8_t * a = act.reserve(arb * size_t(p.n_tokens));
+    for (int64_t t = 0; t < p.n_tokens; ++t) k.convert_act(p.x.data() + t * p.n_cols, p.n_cols, a + size_t(t) * arb);
+    std::vector<float> y(size_t(p.n_rows * p.n_tokens), NAN);
+    const MatmulJob job{.w = p.w.data(),
+                        .w_row_bytes = row_bytes(p.type, size_t(p.n_cols)),
+                        .n_cols = p.n_cols,
+                        .act = a,
+                        .act_row_bytes = arb,
+                        .n_tokens = p.n_tokens,
+                        .y = y.data(),
+                        .y_stride = p.n_rows};
+    uint8_t * s = scratch.reserve(std::max<size_t>(64, k.scratch_bytes(p.n_cols, p.n_rows, p.n_tokens)));
+    // Chunks of 1, 2, then 5 rows: odd starts and ends for the tiles.
+    const int64_t cuts[] = {1, 3, 8};
+    int64_t r0 = 0;
+    for (int64_t c : cuts) {
+        if (c >= p.n_rows) break;
+        if (c > r0) {
+            k.rows(job, r0, c, s);
+            r0 = c;
+        }
+    }
+    k.rows(job, r0, p.n_rows, s);
+    return y;
+}
+
+// sum_i |w_i * a_i| in double, with the activations as the kernel sees them (quantized).
+std::vector<double> abs_products(const Problem & p, std::vector<double> * exact) {
+    const DType at = quant::vec_dot_type(p.type);
+    std::vector<float> wd(size_t(p.n_cols)), ad(size_t(p.n_cols));
+    std::vector<uint8_t> aq(row_bytes(at, size_t(p.n_cols)));
+    std::vector<double> l1(size_t(p.n_rows * p.n_tokens));
+    exact->assign(l1.size(), 0.0);
+    const size_t rb = row_bytes(p.type, size_t(p.n_cols));
+    for (int64_t t = 0; t < p.n_tokens; ++t) {
+        quant::quantize_activations(at, p.x.data() + t * p.n_cols, aq.data(), size_t(p.n_cols));
+        quant::dequantize_row(at, aq.data(), ad.data(), size_t(p.n_cols));
+        for (int64_t r = 0; r < p.n_rows; ++r) {
+            quant::dequantize_row(p.type, p.w.data() + size_t(r) * rb, wd.data(), size_t(p.n_cols));
+            double s = 0, e = 0;
+            for (int64_t i = 0; i < p.n_cols; ++i) {
+                s += std::fabs(double(wd[size_t(i)]) * ad[size_t(i)]);
+                e += double(wd[size_t(i)]) * ad[size_t(i)];
+            }
+            if (at == DType::Q8_1) {
+                // Q4_1/Q5_1 take the activation sum from Q8_1's s = fp16(d * sum), not d * sum.
+                const auto * blocks = reinterpret_cast<const quant::block_q8_1 *>(aq.data());
+                const uint8_t * wrow = p.w.data() + size_t(r) * rb;
+                const size_t wb = rb / size_t(p.n_cols / 32);
+                for (int64_t b = 0; b < p.n_cols / 32; ++b) {
+                    uint16_t mh;
+                    std::memcpy(&mh, wrow + size_t(b) * wb + 2, 2);  // block_q4_1/q5_1: d, then m
+                    int sum = 0;
+                    for (int8_t q : blocks[b].qs) sum += q;
+                    const double m = fp16_to_fp32(mh);
+                    e += m * (double(fp16_to_fp32(blocks[b].s)) - double(fp16_to_fp32(blocks[b].d)) * sum);
+                    s += std::fabs(m * fp16_to_fp32(blocks[b].s));
+                }
+            }
+            l1[size_t(t * p.n_rows + r)] = s;
+            (*exact)[size_t(t * p.n_rows + r)] = e;
+        }
+    }
+    return l1;
+}
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+const char * const kTypes[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL",
+                               "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
+
+}  // namespace
+
+class TestCpuMatmul : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        if (detect_cpu_isa() != CpuIsa::avx2) QSKIP("this CPU has no SIMD ISA with kernels: nothing to compare");
+    }
+
+    void activationsConvertExactly_data() {
+        QTest::addColumn<QString>("type");
+        for (const char * t : kTypes) QTest::newRow(t) << QString(t);
+    }
+    void activationsConvertExactly() {
+        QFETCH(QString, type);
+        const DType wt = *dtype_from_name(type.toStdString());
+        const MatmulKernel * k = avx2_matmul_kernel(wt);
+        QVERIFY(k != nullptr);
+        const DType at = quant::vec_dot_type(wt);
+        const int64_t block = is_float_type(wt) ? 1 : dtype_traits(wt).block_elems;
+        test::Rng rng(7);
+        for (int64_t n_blocks : {1, 3, 8, 9}) {
+            const int64_t n = block == 1 ? 8 * n_blocks + 3 : block * n_blocks;
+            for (int trial = 0; trial < 20; ++trial) {
+                std::vector<float> x = rng.activations(size_t(n), trial % 2 ? 1e-3f : 3.0f);
+                if (trial == 0) std::fill(x.begin(), x.end(), 0.0f);
+                std::vector<uint8_t> ref(row_bytes(at, size_t(n))), got(ref.size());
+                quant::quantize_activations(at, x.data(), ref.data(), size_t(n));
+                AlignedBuffer act;
+                k->convert_act(x.data(), n, act.reserve(k->act_row_bytes(n)));
+                k->act_to_standard(act.data(), n, got.data());
+                QVERIFY2(ref == got, qPrintable(QString("n %1 trial %2").arg(n).arg(trial)));
+            }
+        }
+    }
+
+    void matchesScalarKernel_data() {
+        QTest::addColumn<QString>("type");
+        for (const char * t : kTypes) QTest::newRow(t) << QString(t);
+    }
+    void matchesScalarKernel() {
+        QFETCH(QString, type);
+        const DType wt = *dtype_from_name(type.toStdString());
+        const MatmulKernel * simd = avx2_matmul_kernel(wt);
+        const MatmulKernel * ref = scalar_matmul_kernel(wt);
+        QVERIFY(simd && ref);
+        const int64_t block = dtype_traits(wt).block_elems;
+        std::vector<int64_t> col_counts;
+        if (is_float_type(wt)) {
+            col_counts = {5, 16, 40, 64, 100, 192, 528, 1040};  // gemm needs % 16; gemv tails
+        } else if (block == 32) {
+            col_counts = {32, 96, 224, 512, 1056};  // 1, 3, 7, 16, 33 blocks
+        } else {
+            col_counts = {256, 768, 1280};
+        }
+        uint64_t seed = 1;
+        for (int64_t n_cols : col_counts) {
+            for (int64_t n_rows : {1, 3, 17}) {
+                for (int64_t n_tokens : {1, 2, 3, 5, 8}) {
+                    const Problem p = make_problem(wt, n_cols, n_rows, n_tokens, seed++);
+                    const std::vector<float> a = run(*ref, p), b = run(*simd, p);
+                    const QString where = QString("cols %1 rows %2 tokens %3").arg(n_cols).arg(n_rows).arg(n_tokens);
+                    if (is_float_type(wt)) {
+                        for (size_t i = 0; i < a.size(); ++i) {
+                            QVERIFY2(std::memcmp(&a[i], &b[i], sizeof(float)) == 0,
+                                     qPrintable(where + QString(" output %1: %2 vs %3").arg(i).arg(double(a[i]), 0, 'g', 9).arg(double(b[i]), 0, 'g', 9)));
+                        }
+                        continue;
+                    }
+                    std::vector<double> exact;
+                    const std::vector<double> l1 = abs_products(p, &exact);
+                    const double n_blocks = double(n_cols) / double(block);
+                    for (size_t i = 0; i < a.size(); ++i) {
+                        // Each side rounds its float sum of n_blocks terms: a few ulp of the
+                        // terms' magnitude per term, at worst.
+                        const double bound = 4.0 * 0x1p-24 * (n_blocks + 4.0) * l1[i] + 1e-30;
+                        QVERIFY2(std::fabs(a[i] - exact[i]) <= bound,
+                                 qPrintable(where + QString(" scalar %1 exact %2").arg(double(a[i])).arg(exact[i])));
+                        QVERIFY2(std::fabs(b[i] - exact[i]) <= bound,
+                                 qPrintable(where + QString(" output %1: simd %2 exact %3 (scalar %4, bound %5)")
+                                                        .arg(i).arg(double(b[i]), 0, 'g', 9).arg(exact[i], 0, 'g', 9).arg(double(a[i]), 0, 'g', 9).arg(bound)));
+                    }
+                }
+            }
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuMatmul)
+#include "test_cpu_matmul.moc"

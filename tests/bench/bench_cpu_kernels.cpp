@@ -1,0 +1,155 @@
+// Microbenchmarks of the CPU kernels (Google Benchmark), one thread, per ISA:
+//   matmul/<type>/<isa>/<tokens>   a TinyLlama-sized [2048 x 2048] weight (ffn_down's
+//                                  [2048 x 5632] with /down, [96 x 2048] with /l2, which
+//                                  stays in L2); decode reports the weight bytes streamed
+//                                  per second, prefill the multiply-adds;
+//   attention/<isa>/<depth>/<tokens> one layer's attention (32 query heads, 4 KV heads,
+//                                  head_dim 64, f16 cache) after `depth` cached tokens.
+// Run: build/tests/bench/bench_cpu_kernels [--benchmark_filter=matmul/Q4_0]
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cpu/aligned_buffer.h"
+#include "engine/backend/cpu/attention.h"
+#include "engine/backend/cpu/cpu_isa.h"
+#include "engine/backend/cpu/matmul_kernels.h"
+#include "engine/backend/kv_codec_rows.h"
+#include "engine/quant/quant.h"
+
+using namespace lr;
+using namespace lr::cpu;
+
+namespace {
+
+struct Rng {
+    uint64_t s;
+    float normal() {
+        auto u = [&] {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            return (double(s >> 11) + 0.5) / 9007199254740992.0;
+        };
+        return float(std::sqrt(-2.0 * std::log(u())) * std::cos(6.283185307179586 * u()));
+    }
+};
+
+void bench_matmul(benchmark::State & state, DType type, CpuIsa isa, int64_t n_rows, int64_t n_cols) {
+    const int64_t n_tokens = state.range(0);
+    const MatmulKernel * k = matmul_kernel(isa, type);
+    Rng rng{1};
+    const size_t rb = row_bytes(type, size_t(n_cols));
+    std::vector<uint8_t> w(rb * size_t(n_rows));
+    std::vector<float> row(static_cast<size_t>(n_cols));
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (float & v : row) v = 0.05f * rng.normal();
+        quant::quantize_row(type, row.data(), w.data() + size_t(r) * rb, size_t(n_cols));
+    }
+    std::vector<float> x(size_t(n_cols * n_tokens)), y(size_t(n_rows * n_tokens));
+    for (float & v : x) v = rng.normal();
+    const size_t arb = k->act_row_bytes(n_cols);
+    AlignedBuffer act, scratch;
+    act.reserve(arb * size_t(n_tokens));
+    scratch.reserve(std::max<size_t>(64, k->scratch_bytes(n_cols, n_rows, n_tokens)));
+    const MatmulJob job{.w = w.data(), .w_row_bytes = rb, .n_cols = n_cols, .act = act.data(), .act_row_bytes = arb,
+                        .n_tokens = n_tokens, .y = y.data(), .y_stride = n_rows};
+    for (auto _ : state) {
+        for (int64_t t = 0; t < n_tokens; ++t) k->convert_act(x.data() + t * n_cols, n_cols, act.data() + size_t(t) * arb);
+        k->rows(job, 0, n_rows, scratch.data());
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["weight_GB/s"] = benchmark::Counter(double(w.size()) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    state.counters["GMAC/s"] = benchmark::Counter(double(n_rows * n_cols * n_tokens) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+void bench_attention(benchmark::State & state, CpuIsa isa) {
+    const uint32_t depth = uint32_t(state.range(0));
+    const int64_t n_tokens = state.range(1);
+    const KvBlockShape shape{32, 4, 64};
+    const uint32_t n_pos = depth + uint32_t(n_tokens);
+    const uint32_t n_blocks = (n_pos + shape.block_tokens - 1) / shape.block_tokens;
+    const KvBlockLayout L{shape, KvCodec::f16, KvCodec::f16};
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<KvBlockRef> blocks;
+    Rng rng{2};
+    std::vector<float> v(shape.head_dim);
+    for (uint32_t b = 0; b < n_blocks; ++b) {
+        storage.emplace_back(L.block_bytes());
+        uint8_t * data = storage.back().data();
+        auto * pos = reinterpret_cast<int32_t *>(data + L.pos_offset());
+        for (uint32_t g = 0; g < shape.n_head_kv; ++g) {
+            for (uint32_t s = 0; s < shape.block_tokens; ++s) {
+                const uint32_t p = b * shape.block_tokens + s;
+                pos[L.pos_index(g, s)] = p < n_pos ? int32_t(p) : kInvalidPos;
+                for (float & e : v) e = rng.normal();
+                kv_encode_row(KvCodec::f16, v.data(), data + L.k_row_offset(g, s), shape.head_dim);
+                kv_encode_row(KvCodec::f16, v.data(), data + L.v_row_offset(g, s), shape.head_dim);
+            }
+        }
+        blocks.push_back({data, KvCodec::f16, KvCodec::f16});
+    }
+    PagedKvView view;
+    view.shape = shape;
+    view.blocks = blocks;
+    const AttentionParams params{.n_head = 32, .n_head_kv = 4, .head_dim = 64, .scale = 0.125f};
+    std::vector<float> q(size_t(n_tokens) * 32 * 64), out(q.size());
+    for (float & e : q) e = rng.normal();
+    std::vector<int32_t> positions;
+    for (int64_t t = 0; t < n_tokens; ++t) positions.push_back(int32_t(depth + uint32_t(t)));
+    ThreadPool pool(1);
+    AttentionScratch scratch;
+    const AttentionArgs args{.q = q.data(), .n_tokens = n_tokens, .pos = positions.data(), .view = &view, .params = params, .out = out.data()};
+    for (auto _ : state) {
+        if (isa == CpuIsa::scalar) {
+            attention_reference(pool, args);
+        } else {
+            attention_fused(pool, attention_kernels(isa), args, scratch);
+        }
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["tokens/s"] = benchmark::Counter(double(n_tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+    const CpuIsa best = detect_cpu_isa();
+    std::vector<CpuIsa> isas = {CpuIsa::scalar};
+    if (best != CpuIsa::scalar) isas.push_back(best);
+    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                           DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    for (DType type : types) {
+        for (CpuIsa isa : isas) {
+            const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" + std::string(cpu_isa_name(isa));
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 2048, 2048); })
+                ->Arg(1)
+                ->Arg(64)
+                ->Unit(benchmark::kMicrosecond);
+            benchmark::RegisterBenchmark((name + "/down").c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 2048, 5632); })
+                ->Arg(1)
+                ->Unit(benchmark::kMicrosecond);
+            // Weights that stay in L2: the kernel's own speed, without memory.
+            benchmark::RegisterBenchmark((name + "/l2").c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 96, 2048); })
+                ->Arg(1)
+                ->Unit(benchmark::kMicrosecond);
+        }
+    }
+    for (CpuIsa isa : isas) {
+        const std::string name = "attention/" + std::string(cpu_isa_name(isa));
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa); })
+            ->Args({512, 1})
+            ->Args({4096, 1})
+            ->Args({0, 512})
+            ->Unit(benchmark::kMicrosecond);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

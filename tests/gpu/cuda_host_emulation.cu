@@ -1,0 +1,211 @@
+// Host instances of the kernels' per-element code (see cuda_host_emulation.h).
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <vector>
+
+#include "cuda_host_emulation.h"
+#include "engine/backend/cuda/attention.cuh"
+#include "engine/backend/cuda/dequant.cuh"
+#include "engine/backend/cuda/kv_codec.cuh"
+#include "engine/backend/cuda/matvec.cuh"
+
+namespace lr::test {
+
+using namespace lr::cuda;
+
+namespace {
+
+template <DType T>
+void one(const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float * out) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t c = 0; c < n_cols; ++c) out[r * n_cols + c] = dequant_one<T>(w + size_t(r) * row_bytes, c);
+    }
+}
+
+template <DType T>
+bool steps(const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, bool aligned16, float * out) {
+    std::vector<int> writes(static_cast<size_t>(n_cols));
+    bool ok = true;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t * row = w + size_t(r) * row_bytes;
+        std::fill(writes.begin(), writes.end(), 0);
+        const int64_t n_steps = n_cols / 256;
+        for (int64_t step = 0; step < n_steps; ++step) {
+            for (int lane = 0; lane < 32; ++lane) {
+                float v[8];
+                int a0 = -1, a1 = -1;
+                dequant_step<T>(row, step, lane, aligned16, v, a0, a1);
+                for (int k = 0; k < 4; ++k) {
+                    for (const auto & [at, value] : {std::pair{a0 + k, v[k]}, std::pair{a1 + k, v[4 + k]}}) {
+                        if (at < 0 || at >= 256) {
+                            ok = false;
+                            continue;
+                        }
+                        const int64_t c = step * 256 + at;
+                        ++writes[size_t(c)];
+                        out[r * n_cols + c] = value;
+                    }
+                }
+            }
+        }
+        for (int64_t c = n_steps * 256; c < n_cols; ++c) {
+            out[r * n_cols + c] = dequant_one<T>(row, c);
+            ++writes[size_t(c)];
+        }
+        for (int count : writes) ok = ok && count == 1;
+    }
+    return ok;
+}
+
+template <DType T>
+void matvec(const mv::Params & p) {
+    const int64_t n_warps = (p.n_rows + mv::kRowsPerWarp - 1) / mv::kRowsPerWarp;
+    for (int64_t warp = 0; warp < n_warps; ++warp) {
+        const int64_t row0 = mv::first_row(warp);
+        float acc[32][mv::kRowsPerWarp][mv::kMaxTokens];
+        for (int lane = 0; lane < 32; ++lane) mv::lane_sums<T>(p, row0, lane, acc[lane]);
+        for (int t = 0; t < p.n_tokens; ++t) {
+            for (int r = 0; r < mv::rows_of(p, row0); ++r) {
+                // __shfl_xor_sync butterfly: every lane adds its partner's value, level by level.
+                float v[32];
+                for (int l = 0; l < 32; ++l) v[l] = acc[l][r][t];
+                for (int offset = 16; offset > 0; offset /= 2) {
+                    float next[32];
+                    for (int l = 0; l < 32; ++l) next[l] = v[l] + v[l ^ offset];
+                    std::copy(next, next + 32, v);
+                }
+                p.y[t * p.y_stride + row0 + r] = v[0];
+            }
+        }
+    }
+}
+
+// The halving tree of attention.cu's block_reduce.
+template <class T, class Op>
+T tree_reduce(std::vector<T> part, Op op) {
+    for (size_t half = part.size() / 2; half > 0; half /= 2) {
+        for (size_t t = 0; t < half; ++t) part[t] = op(part[t], part[t + half]);
+    }
+    return part[0];
+}
+
+}  // namespace
+
+void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float * x,
+                    int64_t n_tokens, float * y) {
+    LR_ASSERT(n_tokens >= 1 && n_tokens <= kMatvecMaxTokens);
+    const mv::Params p{.w = w, .row_bytes = row_bytes, .n_rows = n_rows, .n_cols = n_cols, .x = x, .n_tokens = int(n_tokens), .y = y,
+                       .y_stride = n_rows, .w_aligned16 = false, .x_vec4 = false};
+#define LR_MATVEC_CASE(T) matvec<T>(p)
+    LR_CUDA_DISPATCH_TYPE(type, LR_MATVEC_CASE)
+#undef LR_MATVEC_CASE
+}
+
+void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, const PagedKvView & view, const AttentionParams & params,
+                       float * out, int n_sm) {
+    using namespace attn;
+    std::vector<KvDevBlock> table;
+    AttentionShape shape{.n_tokens = n_tokens,
+                         .n_head = params.n_head,
+                         .n_head_kv = params.n_head_kv,
+                         .n_blocks = view.n_blocks(),
+                         .dims = {.block_tokens = view.shape.block_tokens, .n_head_kv = view.shape.n_head_kv,
+                                  .head_dim = view.shape.head_dim, .codec_group = kv_codec_group(view.shape.head_dim)},
+                         .scale = params.scale,
+                         .f16_k = true,
+                         .f16_v = true,
+                         .mass = view.attn_mass != nullptr,
+                         .n_sm = n_sm};
+    for (uint32_t b = 0; b < view.n_blocks(); ++b) {
+        const KvBlockLayout L = view.layout(b);
+        shape.f16_k = shape.f16_k && L.k_codec == KvCodec::f16;
+        shape.f16_v = shape.f16_v && L.v_codec == KvCodec::f16;
+        table.push_back({.data = view.blocks[b].data, .k_codec = uint32_t(L.k_codec), .v_codec = uint32_t(L.v_codec),
+                         .k_row_bytes = uint32_t(L.k_row_bytes()), .v_row_bytes = uint32_t(L.v_row_bytes()),
+                         .v_offset = uint32_t(L.v_offset()), .pos_offset = uint32_t(L.pos_offset())});
+    }
+    const AttentionPlan pl = plan(shape);
+    std::vector<float> scores(pl.scores_bytes / sizeof(float)), partial(pl.partial_bytes / sizeof(float));
+    const AttentionArgs args{.q = q, .pos = pos, .blocks = table.data(), .mass = view.attn_mass, .out = out,
+                             .scores = scores.data(), .partial = partial.data()};
+    std::vector<float> smem(std::max(scores_shared_bytes(pl, shape.dims.head_dim), values_shared_bytes(pl, shape.dims.head_dim)) / 4 + 1);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += pl.tile_tokens) {
+        const Tile a = make_tile(shape, pl, args, t0);
+        for (uint32_t x = 0; x < query_ctas(a); ++x) {
+            for (uint32_t g = 0; g < uint32_t(a.n_head_kv); ++g) {
+                for (uint32_t chunk = 0; chunk < a.n_chunks; ++chunk) {
+                    const Cta c{x, g, chunk};
+                    const ScoresShared s = scores_shared(a, smem.data());
+                    for (uint32_t tid = 0; tid < kThreads; ++tid) scores_load_queries(a, c, s, tid);
+                    for (uint32_t b = chunk_begin(a, c); b < chunk_end(a, c); ++b) {
+                        for (uint32_t s0 = 0; s0 < a.bt; s0 += a.slots_per_pass) {
+                            for (uint32_t tid = 0; tid < kThreads; ++tid) scores_load_keys(a, c, s, b, s0, tid);
+                            for (uint32_t tid = 0; tid < kThreads; ++tid) scores_compute(a, c, s, b, s0, tid);
+                        }
+                    }
+                }
+            }
+        }
+        for (int64_t r = 0; r < a.n_tok * a.n_head; ++r) {
+            float * row = a.scores + size_t(r) * a.n_slots;
+            std::vector<float> maxes(kRowThreads);
+            for (uint32_t tid = 0; tid < kRowThreads; ++tid) maxes[tid] = softmax_max_part(row, a.n_slots, tid);
+            const float m = tree_reduce(maxes, [](float u, float v) { return fmaxf(u, v); });
+            std::vector<double> sums(kRowThreads);
+            for (uint32_t tid = 0; tid < kRowThreads; ++tid) sums[tid] = softmax_exp_part(row, a.n_slots, m, tid);
+            const double sum = tree_reduce(sums, [](double u, double v) { return u + v; });
+            for (uint32_t tid = 0; tid < kRowThreads; ++tid) softmax_normalize(row, a.n_slots, inverse_sum(sum), tid);
+        }
+        if (a.mass) {
+            for (uint32_t g = 0; g < uint32_t(a.n_head_kv); ++g) {
+                for (size_t slot = 0; slot < a.n_slots; ++slot) mass_add(a, g, slot);
+            }
+        }
+        for (uint32_t x = 0; x < query_ctas(a); ++x) {
+            for (uint32_t g = 0; g < uint32_t(a.n_head_kv); ++g) {
+                for (uint32_t chunk = 0; chunk < a.n_chunks; ++chunk) {
+                    const Cta c{x, g, chunk};
+                    const ValuesShared s = values_shared(a, smem.data());
+                    std::vector<ValuesAcc> acc(kThreads);
+                    for (ValuesAcc & t : acc) std::fill(std::begin(t.v), std::end(t.v), 0.0f);
+                    for (uint32_t b = chunk_begin(a, c); b < chunk_end(a, c); ++b) {
+                        for (uint32_t s0 = 0; s0 < a.bt; s0 += a.slots_per_pass) {
+                            for (uint32_t tid = 0; tid < kThreads; ++tid) values_load(a, c, s, b, s0, tid);
+                            for (uint32_t tid = 0; tid < kThreads; ++tid) values_accumulate(a, c, s, s0, tid, acc[tid]);
+                        }
+                    }
+                    for (uint32_t tid = 0; tid < kThreads; ++tid) values_store(a, c, tid, acc[tid]);
+                }
+            }
+        }
+        if (a.n_chunks > 1) {
+            for (int64_t e = 0; e < a.n_tok * a.n_head * int64_t(a.d); ++e) reduce_chunks(a, e);
+        }
+    }
+}
+
+void emulate_dequant_one(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float * out) {
+#define LR_ONE_CASE(T) one<T>(w, row_bytes, n_rows, n_cols, out)
+    LR_CUDA_DISPATCH_TYPE(type, LR_ONE_CASE)
+#undef LR_ONE_CASE
+}
+
+bool emulate_dequant_steps(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, bool aligned16, float * out) {
+    bool ok = false;
+#define LR_STEPS_CASE(T) ok = steps<T>(w, row_bytes, n_rows, n_cols, aligned16, out)
+    LR_CUDA_DISPATCH_TYPE(type, LR_STEPS_CASE)
+#undef LR_STEPS_CASE
+    return ok;
+}
+
+void emulate_kv_encode_row(KvCodec codec, const float * src, uint8_t * dst, uint32_t head_dim) {
+    kv_encode_row_device(uint32_t(codec), src, dst, head_dim, kv_codec_group(head_dim));
+}
+
+float emulate_kv_decode(KvCodec codec, const uint8_t * row, uint32_t i, uint32_t head_dim) {
+    return kv_decode_one(uint32_t(codec), row, i, kv_codec_group(head_dim));
+}
+
+}  // namespace lr::test

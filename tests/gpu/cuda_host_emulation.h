@@ -1,0 +1,40 @@
+#pragma once
+// The CUDA kernels' per-element code (engine/backend/cuda/dequant.cuh, kv_codec.cuh) run on
+// the host: the lane mappings of dequant_step and the KV codecs can be checked against the
+// CPU reference on machines without a GPU. Compiled by nvcc (cuda_host_emulation.cu), host
+// code only: nothing here needs a device or a driver.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/kv_block_layout.h"
+#include "engine/common/dtype.h"
+
+namespace lr::test {
+
+// Every element of the rows through dequant_one.                     out: [n_rows][n_cols]
+void emulate_dequant_one(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float * out);
+
+// The rows as the matvec and GEMM kernels read them: each whole 256-column step through
+// dequant_step for all 32 lanes, the tail through dequant_one. False when a column is
+// written by two lanes or by none.                                    out: [n_rows][n_cols]
+bool emulate_dequant_steps(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, bool aligned16, float * out);
+
+// kv_write's encoder and attention's decoder.
+void emulate_kv_encode_row(KvCodec codec, const float * src, uint8_t * dst, uint32_t head_dim);
+float emulate_kv_decode(KvCodec codec, const uint8_t * row, uint32_t i, uint32_t head_dim);
+
+// The matvec kernel (matvec.cuh), warp by warp and lane by lane, with the warp's
+// butterfly sum.                        x: [n_tokens][n_cols], y: [n_tokens][n_rows]
+void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float * x,
+                    int64_t n_tokens, float * y);
+
+// The launches of attention.cu (attention.cuh), block by block and thread by thread in
+// barrier order, on host memory (the view's blocks in RAM). n_sm sizes the plan as on a GPU
+// with that many multiprocessors (it changes the chunking, not the result's order of sums
+// within a chunk).                      q, out: [n_tokens][n_head][head_dim]
+void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, const PagedKvView & view, const AttentionParams & p,
+                       float * out, int n_sm);
+
+}  // namespace lr::test
