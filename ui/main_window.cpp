@@ -286,6 +286,7 @@ void MainWindow::connectController() {
         m_settingsPanel->setModel(m);
         m_document->setTrainedContext(m.nCtxTrain);
         m_cache->setBackend(m.backend);
+        if (!m.backendNote.isEmpty()) showBanner(m.backendNote);  // e.g. why the GPU is not used
         updateActivity();
     });
     connect(&c, &app::SessionController::modelFailed, this, [this](const QString & message) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/model/layer_weight_bytes.h"
 #include "resources/bundled_model.h"
 
 namespace lr::cli {
@@ -66,21 +67,6 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) 
     std::vector<FlagSpec> out;
     for (const auto & g : groups) out.insert(out.end(), g.begin(), g.end());
     return out;
-}
-
-LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file) {
-    LayerWeightBytes w;
-    for (const gguf::TensorInfo & t : file.tensors()) {
-        unsigned il = 0;
-        int used = 0;
-        if (std::sscanf(t.name.c_str(), "blk.%u.%n", &il, &used) == 1 && used > 0) {
-            if (w.layer_bytes.size() <= il) w.layer_bytes.resize(size_t(il) + 1, 0);
-            w.layer_bytes[il] += t.n_bytes;
-        } else {
-            w.global_bytes += t.n_bytes;
-        }
-    }
-    return w;
 }
 
 Result<LoadedModel> load_model(const Args & args) {

@@ -31,8 +31,6 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
 // Picks the backend (--backend; a CUDA backend that cannot be used gives a one-line note on
 // stderr and the CPU), then loads the model on it.
 Result<LoadedModel> load_model(const Args & args);
-// The weight bytes of a model file per layer (--gpu-layers moves whole layers).
-LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file);
 Result<SessionConfig> session_config(const Args & args, const Model & model);
 Result<SamplerParams> sampler_params(const Args & args);
 Result<KvSettings> kv_settings(const Args & args);

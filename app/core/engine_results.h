@@ -16,7 +16,8 @@ struct ModelInfo {
     QString architecture;  // "llama", "qwen2"
     QString quantization;  // "Q4_K_M", "F16", ...
     QString chatTemplate;  // the template family, and whether it is the model's own
-    QString backend;       // "CPU (2 threads)"
+    QString backend;       // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
+    QString backendNote;   // why a CUDA device was not used, or empty
     quint64 fileBytes = 0;
     uint32_t nCtxTrain = 0;
     uint32_t nLayer = 0;

@@ -7,6 +7,8 @@
 #include <chrono>
 
 #include "app/core/model_file_info.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/layer_weight_bytes.h"
 #include "engine/runtime/chat_session.h"
 #include "resources/bundled_model.h"
 
@@ -41,12 +43,18 @@ Result<ModelInfo> LlmEngine::loadModel(const LoadModelRequest & request, std::st
     const auto t0 = Clock::now();
     m_session.reset();
     m_model.reset();
-    if (!m_backend || m_threads != request.threads) {
-        m_backend = std::make_unique<CpuBackend>(CpuBackendOptions{.n_threads = request.threads});
-        m_threads = request.threads;
-    }
+    m_backend.reset();
     if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
     const bool bundled = request.path == QLatin1String(kBundledModelPath);
+    // A CUDA device when one is usable (as much of the model in VRAM as leaves room for the
+    // KV cache), else the CPU. A file that does not open is reported by Model::load below.
+    Result<gguf::GgufFile> file = bundled ? gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName)
+                                          : gguf::GgufFile::open(utf8(request.path));
+    const LayerWeightBytes weightBytes = file.ok() ? layer_weight_bytes(*file) : LayerWeightBytes{};
+    BackendSelection selection = create_backend({.choice = BackendChoice::automatic,
+                                                 .n_threads = request.threads,
+                                                 .weights = file.ok() ? &weightBytes : nullptr});
+    m_backend = std::move(selection.backend);
     Result<std::shared_ptr<const Model>> model = bundled ? Model::load_from_memory(bundled_model_bytes(), kBundledModelName, *m_backend)
                                                          : Model::load(utf8(request.path), *m_backend);
     if (!model.ok()) return model.status();
@@ -62,7 +70,13 @@ Result<ModelInfo> LlmEngine::loadModel(const LoadModelRequest & request, std::st
     const std::string_view family = chat::chat_family_name(m_model->chat_template().family());
     info.chatTemplate = QString::fromLatin1(family.data(), qsizetype(family.size())) +
                         (m_model->chat_template().is_builtin() ? QStringLiteral(" (built in)") : QStringLiteral(" (the model's own)"));
-    info.backend = m_backend->n_threads() == 1 ? QStringLiteral("CPU, 1 thread") : QStringLiteral("CPU, %1 threads").arg(m_backend->n_threads());
+    if (m_backend->kind() == BackendKind::cuda) {
+        info.backend = QStringLiteral("CUDA ") + QString::fromStdString(m_backend->name());
+    } else {
+        const int threads = static_cast<const CpuBackend &>(*m_backend).n_threads();
+        info.backend = threads == 1 ? QStringLiteral("CPU, 1 thread") : QStringLiteral("CPU, %1 threads").arg(threads);
+    }
+    info.backendNote = QString::fromStdString(selection.note);
     info.fileBytes = m_model->file().file_size();
     info.nCtxTrain = hp.n_ctx_train;
     info.nLayer = hp.n_layer;

@@ -1,12 +1,12 @@
 #pragma once
-// The real engine behind InferenceEngine: a CPU backend, the loaded Model, one Session
-// (re-created when the settings that shape it change: applied at the next turn), and the
-// summarizer. Lives on the engine thread.
+// The real engine behind InferenceEngine: a backend (CUDA when a device is usable, else the
+// CPU), the loaded Model, one Session (re-created when the settings that shape it change:
+// applied at the next turn), and the summarizer. Lives on the engine thread.
 
 #include <memory>
 
 #include "app/core/inference_engine.h"
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend.h"
 #include "engine/chat/chat_template.h"
 
 namespace lr::app {
@@ -34,8 +34,7 @@ private:
     // Tokens kept free after the context for the next question and its answer.
     static uint32_t reserveFor(uint32_t contextLimit);
 
-    std::unique_ptr<CpuBackend> m_backend;
-    int m_threads = -1;
+    std::unique_ptr<Backend> m_backend;
     std::shared_ptr<const Model> m_model;
     std::unique_ptr<Session> m_session;
     EngineSettings m_sessionSettings;

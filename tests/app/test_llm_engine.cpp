@@ -8,6 +8,7 @@
 
 #include "app/core/engine_host.h"
 #include "app/core/llm_engine.h"
+#include "engine/backend/backend_factory.h"
 #include "support/reference_data.h"
 
 using namespace lr;
@@ -45,7 +46,14 @@ private slots:
         QCOMPARE(info->nCtxTrain, 2048u);
         QVERIFY(!info->quantization.isEmpty());
         QVERIFY(info->shape.weight_bytes > 0);
-        QCOMPARE(info->backend, QStringLiteral("CPU, 1 thread"));
+        // CUDA when a device is usable; otherwise the CPU, silently when there is no GPU at all.
+        const BackendInventory machine = probe_backends();
+        if (machine.devices.empty()) {
+            QCOMPARE(info->backend, QStringLiteral("CPU, 1 thread"));
+            QVERIFY(info->backendNote.isEmpty());
+        } else {
+            QVERIFY2(info->backend.startsWith(QLatin1String("CUDA")) || !info->backendNote.isEmpty(), qPrintable(info->backend));
+        }
         QVERIFY(m_engine.hasModel());
     }
 

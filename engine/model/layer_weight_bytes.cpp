@@ -1,0 +1,22 @@
+#include "layer_weight_bytes.h"
+
+#include <cstdio>
+
+namespace lr {
+
+LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file) {
+    LayerWeightBytes w;
+    for (const gguf::TensorInfo & t : file.tensors()) {
+        unsigned il = 0;
+        int used = 0;
+        if (std::sscanf(t.name.c_str(), "blk.%u.%n", &il, &used) == 1 && used > 0) {
+            if (w.layer_bytes.size() <= il) w.layer_bytes.resize(size_t(il) + 1, 0);
+            w.layer_bytes[il] += t.n_bytes;
+        } else {
+            w.global_bytes += t.n_bytes;
+        }
+    }
+    return w;
+}
+
+}  // namespace lr
