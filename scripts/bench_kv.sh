@@ -19,6 +19,7 @@ WORK=${1:-/tmp/longread-bench}
 VOCAB=${VOCAB:-../shared/models/llama-2-tiny-random.gguf}
 TEXT=${TEXT:-../shared/data/text/tinystories_style_eval.txt}
 THREADS=${THREADS:-2}
+# (a list of one space skips a part)
 KV_CONTEXTS=${KV_CONTEXTS:-"2048 4096 8192 16384"}
 RESTORE_CONTEXTS=${RESTORE_CONTEXTS:-"4096 16384"}
 POLICY_CONTEXTS=${POLICY_CONTEXTS:-"4096 8192"}
@@ -47,7 +48,8 @@ EOF
 # generate NAME CTX N_GEN ARGS...: one run; its stats in $WORK/NAME.json, stderr in $WORK/NAME.err.
 generate() {
   local name=$1 ctx=$2 n_gen=$3; shift 3
-  "$CLI" generate -m "$MODEL" -t "$THREADS" -f "$(prompt_of "$ctx")" -c $((ctx + 64)) -n "$n_gen" --temp 0 \
+  local n_ctx=$((ctx + 64 > 32768 ? 32768 : ctx + 64))  # the prompts leave room below the trained context
+  "$CLI" generate -m "$MODEL" -t "$THREADS" -f "$(prompt_of "$ctx")" -c "$n_ctx" -n "$n_gen" --temp 0 \
     --kv-stats-json "$WORK/$name.json" "$@" > /dev/null 2> "$WORK/$name.err"
 }
 
