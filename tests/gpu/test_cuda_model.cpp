@@ -16,50 +16,12 @@
 #include "engine/runtime/session.h"
 #include "gpu_test_support.h"
 #include "support/reference_data.h"
+#include "support/session_run.h"
 
 using namespace lr;
 using namespace lr::test;
 
 namespace {
-
-struct Run {
-    std::vector<std::vector<float>> logits;  // after the prompt, then after each step
-    std::vector<int32_t> tokens;             // the tokens fed after the prompt
-    KvStats stats;
-    Status status;
-};
-
-std::vector<int32_t> random_prompt(std::mt19937 & rng, size_t n, int32_t n_vocab) {
-    std::vector<int32_t> t{1};
-    while (t.size() < n) t.push_back(3 + int32_t(rng() % uint32_t(n_vocab - 3)));
-    return t;
-}
-
-// Prefill, then `steps` tokens: `forced` ones when given (teacher forcing, so that a near
-// tie cannot derail a comparison), else greedy.
-Run run(std::shared_ptr<const Model> model, const std::vector<int32_t> & prompt, int steps, SessionConfig config,
-        const std::vector<int32_t> & forced = {}) {
-    Run r;
-    auto session = Session::create(model, config);
-    if (!session.ok()) {
-        r.status = session.status();
-        return r;
-    }
-    r.status = (*session)->append(prompt);
-    if (!r.status.ok()) return r;
-    for (int i = 0;; ++i) {
-        const auto l = (*session)->logits();
-        r.logits.emplace_back(l.begin(), l.end());
-        if (i == steps) break;
-        const int32_t next = size_t(i) < forced.size() ? forced[size_t(i)] : argmax(l, l.size());
-        r.tokens.push_back(next);
-        r.status = (*session)->append(std::span(&next, 1));
-        if (!r.status.ok()) return r;
-    }
-    (*session)->kv_cache().flush();
-    r.stats = (*session)->kv_stats();
-    return r;
-}
 
 SessionConfig in_memory(uint32_t n_ctx, uint32_t chunk, const QString & dir) {
     SessionConfig c{.n_ctx = n_ctx, .chunk_tokens = chunk};
@@ -68,11 +30,6 @@ SessionConfig in_memory(uint32_t n_ctx, uint32_t chunk, const QString & dir) {
     c.kv.disk_mib = 0.001;  // no room: nothing spills
     c.kv.host_mib = 0.001;
     return c;
-}
-
-double layer_mib(const Model & model, uint32_t n_tokens, uint32_t bt) {
-    const KvBlockLayout layout{{bt, model.hparams().n_head_kv, model.hparams().head_dim}, KvCodec::f16, KvCodec::f16};
-    return double((n_tokens + bt - 1) / bt * layout.block_bytes()) / (1 << 20);
 }
 
 }  // namespace
@@ -182,9 +139,9 @@ private slots:
         std::mt19937 rng(5);
         const std::vector<int32_t> prompt = random_prompt(rng, 150, int32_t(mc->hparams().n_vocab));
         const int steps = 12;
-        const Run ref = run(mc, prompt, steps, in_memory(512, 64, dir_.path() + "/cpu"));
+        const SessionRun ref = run_session(mc, prompt, steps, in_memory(512, 64, dir_.path() + "/cpu"));
         QVERIFY2(ref.status.ok(), ref.status.message().c_str());
-        const Run got = run(mg, prompt, steps, in_memory(512, 64, dir_.path() + "/gpu"), ref.tokens);
+        const SessionRun got = run_session(mg, prompt, steps, in_memory(512, 64, dir_.path() + "/gpu"), ref.tokens);
         QVERIFY2(got.status.ok(), got.status.message().c_str());
         float worst = 0;
         int clear_mismatches = 0;
@@ -220,7 +177,7 @@ private slots:
         const uint32_t n_ctx = uint32_t(prompt.size()) + steps + 1;
         SessionConfig all = in_memory(n_ctx, chunk, dir_.path() + "/vram-" + QString::number(seed));
         all.kv.block_tokens = bt;
-        const Run reference = run(m, prompt, steps, all);
+        const SessionRun reference = run_session(m, prompt, steps, all);
         QVERIFY2(reference.status.ok(), reference.status.message().c_str());
 
         SessionConfig tiered{.n_ctx = n_ctx, .chunk_tokens = chunk};
@@ -231,7 +188,7 @@ private slots:
         tiered.kv.host_mib = std::max(2 * block, layer * (0.3 + double(rng() % 60) / 100.0));
         tiered.kv.disk_mib = 64;
         tiered.kv.dir = (dir_.path() + "/tiered-" + QString::number(seed)).toStdString();
-        const Run r = run(m, prompt, steps, tiered, reference.tokens);
+        const SessionRun r = run_session(m, prompt, steps, tiered, reference.tokens);
         QVERIFY2(r.status.ok(), r.status.message().c_str());
         QCOMPARE(r.logits.size(), reference.logits.size());
         for (size_t i = 0; i < r.logits.size(); ++i) QVERIFY2(r.logits[i] == reference.logits[i], qPrintable(QString("row %1").arg(i)));
@@ -255,8 +212,8 @@ private slots:
         QVERIFY(static_cast<CudaBackend &>(*partial).streamed_weight_bytes() > 0);
         std::mt19937 rng(3);
         const std::vector<int32_t> prompt = random_prompt(rng, 40, int32_t(resident->hparams().n_vocab));
-        const Run a = run(resident, prompt, 4, in_memory(128, 16, dir_.path() + "/res"));
-        const Run b = run(streamed, prompt, 4, in_memory(128, 16, dir_.path() + "/str"), a.tokens);
+        const SessionRun a = run_session(resident, prompt, 4, in_memory(128, 16, dir_.path() + "/res"));
+        const SessionRun b = run_session(streamed, prompt, 4, in_memory(128, 16, dir_.path() + "/str"), a.tokens);
         QVERIFY(a.status.ok() && b.status.ok());
         for (size_t i = 0; i < a.logits.size(); ++i) QVERIFY2(a.logits[i] == b.logits[i], qPrintable(QString("row %1").arg(i)));
     }
@@ -271,8 +228,8 @@ private slots:
         SessionConfig c = in_memory(300, 32, dir_.path() + "/h2o");
         c.kv.policy = KvPolicy::h2o;
         c.kv.keep_ratio = 0.3;
-        const Run ref = run(mc, prompt, 8, c);
-        const Run got = run(mg, prompt, 8, c, ref.tokens);
+        const SessionRun ref = run_session(mc, prompt, 8, c);
+        const SessionRun got = run_session(mg, prompt, 8, c, ref.tokens);
         QVERIFY2(got.status.ok(), got.status.message().c_str());
         QVERIFY(got.stats.tokens_kept < got.stats.tokens_seen);
         QCOMPARE(got.stats.tokens_kept, ref.stats.tokens_kept);

@@ -11,66 +11,10 @@
 #include "engine/runtime/session.h"
 #include "support/faulty_file_io.h"
 #include "support/reference_data.h"
+#include "support/session_run.h"
 
 using namespace lr;
 using namespace lr::test;
-
-namespace {
-
-struct Run {
-    std::vector<std::vector<float>> logits;  // after the prompt, then after each step
-    KvStats stats;
-    Status status;
-};
-
-std::vector<int32_t> random_prompt(std::mt19937 & rng, size_t n, int32_t n_vocab) {
-    std::vector<int32_t> t{1};
-    while (t.size() < n) t.push_back(3 + int32_t(rng() % uint32_t(n_vocab - 3)));
-    return t;
-}
-
-// Prefill, then `steps` greedy tokens, recording every logit row.
-Run run(std::shared_ptr<const Model> model, const std::vector<int32_t> & prompt, int steps, SessionConfig config,
-        std::stop_token stop = {}) {
-    Run r;
-    auto session = Session::create(model, config);
-    if (!session.ok()) {
-        r.status = session.status();
-        return r;
-    }
-    r.status = (*session)->append(prompt, {}, stop);
-    if (!r.status.ok()) return r;
-    for (int i = 0;; ++i) {
-        const auto l = (*session)->logits();
-        r.logits.emplace_back(l.begin(), l.end());
-        if (i == steps) break;
-        const int32_t next = argmax(l, l.size());
-        r.status = (*session)->append(std::span(&next, 1));
-        if (!r.status.ok()) return r;
-    }
-    (*session)->kv_cache().flush();
-    r.stats = (*session)->kv_stats();
-    return r;
-}
-
-bool identical(const Run & a, const Run & b) {
-    if (a.logits.size() != b.logits.size()) return false;
-    for (size_t i = 0; i < a.logits.size(); ++i) {
-        if (a.logits[i].size() != b.logits[i].size() ||
-            std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * sizeof(float)) != 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-// Bytes of one layer's KV for n tokens in blocks of `bt` (f16).
-double layer_mib(const Model & model, uint32_t n_tokens, uint32_t bt) {
-    const KvBlockLayout layout{{bt, model.hparams().n_head_kv, model.hparams().head_dim}, KvCodec::f16, KvCodec::f16};
-    return double((n_tokens + bt - 1) / bt * layout.block_bytes()) / (1 << 20);
-}
-
-}  // namespace
 
 class TestKvTiers : public QObject {
     Q_OBJECT
@@ -121,7 +65,7 @@ private slots:
         const int steps = 6;
         const uint32_t n_ctx = uint32_t(prompt.size()) + steps + 1;
 
-        const Run reference = run(m, prompt, steps, all_in_ram(n_ctx, chunk, bt));
+        const SessionRun reference = run_session(m, prompt, steps, all_in_ram(n_ctx, chunk, bt));
         QVERIFY2(reference.status.ok(), reference.status.message().c_str());
 
         SessionConfig tiered{.n_ctx = n_ctx, .chunk_tokens = chunk};
@@ -135,7 +79,7 @@ private slots:
         tiered.kv.host_mib = std::max(2 * block, layer * (0.3 + double(rng() % 60) / 100.0));
         tiered.kv.disk_mib = 64;
         tiered.kv.dir = (dir_.path() + "/tiered-" + QString::number(seed)).toStdString();
-        const Run r = run(m, prompt, steps, tiered);
+        const SessionRun r = run_session(m, prompt, steps, tiered);
         QVERIFY2(r.status.ok(), r.status.message().c_str());
         QVERIFY2(identical(reference, r), "logits differ from the all-in-RAM cache");
 
@@ -169,7 +113,7 @@ private slots:
         std::mt19937 rng(77);
         const std::vector<int32_t> prompt = random_prompt(rng, 220, int32_t(m->hparams().n_vocab));
         const uint32_t n_ctx = 240;
-        const Run reference = run(m, prompt, 8, all_in_ram(n_ctx, 32, 16));
+        const SessionRun reference = run_session(m, prompt, 8, all_in_ram(n_ctx, 32, 16));
         QVERIFY(reference.status.ok());
 
         SessionConfig c{.n_ctx = n_ctx, .chunk_tokens = 32};
@@ -181,7 +125,7 @@ private slots:
         c.kv.dir = (dir_.path() + "/fault-" + QString::number(fault)).toStdString();
         auto io = std::make_shared<FaultyFileIo>(FaultyFileIo::Fault(fault), after);
         c.io = io;
-        const Run r = run(m, prompt, 8, c);
+        const SessionRun r = run_session(m, prompt, 8, c);
         QVERIFY2(r.status.ok(), r.status.message().c_str());
         QVERIFY(io->faults_injected() > 0);
         QVERIFY2(identical(reference, r), "a fault changed the output");
@@ -193,11 +137,11 @@ private slots:
         auto m = model("models/stories260K.gguf");
         std::mt19937 rng(5);
         const std::vector<int32_t> prompt = random_prompt(rng, 100, 512);
-        const Run reference = run(m, prompt, 3, all_in_ram(128, 64, 32));
+        const SessionRun reference = run_session(m, prompt, 3, all_in_ram(128, 64, 32));
         SessionConfig c{.n_ctx = 128, .chunk_tokens = 64};
         c.kv.dir = "/proc/longread-kv-test";  // cannot be created, even as root
         c.kv.disk_mib = 16;
-        const Run r = run(m, prompt, 3, c);
+        const SessionRun r = run_session(m, prompt, 3, c);
         QVERIFY2(r.status.ok(), r.status.message().c_str());
         QVERIFY(identical(reference, r));
         QVERIFY(!r.stats.tiers[2].present);
@@ -213,10 +157,10 @@ private slots:
         SessionConfig c{.n_ctx = 256, .chunk_tokens = 64};
         c.kv.dir = (dir_.path() + "/prefix").toStdString();
         c.kv.disk_mib = 64;
-        const Run a = run(m, prompt, 5, c);
+        const SessionRun a = run_session(m, prompt, 5, c);
         QVERIFY(a.status.ok());
         QCOMPARE(a.stats.restored_tokens, uint64_t(0));
-        const Run b = run(m, prompt, 5, c);
+        const SessionRun b = run_session(m, prompt, 5, c);
         QVERIFY(b.status.ok());
         QCOMPARE(b.stats.restored_tokens, uint64_t(192));  // 6 blocks of 32; 11 tokens computed
         QVERIFY(b.stats.prefix_hits > 0);
@@ -224,7 +168,7 @@ private slots:
         // A longer prompt with the same beginning restores that beginning.
         std::vector<int32_t> longer = prompt;
         longer.insert(longer.end(), {300, 301, 302, 303});
-        const Run longer_run = run(m, longer, 0, c);
+        const SessionRun longer_run = run_session(m, longer, 0, c);
         QCOMPARE(longer_run.stats.restored_tokens, uint64_t(192));
     }
 
@@ -235,16 +179,16 @@ private slots:
         c.kv.dir = (dir_.path() + "/changed").toStdString();
         c.kv.disk_mib = 64;
         // Two files with the same shapes and vocabulary but different weights.
-        QVERIFY(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, c).status.ok());
-        QCOMPARE(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, c).stats.restored_tokens, uint64_t(128));
-        QCOMPARE(run(model("models/tiny/tiny-llama-F16.gguf"), prompt, 0, c).stats.restored_tokens, uint64_t(0));
+        QVERIFY(run_session(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, c).status.ok());
+        QCOMPARE(run_session(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, c).stats.restored_tokens, uint64_t(128));
+        QCOMPARE(run_session(model("models/tiny/tiny-llama-F16.gguf"), prompt, 0, c).stats.restored_tokens, uint64_t(0));
         SessionConfig f32 = c;
         f32.kv.k_bits = 32;
         f32.kv.v_bits = 32;
-        QCOMPARE(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, f32).stats.restored_tokens, uint64_t(0));
+        QCOMPARE(run_session(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, f32).stats.restored_tokens, uint64_t(0));
         SessionConfig other_block = c;
         other_block.kv.block_tokens = 16;
-        QCOMPARE(run(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, other_block).stats.restored_tokens, uint64_t(0));
+        QCOMPARE(run_session(model("models/tiny/tiny-llama-f32.gguf"), prompt, 0, other_block).stats.restored_tokens, uint64_t(0));
     }
 
     // Prefix files deleted, truncated or damaged between sessions: what cannot be read
@@ -264,7 +208,7 @@ private slots:
         const QString kv_dir = dir_.path() + "/damaged-" + damage;
         c.kv.dir = kv_dir.toStdString();
         c.kv.disk_mib = 64;
-        const Run a = run(m, prompt, 4, c);
+        const SessionRun a = run_session(m, prompt, 4, c);
         QVERIFY(a.status.ok());
         for (const QFileInfo & f : QDir(kv_dir).entryInfoList({"prefix-*.bin"})) {
             QFile file(f.filePath());
@@ -283,7 +227,7 @@ private slots:
                 }
             }
         }
-        const Run b = run(m, prompt, 4, c);
+        const SessionRun b = run_session(m, prompt, 4, c);
         QVERIFY2(b.status.ok(), b.status.message().c_str());
         QVERIFY2(identical(a, b), "a damaged cache changed the output");
         QVERIFY(b.stats.faults >= 1);
@@ -296,7 +240,7 @@ private slots:
         auto m = model(name);
         std::mt19937 rng(21);
         const std::vector<int32_t> p1 = random_prompt(rng, 180, 512), p2 = random_prompt(rng, 200, 512);
-        const Run r1 = run(m, p1, 4, all_in_ram(224, 32, 16)), r2 = run(m, p2, 4, all_in_ram(224, 32, 16));
+        const SessionRun r1 = run_session(m, p1, 4, all_in_ram(224, 32, 16)), r2 = run_session(m, p2, 4, all_in_ram(224, 32, 16));
         SessionConfig c{.n_ctx = 224, .chunk_tokens = 32};
         c.kv.block_tokens = 16;
         c.kv.device_mib = layer_mib(*m, 224, 16) * 1.3;
@@ -304,12 +248,12 @@ private slots:
         c.kv.disk_mib = 64;
         c.kv.dir = (dir_.path() + "/shared").toStdString();
         // Each instance has its own backend and model, as two processes would.
-        auto instance = [&](const std::vector<int32_t> & prompt, Run & out) {
+        auto instance = [&](const std::vector<int32_t> & prompt, SessionRun & out) {
             CpuBackend backend({.n_threads = 1});
             auto own = Model::load(shared_path(name).toStdString(), backend);
-            out = run(*own, prompt, 4, c);
+            out = run_session(*own, prompt, 4, c);
         };
-        Run a, b;
+        SessionRun a, b;
         std::thread ta([&] { instance(p1, a); });
         std::thread tb([&] { instance(p2, b); });
         ta.join();
@@ -322,7 +266,7 @@ private slots:
         QVERIFY(identical(a, r1));
         QVERIFY(identical(b, r2));
         // The shared index holds both prefixes intact.
-        const Run again1 = run(m, p1, 4, c), again2 = run(m, p2, 4, c);
+        const SessionRun again1 = run_session(m, p1, 4, c), again2 = run_session(m, p2, 4, c);
         QVERIFY(again1.stats.restored_tokens > 0 && again2.stats.restored_tokens > 0);
         QVERIFY(identical(again1, r1));
         QVERIFY(identical(again2, r2));
@@ -334,7 +278,7 @@ private slots:
         auto m = model("models/stories260K.gguf");
         std::mt19937 rng(31);
         const std::vector<int32_t> prompt = random_prompt(rng, 190, 512);
-        const Run reference = run(m, prompt, 3, all_in_ram(200, 16, 8));
+        const SessionRun reference = run_session(m, prompt, 3, all_in_ram(200, 16, 8));
         SessionConfig c{.n_ctx = 200, .chunk_tokens = 16};
         c.kv.block_tokens = 8;
         c.kv.prefix_cache = false;
