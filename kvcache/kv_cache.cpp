@@ -1,5 +1,7 @@
 #include "kv_cache.h"
 
+#include "engine/backend/kv_codec_rows.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -197,6 +199,13 @@ Status KvCache::read_block(const BlockMeta & m, std::vector<uint8_t> & bytes) {
 Status KvCache::write_block(BlockMeta & m, const std::vector<uint8_t> & bytes) {
     LR_ASSERT(m.home == BlockHome::device && bytes.size() == m.n_bytes);
     return device_->write(m.slot, bytes.data(), m.n_bytes);
+}
+
+Status KvCache::write_positions(BlockMeta & m) {
+    LR_ASSERT(m.home == BlockHome::device);
+    TierSlot positions = m.slot;
+    positions.data += layout_of(m).pos_offset();
+    return device_->write(positions, reinterpret_cast<const uint8_t *>(m.pos.data()), m.pos.size() * sizeof(int32_t));
 }
 
 // ---- The ubatch protocol ---------------------------------------------------------------------
@@ -404,11 +413,7 @@ bool KvCache::drop_positions_from(SeqId seq, int32_t from) {
                 }
                 m.pinned = false;
             }
-            std::vector<uint8_t> bytes;
-            if (read_block(m, bytes).ok()) {
-                std::memcpy(bytes.data() + L.pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
-                ok = write_block(m, bytes).ok() && ok;
-            }
+            ok = write_positions(m).ok() && ok;
         }
         // Trailing slots left empty go, with the blocks that held only them.
         s.slots_used[il] = last_used;
@@ -528,6 +533,31 @@ std::vector<std::pair<KvCodec, KvCodec>> KvCache::layer_codecs(SeqId seq, uint32
     if (it == seqs_.end() || il >= it->second.blocks.size()) return out;
     for (BlockId id : it->second.blocks[il]) out.emplace_back(pool_.meta(id).k_codec, pool_.meta(id).v_codec);
     return out;
+}
+
+Result<std::vector<float>> KvCache::layer_rows(SeqId seq, uint32_t il, uint32_t head, bool keys) {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end() || il >= it->second.blocks.size() || head >= block_shape_.n_head_kv) {
+        return error(StatusCode::invalid_argument, "no such sequence, layer or KV head");
+    }
+    const std::vector<BlockId> & layer = it->second.blocks[il];
+    LR_RETURN_IF_ERROR(ensure_on_device(layer, seq, il));
+    const uint32_t d = block_shape_.head_dim;
+    std::vector<float> rows;
+    std::vector<uint8_t> bytes;
+    for (BlockId id : layer) {
+        BlockMeta & m = pool_.meta(id);
+        m.pinned = false;
+        const KvBlockLayout L = layout_of(m);
+        LR_RETURN_IF_ERROR(read_block(m, bytes));
+        for (uint32_t sl = 0; sl < block_shape_.block_tokens; ++sl) {
+            if (m.pos[L.pos_index(head, sl)] == kInvalidPos) continue;
+            rows.resize(rows.size() + d);
+            kv_decode_row(keys ? m.k_codec : m.v_codec, bytes.data() + (keys ? L.k_row_offset(head, sl) : L.v_row_offset(head, sl)),
+                          rows.data() + rows.size() - d, d);
+        }
+    }
+    return rows;
 }
 
 void KvCache::note_prefill(uint32_t n_tokens, double ms) {

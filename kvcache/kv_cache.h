@@ -95,6 +95,10 @@ public:
     // and tests).
     std::vector<std::pair<KvCodec, KvCodec>> layer_codecs(SeqId seq, uint32_t il) const;
 
+    // Layer il's K (or V) rows of one KV head, decoded, in slot order: [row][head_dim]
+    // (what the cache holds, for measurements of the codecs).
+    Result<std::vector<float>> layer_rows(SeqId seq, uint32_t il, uint32_t head, bool keys);
+
     // Prefill accounting for the stats (time spent computing tokens).
     void note_prefill(uint32_t n_tokens, double ms);
     // Waits for background writes (prefix cache) to finish.
@@ -149,6 +153,7 @@ private:
     void free_block(BlockId id);
     Status read_block(const BlockMeta & m, std::vector<uint8_t> & bytes);   // from the device
     Status write_block(BlockMeta & m, const std::vector<uint8_t> & bytes);  // to the device
+    Status write_positions(BlockMeta & m);  // only m.pos, to the device copy
 
     // Selection, compaction, codecs, renumbering (kv_selection.cpp).
     void fold_mass(Sequence & s, uint32_t il);

@@ -125,11 +125,7 @@ void KvCache::evict(Sequence & s, uint32_t il, uint32_t budget, bool snapkv) {
         m.chain = 0;
         m.persisted = false;
         if (m.home != BlockHome::device) continue;  // compaction below rewrites it
-        std::vector<uint8_t> bytes;
-        if (read_block(m, bytes).ok()) {
-            std::memcpy(bytes.data() + layout_of(m).pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
-            (void)write_block(m, bytes);
-        }
+        (void)write_positions(m);
     }
 }
 

@@ -17,7 +17,10 @@ void select_positions(std::span<const int32_t> positions, std::span<const float>
     for (uint32_t i = 0; i < n; ++i) {
         if (positions[i] != kInvalidPos) held.push_back(i);
     }
-    std::stable_sort(held.begin(), held.end(), [&](uint32_t a, uint32_t b) { return positions[a] < positions[b]; });
+    // Slots hold positions in order (tokens are appended, compaction keeps the order), so
+    // the sort is a check: selection runs per head, per layer, per decoded token.
+    const auto by_position = [&](uint32_t a, uint32_t b) { return positions[a] < positions[b]; };
+    if (!std::is_sorted(held.begin(), held.end(), by_position)) std::stable_sort(held.begin(), held.end(), by_position);
     if (held.size() <= params.budget) {
         for (uint32_t i : held) keep[i] = 1;
         return;
@@ -43,9 +46,13 @@ void select_positions(std::span<const int32_t> positions, std::span<const float>
         if (!keep[i]) rest.push_back(i);
     }
     const size_t take = std::min<size_t>(left, rest.size());
-    std::partial_sort(rest.begin(), rest.begin() + std::ptrdiff_t(take), rest.end(), [&](uint32_t a, uint32_t b) {
-        return scores[a] != scores[b] ? scores[a] > scores[b] : positions[a] > positions[b];
-    });
+    // A strict total order (positions are unique), so the set of the first `take` is exact
+    // without ordering them: linear, not n log n.
+    if (take < rest.size()) {
+        std::nth_element(rest.begin(), rest.begin() + std::ptrdiff_t(take), rest.end(), [&](uint32_t a, uint32_t b) {
+            return scores[a] != scores[b] ? scores[a] > scores[b] : positions[a] > positions[b];
+        });
+    }
     for (size_t k = 0; k < take; ++k) keep[rest[k]] = 1;
 }
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/cli/commands.h"
 #include "engine/model/layer_weight_bytes.h"
 #include "resources/bundled_model.h"
 
@@ -67,6 +68,21 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) 
     std::vector<FlagSpec> out;
     for (const auto & g : groups) out.insert(out.end(), g.begin(), g.end());
     return out;
+}
+
+std::optional<Args> parse_flags(const std::vector<std::string> & argv, const std::vector<FlagSpec> & specs, std::string_view usage,
+                                int & exit_code) {
+    auto args = Args::parse(argv, specs);
+    if (!args.ok()) {
+        exit_code = fail(args.status().message());
+        return std::nullopt;
+    }
+    if (args->has("-h")) {
+        std::printf("usage: longread-cli %.*s\n%s", int(usage.size()), usage.data(), usage_of(specs).c_str());
+        exit_code = 0;
+        return std::nullopt;
+    }
+    return std::move(*args);
 }
 
 Result<LoadedModel> load_model(const Args & args) {

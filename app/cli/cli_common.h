@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/cli/cli_args.h"
@@ -27,6 +28,11 @@ std::vector<FlagSpec> session_flags();   // -c --chunk
 std::vector<FlagSpec> sampling_flags();  // --temp --seed --top-k --top-p --min-p --repeat-penalty ...
 std::vector<FlagSpec> kv_flags();        // --kv-policy --keep-ratio ... --kv-device-mib ... --kv-stats
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
+
+// A command's flags, or nothing when the command should return `exit_code` now: a flag
+// error (printed, 1) or -h (the usage line and the flags printed, 0).
+std::optional<Args> parse_flags(const std::vector<std::string> & argv, const std::vector<FlagSpec> & specs, std::string_view usage,
+                                int & exit_code);
 
 // Picks the backend (--backend; a CUDA backend that cannot be used gives a one-line note on
 // stderr and the CPU), then loads the model on it.

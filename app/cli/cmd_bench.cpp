@@ -151,12 +151,9 @@ int run_bench(const Argv & argv) {
         {"--json", "", false, false, "print one JSON object"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli bench [-m MODEL] [-p 512] [-n 64] [-t THREADS] [--depth 512,2048] [--json]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "bench [-m MODEL] [-p 512] [-n 64] [-t THREADS] [--depth 512,2048] [--json]", exit_code);
+    if (!args) return exit_code;
     auto n_prompt = args->get_int("-p", 512, 1, 1 << 16);
     auto n_gen = args->get_int("-n", 64, 1, 1 << 16);
     auto reps = args->get_int("-r", 5, 1, 1000);

@@ -18,12 +18,9 @@ int run_chat(const Argv & argv) {
         {"-n", "--n-predict", true, false, "tokens per reply at most (default: until the model stops)"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli chat [-m MODEL] [options]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "chat [-m MODEL] [options]", exit_code);
+    if (!args) return exit_code;
     auto sampler = sampler_params(*args);
     if (!sampler.ok()) return fail(sampler.status().message());
     auto n_predict = args->get_int("-n", -1, -1, 1 << 24);

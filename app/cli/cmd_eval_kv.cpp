@@ -41,13 +41,10 @@ int run_eval_kv(const Argv & argv) {
         {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h") || !args->has("-f")) {
-        std::printf("usage: longread-cli eval-kv [-m MODEL] -f FILE [-c N] --kv-policy P [--keep-ratio R] [--json] [--sweep]\n%s",
-                    usage_of(specs).c_str());
-        return args->has("-h") ? 0 : fail("eval-kv needs a text file (-f FILE)");
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "eval-kv [-m MODEL] -f FILE [-c N] --kv-policy P [--keep-ratio R] [--json] [--sweep]", exit_code);
+    if (!args) return exit_code;
+    if (!args->has("-f")) return fail("eval-kv needs a text file (-f FILE)");
     std::vector<std::string> argv_kv = argv;
     if (args->has("--policy")) {
         argv_kv.push_back("--kv-policy");

@@ -40,12 +40,9 @@ int run_generate(const Argv & argv) {
         {"--no-bos", "", false, false, "do not add the BOS token"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli generate [-m MODEL] -p PROMPT [options]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "generate [-m MODEL] -p PROMPT [options]", exit_code);
+    if (!args) return exit_code;
     auto sampler = sampler_params(*args);
     if (!sampler.ok()) return fail(sampler.status().message());
     auto n_predict = args->get_int("-n", 128, -1, 1 << 24);
@@ -109,12 +106,9 @@ int run_logits(const Argv & argv) {
         {"-n", "--n-predict", true, false, "greedy steps after each prompt (default 8)"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli logits [-m MODEL] -n N -p PROMPT [-p PROMPT2 ...]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "logits [-m MODEL] -n N -p PROMPT [-p PROMPT2 ...]", exit_code);
+    if (!args) return exit_code;
     const std::vector<std::string> prompts = args->get_all("-p");
     if (prompts.empty()) return fail("give at least one prompt with -p");
     auto n_gen = args->get_int("-n", 8, 0, 1 << 16);

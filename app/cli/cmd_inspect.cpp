@@ -19,12 +19,9 @@ int run_tokenize(const Argv & argv) {
         {"--parse-special", "", false, false, "turn special-token texts (<s>, <|im_end|>) into their ids"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli tokenize [-m MODEL] (-p TEXT | -f FILE) [--ids]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "tokenize [-m MODEL] (-p TEXT | -f FILE) [--ids]", exit_code);
+    if (!args) return exit_code;
     auto text = prompt_text(*args);
     if (!text.ok()) return fail(text.status().message());
     auto loaded = load_model(*args);
@@ -46,12 +43,9 @@ int run_info(const Argv & argv) {
         {"-c", "--ctx-size", true, false, "context size for the memory estimate (default: trained context)"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli info [-m MODEL] [-c N]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "info [-m MODEL] [-c N]", exit_code);
+    if (!args) return exit_code;
     auto loaded = load_model(*args);
     if (!loaded.ok()) return fail(loaded.status().message());
     const Model & model = *loaded->model;

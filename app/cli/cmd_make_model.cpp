@@ -21,13 +21,9 @@ int run_make_model(const Argv & argv) {
         {"-t", "--threads", true, false, "threads for quantizing (default: all cores)"},
         {"-h", "--help", false, false, "this help"},
     };
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli make-model --preset P --type T -o OUT.gguf [--vocab-from VOCAB.gguf]\n%s",
-                    usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "make-model --preset P --type T -o OUT.gguf [--vocab-from VOCAB.gguf]", exit_code);
+    if (!args) return exit_code;
     if (!args->has("-o")) return fail("make-model needs an output file (-o OUT.gguf)");
     RandomModelSpec spec;
     spec.preset = args->get_or("--preset", "tiny");

@@ -15,12 +15,10 @@ int run_perplexity(const Argv & argv) {
         {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h") || !args->has("-f")) {
-        std::printf("usage: longread-cli perplexity [-m MODEL] -f FILE [-c N]\n%s", usage_of(specs).c_str());
-        return args->has("-h") ? 0 : fail("perplexity needs a text file (-f FILE)");
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "perplexity [-m MODEL] -f FILE [-c N]", exit_code);
+    if (!args) return exit_code;
+    if (!args->has("-f")) return fail("perplexity needs a text file (-f FILE)");
     auto text = read_text_file(*args->get("-f"));
     if (!text.ok()) return fail(text.status().message());
     auto n_ctx = args->get_int("-c", 512, 4, 1 << 20);

@@ -18,12 +18,9 @@ int run_summarize(const Argv & argv) {
         {"-q", "--quiet", false, false, "no progress on stderr"},
         {"-h", "--help", false, false, "this help"},
     }});
-    auto args = Args::parse(argv, specs);
-    if (!args.ok()) return fail(args.status().message());
-    if (args->has("-h")) {
-        std::printf("usage: longread-cli summarize [-m MODEL] -f FILE [-c N] [-n N] [--json]\n%s", usage_of(specs).c_str());
-        return 0;
-    }
+    int exit_code = 0;
+    auto args = parse_flags(argv, specs, "summarize [-m MODEL] -f FILE [-c N] [-n N] [--json]", exit_code);
+    if (!args) return exit_code;
     if (!args->has("-f")) return fail("give the document with -f FILE");
     const std::string path = *args->get("-f");
     auto text = read_text_file(path);

@@ -133,6 +133,39 @@ private slots:
         }
     }
 
+    // Selection is by position and score, whatever slot holds them: shuffled slots (the
+    // sorting fallback) keep the same positions as slots in position order (the fast path),
+    // with ties in the scores broken the same way.
+    void selectionDoesNotDependOnSlotOrder() {
+        std::mt19937 rng(11);
+        std::vector<int32_t> pos = iota_positions(300);
+        std::vector<float> score(pos.size());
+        for (float & s : score) s = float(rng() % 50);  // many ties
+        const SelectionParams params{.budget = 60, .sinks = 4, .recent = 20};
+        std::vector<uint8_t> keep;
+        select_positions(pos, score, params, keep);
+        std::vector<size_t> order(pos.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<int32_t> shuffled_pos;
+        std::vector<float> shuffled_score;
+        for (size_t i : order) {
+            shuffled_pos.push_back(pos[i]);
+            shuffled_score.push_back(score[i]);
+        }
+        std::vector<uint8_t> shuffled_keep;
+        select_positions(shuffled_pos, shuffled_score, params, shuffled_keep);
+        for (size_t k = 0; k < order.size(); ++k) QCOMPARE(shuffled_keep[k], keep[order[k]]);
+        QCOMPARE(std::count(keep.begin(), keep.end(), 1), 60);
+        // The kept scored part is the best of the rest: nothing dropped outscores it.
+        float worst_kept = INFINITY, best_dropped = -INFINITY;
+        for (size_t i = 4; i + 20 < pos.size(); ++i) {
+            if (keep[i]) worst_kept = std::min(worst_kept, score[i]);
+            else best_dropped = std::max(best_dropped, score[i]);
+        }
+        QVERIFY(worst_kept >= best_dropped);
+    }
+
     void maxPoolingSpreadsAPeak() {
         std::vector<int32_t> pos = iota_positions(12);
         std::swap(pos[3], pos[8]);  // slot order is not position order
