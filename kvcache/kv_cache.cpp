@@ -1,9 +1,9 @@
 #include "kv_cache.h"
 
-#include "engine/backend/kv_codec_rows.h"
-
 #include <algorithm>
 #include <cstring>
+
+#include "engine/backend/kv_codec_rows.h"
 
 namespace lr {
 
@@ -18,7 +18,10 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
     if (shape.n_layer == 0 || shape.n_head_kv == 0 || shape.head_dim == 0) {
         return error(StatusCode::invalid_argument, "the model has an empty KV shape");
     }
-    for (KvCodec c : {config.settings.k_codec(), config.settings.v_codec()}) {
+    const KvSettings & k = config.settings;
+    for (KvCodec c : {k.k_codec(), k.v_codec(), KvSettings::narrowed(k.k_codec(), k.host_bits),
+                      KvSettings::narrowed(k.v_codec(), k.host_bits), KvSettings::narrowed(k.k_codec(), k.disk_bits),
+                      KvSettings::narrowed(k.v_codec(), k.disk_bits)}) {
         if (!kv_codec_supports(c, shape.head_dim)) {
             return error(StatusCode::invalid_argument, "KV codec " + std::string(kv_codec_name(c)) + " cannot hold heads of " +
                          std::to_string(shape.head_dim) + " values");
@@ -420,6 +423,18 @@ bool KvCache::drop_positions_from(SeqId seq, int32_t from) {
         while (layer.size() > (size_t(last_used) + bt - 1) / bt) {
             free_block(layer.back());
             layer.pop_back();
+        }
+        // New rows are written in the full-precision codecs: a quantized block that will
+        // take them is widened back first.
+        if (last_used % bt != 0) {
+            const BlockMeta & m = pool_.meta(layer.back());
+            if (m.k_codec != layout_.k_codec || m.v_codec != layout_.v_codec) {
+                ok = ensure_on_device(std::span(&layer.back(), 1), seq, il).ok() && ok;
+                pool_.meta(layer.back()).pinned = false;
+                if (pool_.meta(layer.back()).home == BlockHome::device) {
+                    ok = recode_in_layer(s, il, layer.size() - 1, layout_.k_codec, layout_.v_codec).ok() && ok;
+                }
+            }
         }
     }
     return ok;

@@ -141,7 +141,16 @@ private:
     std::vector<BlockId> victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) const;
     Status demote(BlockId id, SeqId active, uint32_t layer_cursor);
     Status move(BlockId id, BlockHome to, SeqId active, uint32_t layer_cursor);
-    Status copy_block(const BlockMeta & m, BlockHome to, const TierSlot & dst);
+    // recoded: the block's bytes in the destination's codecs (empty: copied as they are).
+    Status copy_block(const BlockMeta & m, BlockHome to, const TierSlot & dst, std::span<const uint8_t> recoded = {});
+    // Block `id` in the codecs of tier `to`, when they are narrower and the block has aged;
+    // else out.bytes stays empty.
+    struct RecodedBlock {
+        KvCodec k_codec = KvCodec::f16;
+        KvCodec v_codec = KvCodec::f16;
+        std::vector<uint8_t> bytes;
+    };
+    Status narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out);
     Status fetch_to_device(BlockId id, SeqId seq, uint32_t il);
     Status ensure_on_device(std::span<const BlockId> ids, SeqId seq, uint32_t il);
     void start_prefetch(SeqId seq, uint32_t il);
@@ -161,6 +170,8 @@ private:
     void evict(Sequence & s, uint32_t il, uint32_t budget, bool snapkv);
     Status compact(SeqId seq, uint32_t il);
     Status reencode_aged(SeqId seq, uint32_t il);
+    // Replaces device-resident block b of layer il by a copy of its rows in other codecs.
+    Status recode_in_layer(Sequence & s, uint32_t il, size_t b, KvCodec k_codec, KvCodec v_codec);
     Status renumber(SeqId seq, int32_t room_needed);
     uint32_t kept_in_layer(const Sequence & s, uint32_t il) const;
 

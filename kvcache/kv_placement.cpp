@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/backend/kv_codec_rows.h"
 #include "kvcache/kv_cache.h"
 
 namespace lr {
@@ -89,7 +90,40 @@ Status KvCache::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
                                             "RAM or disk budget, lower the context, or enable compression");
 }
 
-Status KvCache::copy_block(const BlockMeta & m, BlockHome to, const TierSlot & dst) {
+Status KvCache::narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out) {
+    out.bytes.clear();
+    const KvSettings & k = config_.settings;
+    const uint32_t tier_bits = to == BlockHome::host ? k.host_bits : to == BlockHome::disk ? k.disk_bits : 0;
+    const BlockMeta & m = pool_.meta(id);
+    out.k_codec = KvSettings::narrowed(m.k_codec, tier_bits);
+    out.v_codec = KvSettings::narrowed(m.v_codec, tier_bits);
+    if (out.k_codec == m.k_codec && out.v_codec == m.v_codec) return {};
+    // A block with a durable copy is dropped from memory at no cost instead (and stays
+    // exact); a shared one belongs to more than one sequence.
+    if (m.persisted || m.ref_count != 1 || m.home == BlockHome::prefix_store) return {};
+    // Only aged blocks: the full-precision window stays exact whatever tier holds it.
+    auto it = seqs_.find(m.seq);
+    if (it == seqs_.end()) return {};
+    const std::vector<BlockId> & layer = it->second.blocks[m.layer];
+    const size_t b = size_t(std::find(layer.begin(), layer.end(), id) - layer.begin());
+    if (b == layer.size() || (b + 1) * block_shape_.block_tokens + k.residual_tokens > it->second.slots_used[m.layer]) return {};
+    std::vector<uint8_t> bytes(m.n_bytes);
+    LR_RETURN_IF_ERROR(store(m.home)->read(m.slot, bytes.data(), m.n_bytes));
+    const KvBlockLayout L{block_shape_, out.k_codec, out.v_codec};
+    out.bytes.resize(L.block_bytes());
+    kv_recode_block(layout_of(m), bytes.data(), L, out.bytes.data());
+    std::memcpy(out.bytes.data() + L.pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
+    return {};
+}
+
+Status KvCache::copy_block(const BlockMeta & m, BlockHome to, const TierSlot & dst, std::span<const uint8_t> recoded) {
+    if (!recoded.empty()) {
+        LR_RETURN_IF_ERROR(store(to)->write(dst, recoded.data(), recoded.size()));
+        counters_.bytes_moved += recoded.size();
+        tier_stats(m.home).bytes_out += m.n_bytes;
+        tier_stats(to).bytes_in += recoded.size();
+        return {};
+    }
     const size_t n = m.n_bytes;
     if (staging_.size() < n) staging_.resize(n);
     TierStore * src = store(m.home);
@@ -123,16 +157,20 @@ Status KvCache::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_curs
         ++counters_.demotions;
         return {};
     }
+    // Per-tier codecs: an aged block going down may take the lower tier's narrower codec.
+    RecodedBlock recoded;
+    LR_RETURN_IF_ERROR(narrow_for_tier(id, to, recoded));
+    const uint32_t n_bytes = recoded.bytes.empty() ? m.n_bytes : uint32_t(recoded.bytes.size());
     // Making room moves other blocks (recursively, down the tiers); this one stays put.
     m.moving = true;
-    Status room = make_room(to, m.n_bytes, active, layer_cursor);
+    Status room = make_room(to, n_bytes, active, layer_cursor);
     pool_.meta(id).moving = false;
     LR_RETURN_IF_ERROR(room);
     TierStore * dst_store = store(to);
-    LR_ASSIGN_OR_RETURN(TierSlot dst, dst_store->allocate(m.n_bytes));
-    Status s = copy_block(m, to, dst);
+    LR_ASSIGN_OR_RETURN(TierSlot dst, dst_store->allocate(n_bytes));
+    Status s = copy_block(m, to, dst, recoded.bytes);
     if (!s.ok()) {
-        dst_store->release(dst, m.n_bytes);
+        dst_store->release(dst, n_bytes);
         if (to == BlockHome::disk) {
             // The disk refused (full, I/O error): report it once and stop spilling there.
             report_fault(error(s.code(), "disk tier disabled: " + s.message()));
@@ -151,6 +189,14 @@ Status KvCache::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_curs
     if (from != BlockHome::prefix_store) store(from)->release(m.slot, m.n_bytes);
     m.home = to;
     m.slot = dst;
+    if (!recoded.bytes.empty()) {
+        m.k_codec = recoded.k_codec;
+        m.v_codec = recoded.v_codec;
+        m.n_bytes = n_bytes;
+        m.chain = 0;
+        seqs_.at(m.seq).pure_prefix = false;
+        ++counters_.narrowed_blocks;
+    }
     if (to == BlockHome::device) {
         ++counters_.promotions;
     } else {

@@ -206,39 +206,35 @@ Status KvCache::reencode_aged(SeqId seq, uint32_t il) {
     const uint32_t bt = block_shape_.block_tokens;
     const uint32_t window = config_.settings.residual_tokens;
     const KvCodec kc = config_.settings.k_codec(), vc = config_.settings.v_codec();
-    std::vector<BlockId> & layer = s.blocks[il];
-    std::vector<float> row(block_shape_.head_dim);
-    std::vector<uint8_t> from, to;
-    for (size_t b = 0; b < layer.size(); ++b) {
+    for (size_t b = 0; b < s.blocks[il].size(); ++b) {
         if ((b + 1) * bt + window > s.slots_used[il]) break;  // still in the full-precision window
-        BlockMeta & old = pool_.meta(layer[b]);
-        if (old.k_codec == kc && old.v_codec == vc) continue;
+        const BlockMeta & old = pool_.meta(s.blocks[il][b]);
+        // Blocks a lower tier narrowed further stay so (re-encoding up gains nothing).
+        if (kv_codec_bits(old.k_codec) <= kv_codec_bits(kc) && kv_codec_bits(old.v_codec) <= kv_codec_bits(vc)) continue;
         if (old.home != BlockHome::device) continue;  // re-encoded when next resident
-        const KvBlockLayout L_old = layout_of(old);
-        LR_RETURN_IF_ERROR(read_block(old, from));
-        LR_ASSIGN_OR_RETURN(BlockId id, new_block(seq, il, kc, vc));
-        BlockMeta & m = pool_.meta(id);
-        BlockMeta & src = pool_.meta(layer[b]);
-        const KvBlockLayout L = layout_of(m);
-        to.assign(m.n_bytes, 0);
-        for (uint32_t g = 0; g < block_shape_.n_head_kv; ++g) {
-            for (uint32_t sl = 0; sl < bt; ++sl) {
-                kv_decode_row(src.k_codec, from.data() + L_old.k_row_offset(g, sl), row.data(), block_shape_.head_dim);
-                kv_encode_row(kc, row.data(), to.data() + L.k_row_offset(g, sl), block_shape_.head_dim);
-                kv_decode_row(src.v_codec, from.data() + L_old.v_row_offset(g, sl), row.data(), block_shape_.head_dim);
-                kv_encode_row(vc, row.data(), to.data() + L.v_row_offset(g, sl), block_shape_.head_dim);
-            }
-        }
-        m.pos = src.pos;
-        m.importance = src.importance;
-        m.key_min = src.key_min;
-        m.key_max = src.key_max;
-        std::memcpy(to.data() + L.pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
-        LR_RETURN_IF_ERROR(write_block(m, to));
-        free_block(layer[b]);
-        layer[b] = id;
-        s.pure_prefix = false;
+        LR_RETURN_IF_ERROR(recode_in_layer(s, il, b, KvSettings::narrowed(old.k_codec, kv_codec_bits(kc)),
+                                           KvSettings::narrowed(old.v_codec, kv_codec_bits(vc))));
     }
+    return {};
+}
+
+Status KvCache::recode_in_layer(Sequence & s, uint32_t il, size_t b, KvCodec k_codec, KvCodec v_codec) {
+    std::vector<uint8_t> from, to;
+    LR_RETURN_IF_ERROR(read_block(pool_.meta(s.blocks[il][b]), from));
+    LR_ASSIGN_OR_RETURN(BlockId id, new_block(pool_.meta(s.blocks[il][b]).seq, il, k_codec, v_codec));
+    BlockMeta & m = pool_.meta(id);
+    const BlockMeta & src = pool_.meta(s.blocks[il][b]);
+    to.resize(m.n_bytes);
+    kv_recode_block(layout_of(src), from.data(), layout_of(m), to.data());
+    m.pos = src.pos;  // the mirror is authoritative
+    std::memcpy(to.data() + layout_of(m).pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
+    m.importance = src.importance;
+    m.key_min = src.key_min;
+    m.key_max = src.key_max;
+    LR_RETURN_IF_ERROR(write_block(m, to));
+    free_block(s.blocks[il][b]);
+    s.blocks[il][b] = id;
+    s.pure_prefix = false;
     return {};
 }
 

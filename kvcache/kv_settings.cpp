@@ -41,6 +41,11 @@ std::optional<KvPolicy> kv_policy_from_name(std::string_view name) {
 KvCodec KvSettings::k_codec() const { return codec_for_bits(k_bits); }
 KvCodec KvSettings::v_codec() const { return codec_for_bits(v_bits); }
 
+KvCodec KvSettings::narrowed(KvCodec codec, uint32_t tier_bits) {
+    if (tier_bits == 0 || kv_codec_bits(codec) <= tier_bits) return codec;
+    return codec_for_bits(tier_bits);
+}
+
 uint32_t KvSettings::budget_for(uint32_t n_tokens) const {
     if (policy == KvPolicy::none || policy == KvPolicy::quest) return n_tokens;
     const uint32_t budget = budget_tokens > 0 ? budget_tokens : uint32_t(std::ceil(keep_ratio * n_tokens));
@@ -59,6 +64,9 @@ Status validate(const KvSettings & s) {
     if (s.then != KvPolicy::none && s.then != KvPolicy::h2o) return invalid("after snapkv, decoding continues with none or h2o");
     for (uint32_t bits : {s.k_bits, s.v_bits}) {
         if (bits != 32 && bits != 16 && bits != 8 && bits != 4) return invalid("KV bits must be 16, 8 or 4 (32 for exact f32)");
+    }
+    for (uint32_t bits : {s.host_bits, s.disk_bits}) {
+        if (bits != 0 && bits != 16 && bits != 8 && bits != 4) return invalid("RAM and disk tier bits must be 0 (as the device tier), 16, 8 or 4");
     }
     if (s.block_tokens < 4 || s.block_tokens > 256) return invalid("KV block size must be 4 to 256 tokens");
     if (s.residual_tokens > (1u << 20)) return invalid("the full-precision window must be at most 1M tokens");
@@ -96,6 +104,8 @@ std::string describe(const KvSettings & s) {
     }
     if (s.policy == KvPolicy::snapkv && s.then == KvPolicy::h2o) out += " then h2o";
     out += ", K " + std::string(kv_codec_name(s.k_codec())) + " / V " + std::string(kv_codec_name(s.v_codec()));
+    if (s.host_bits != 0) out += ", RAM " + std::string(kv_codec_name(codec_for_bits(s.host_bits)));
+    if (s.disk_bits != 0) out += ", disk " + std::string(kv_codec_name(codec_for_bits(s.disk_bits)));
     return out;
 }
 

@@ -54,11 +54,19 @@ struct KvSettings {
     uint32_t k_bits = 16;
     uint32_t v_bits = 16;
     uint32_t residual_tokens = 128;
+    // Per-tier codecs: an aged block (past the full-precision window) that moves down to RAM
+    // or to disk is re-encoded to at most this many bits, K and V alike (0 = as in the
+    // device tier; a block is never widened). Lossy placement, so off by default: with it
+    // the tier budgets can change an answer.
+    uint32_t host_bits = 0;
+    uint32_t disk_bits = 0;
 
     uint32_t block_tokens = 32;
 
     KvCodec k_codec() const;
     KvCodec v_codec() const;
+    // The codec a block coded `codec` takes in a tier that allows tier_bits (0: any).
+    static KvCodec narrowed(KvCodec codec, uint32_t tier_bits);
     // Tokens kept out of n (all of them for none/quest).
     uint32_t budget_for(uint32_t n_tokens) const;
 };
@@ -66,7 +74,7 @@ struct KvSettings {
 // Ranges and combinations; the message names the setting and its allowed values.
 Status validate(const KvSettings & settings);
 
-// One line for logs and the cache panel: "h2o 20% (recent 50%, 4 sinks), K q8 / V q4".
+// One line for logs and the cache panel: "h2o 20% (recent 50%, 4 sinks), K q8 / V q4, RAM q4".
 std::string describe(const KvSettings & settings);
 
 }  // namespace lr

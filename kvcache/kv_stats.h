@@ -32,6 +32,7 @@ struct KvStats {
     uint64_t prefetch_hits = 0; // ... that were fetched before attention needed them
     uint64_t demotions = 0;
     uint64_t promotions = 0;
+    uint64_t narrowed_blocks = 0; // re-encoded to a lower tier's codec on the way down (lossy)
 
     // Prefix cache.
     uint64_t prefix_lookups = 0;

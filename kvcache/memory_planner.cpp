@@ -66,6 +66,38 @@ uint64_t kv_bytes_for_tokens(const ModelMemoryShape & model, const KvSettings & 
     return window * full + (n_tokens - window) * coded;
 }
 
+namespace {
+
+// Where the kept KV lands: the device tier first (in the device codecs), then RAM and disk,
+// where aged bytes shrink to the tier's codec (the window's share is small enough to ignore).
+struct TierSpread {
+    uint64_t device = 0, host = 0, disk = 0;
+    bool fits = false;
+};
+
+TierSpread spread_over_tiers(const ModelMemoryShape & model, const KvSettings & s, uint64_t device_coded,
+                             const KvTierCapacities & capacities) {
+    auto row_bytes = [&](KvCodec k, KvCodec v) {
+        return double(kv_codec_row_bytes(k, model.head_dim) + kv_codec_row_bytes(v, model.head_dim) + sizeof(int32_t));
+    };
+    const KvCodec host_k = KvSettings::narrowed(s.k_codec(), s.host_bits), host_v = KvSettings::narrowed(s.v_codec(), s.host_bits);
+    // Blocks reach the disk through RAM when there is a RAM tier, so they keep its narrowing.
+    const KvCodec via_k = capacities.host_bytes > 0 ? host_k : s.k_codec(), via_v = capacities.host_bytes > 0 ? host_v : s.v_codec();
+    const double device_row = row_bytes(s.k_codec(), s.v_codec());
+    const double host_ratio = row_bytes(host_k, host_v) / device_row;
+    const double disk_ratio = row_bytes(KvSettings::narrowed(via_k, s.disk_bits), KvSettings::narrowed(via_v, s.disk_bits)) / device_row;
+    TierSpread t;
+    t.device = std::min(device_coded, capacities.device_bytes);
+    const uint64_t overflow = device_coded - t.device;
+    t.host = std::min(uint64_t(double(overflow) * host_ratio), capacities.host_bytes);
+    const uint64_t to_disk = overflow - std::min(overflow, uint64_t(double(t.host) / host_ratio));
+    t.disk = uint64_t(double(to_disk) * disk_ratio);
+    t.fits = t.disk <= capacities.disk_bytes;
+    return t;
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
                        const KvTierCapacities & capacities) {
     MemoryPlan plan;
@@ -73,19 +105,21 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     plan.scratch_bytes = uint64_t(std::max(chunk_tokens, 1u)) * model.scratch_bytes_per_token;
     plan.kv_bytes_per_token = kv_bytes_for_tokens(model, KvSettings{}, 1);
     const uint32_t kept = settings.budget_for(n_ctx);
-    plan.kv_bytes = kv_bytes_for_tokens(model, settings, kept);
+    const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
+    const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
+    plan.kv_bytes = spread.device + spread.host + spread.disk;
 
     const uint64_t total_capacity = capacities.device_bytes + capacities.host_bytes + capacities.disk_bytes;
-    plan.kv_device_bytes = std::min(plan.kv_bytes, capacities.device_bytes);
-    plan.kv_host_bytes = std::min(plan.kv_bytes - plan.kv_device_bytes, capacities.host_bytes);
-    plan.kv_disk_bytes = std::min(plan.kv_bytes - plan.kv_device_bytes - plan.kv_host_bytes, capacities.disk_bytes);
+    plan.kv_device_bytes = spread.device;
+    plan.kv_host_bytes = spread.host;
+    plan.kv_disk_bytes = std::min(spread.disk, capacities.disk_bytes);
 
     // Largest context: grow until the kept KV exceeds every tier together.
     const uint32_t limit = settings.policy == KvPolicy::streaming ? (1u << 24) : model.n_ctx_train;
     uint32_t lo = 0, hi = limit;
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (kv_bytes_for_tokens(model, settings, settings.budget_for(mid)) <= total_capacity) {
+        if (spread_over_tiers(model, settings, kv_bytes_for_tokens(model, settings, settings.budget_for(mid)), capacities).fits) {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -94,14 +128,14 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     plan.max_context = lo;
 
     // The device tier must hold the layer attention reads and the one prefetched next.
-    const uint64_t per_layer = model.n_layer ? plan.kv_bytes / model.n_layer : 0;
+    const uint64_t per_layer = model.n_layer ? device_coded / model.n_layer : 0;
     char buf[256];
     if (n_ctx > model.n_ctx_train && settings.policy != KvPolicy::streaming) {
         plan.verdict = MemoryVerdict::wont_fit;
         std::snprintf(buf, sizeof buf,
                       "won't fit: the model was trained for %u tokens; lower the context, or use the streaming policy to run past it",
                       model.n_ctx_train);
-    } else if (plan.kv_bytes > total_capacity) {
+    } else if (!spread.fits) {
         plan.verdict = MemoryVerdict::wont_fit;
         std::snprintf(buf, sizeof buf,
                       "won't fit: the KV cache needs %s but the tiers hold %s; lower the context to %u, enable compression "

@@ -42,9 +42,19 @@ Result<TierSlot> MemoryTier::allocate(size_t n_bytes) {
         data = recycled.back();
         recycled.pop_back();
     } else {
+        // Blocks come in a few sizes (codecs differ): recycled slots of other sizes give
+        // their memory back rather than let the tier hold more than its budget.
+        for (auto it = free_.begin(); it != free_.end() && reserved_ + n_bytes > capacity_; ++it) {
+            while (!it->second.empty() && reserved_ + n_bytes > capacity_) {
+                buffers_.erase(it->second.back());
+                it->second.pop_back();
+                reserved_ -= it->first;
+            }
+        }
         LR_ASSIGN_OR_RETURN(DeviceBuffer buffer, alloc_(n_bytes));
         data = buffer.as<uint8_t>();
-        buffers_.push_back(std::move(buffer));
+        buffers_.emplace(data, std::move(buffer));
+        reserved_ += n_bytes;
     }
     used_ += n_bytes;
     ++n_blocks_;

@@ -26,6 +26,9 @@ public:
     uint64_t capacity_bytes() const override { return capacity_; }
     uint64_t used_bytes() const override { return used_; }
     uint64_t n_blocks() const override { return n_blocks_; }
+    // Bytes taken from the allocator, live or recycled: at most the budget (recycled slots
+    // of another size are freed to make room).
+    uint64_t reserved_bytes() const { return reserved_; }
 
     // Raises the budget (a fault fallback: when the disk fails, RAM holds what it can't).
     void grow_capacity(uint64_t extra_bytes) { capacity_ += extra_bytes; }
@@ -48,7 +51,8 @@ private:
     Copy to_host_;
     uint64_t used_ = 0;
     uint64_t n_blocks_ = 0;
-    std::vector<DeviceBuffer> buffers_;                  // every slot ever allocated
+    uint64_t reserved_ = 0;
+    std::map<uint8_t *, DeviceBuffer> buffers_;          // every slot allocated, live or recycled
     std::map<size_t, std::vector<uint8_t *>> free_;      // recycled slots by size
 };
 

@@ -187,9 +187,11 @@ void CachePanel::showNumbers() {
                                                             : tr("%1% (%2 of %3 block reads)")
                                                                   .arg(100.0 * kv.hit_rate(), 0, 'f', 1)
                                                                   .arg(locale.toString(qulonglong(kv.block_hits)), locale.toString(qulonglong(kv.block_reads))));
-    m_values.value("moved")->setText(tr("%1 (%2 demoted, %3 promoted)")
-                                         .arg(app::formatBytes(kv.bytes_moved))
-                                         .arg(locale.toString(qulonglong(kv.demotions)), locale.toString(qulonglong(kv.promotions))));
+    QString moved = tr("%1 (%2 demoted, %3 promoted)")
+                        .arg(app::formatBytes(kv.bytes_moved))
+                        .arg(locale.toString(qulonglong(kv.demotions)), locale.toString(qulonglong(kv.promotions)));
+    if (kv.narrowed_blocks > 0) moved += tr(", %1 blocks narrowed to a lower tier's bits").arg(locale.toString(qulonglong(kv.narrowed_blocks)));
+    m_values.value("moved")->setText(moved);
     m_values.value("prefetch")->setText(tr("%1 blocks, %2 in time").arg(locale.toString(qulonglong(kv.prefetches)), locale.toString(qulonglong(kv.prefetch_hits))));
     m_values.value("evicted")->setText(tr("%1 (kept %2 of %3 seen)")
                                            .arg(locale.toString(qulonglong(kv.evicted_tokens)), locale.toString(qulonglong(kv.tokens_kept)),

@@ -36,6 +36,15 @@ QComboBox * bitsBox(QWidget * parent) {
     return b;
 }
 
+// A lower tier's codec: as the device tier (0), or at most 16, 8 or 4 bits.
+QComboBox * tierBitsBox(QWidget * parent) {
+    auto * b = new QComboBox(parent);
+    b->addItem(QObject::tr("as the device tier"), 0);
+    b->addItem(QObject::tr("at most 8-bit (q8)"), 8);
+    b->addItem(QObject::tr("at most 4-bit (q4)"), 4);
+    return b;
+}
+
 void setTip(QWidget * w, const QString & name, const QString & tip) {
     w->setToolTip(tip);
     w->setAccessibleName(name);
@@ -118,6 +127,16 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     m_disk = mibBox(this);
     setTip(m_disk, tr("Disk tier budget"), tr("Cache files on disk for what does not fit in RAM, and for restoring documents read before."));
     form->addRow(tr("Disk tier"), m_disk);
+    m_hostBits = tierBitsBox(this);
+    setTip(m_hostBits, tr("Host tier bits"),
+           tr("Blocks older than the full-precision window that move to RAM are stored with at most these bits: "
+              "more context in the same RAM, at a small cost in precision."));
+    form->addRow(tr("Host tier bits"), m_hostBits);
+    m_diskBits = tierBitsBox(this);
+    setTip(m_diskBits, tr("Disk tier bits"),
+           tr("Blocks older than the full-precision window that spill to disk are stored with at most these bits: "
+              "less disk traffic, at a small cost in precision."));
+    form->addRow(tr("Disk tier bits"), m_diskBits);
     layout->addLayout(form);
 
 
@@ -177,7 +196,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         if (app::validationError(s).isEmpty()) emit settingsEdited(s);
     });
     for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk}) connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
-    for (QComboBox * b : {m_policy, m_kBits, m_vBits}) connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
+    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits}) connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
     setSettings(app::EngineSettings{});
@@ -198,6 +217,8 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_device->setValue(int(s.kv.device_mib));
     m_host->setValue(int(s.kv.host_mib));
     m_disk->setValue(int(s.kv.disk_mib));
+    m_hostBits->setCurrentIndex(std::max(0, m_hostBits->findData(int(s.kv.host_bits))));
+    m_diskBits->setCurrentIndex(std::max(0, m_diskBits->findData(int(s.kv.disk_bits))));
     m_loading = false;
     updateLabels();
     updatePrediction();
@@ -229,6 +250,8 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     s.kv.device_mib = m_device->value();
     s.kv.host_mib = m_host->value();
     s.kv.disk_mib = m_disk->value();
+    s.kv.host_bits = uint32_t(m_hostBits->currentData().toInt());
+    s.kv.disk_bits = uint32_t(m_diskBits->currentData().toInt());
     return s;
 }
 

@@ -39,6 +39,7 @@ public:
     QSpinBox * contextBox() const { return m_context; }
     QSpinBox * chunkBox() const { return m_chunk; }
     QComboBox * kBitsBox() const { return m_kBits; }
+    QComboBox * hostBitsBox() const { return m_hostBits; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -72,6 +73,8 @@ private:
     QSpinBox * m_device;
     QSpinBox * m_host;
     QSpinBox * m_disk;
+    QComboBox * m_hostBits;
+    QComboBox * m_diskBits;
     QSpinBox * m_threads;
     QLineEdit * m_cacheDir;
     QLabel * m_prediction;

@@ -53,6 +53,8 @@ std::vector<FlagSpec> kv_flags() {
         {"--kv-k-bits", "", true, false, "K precision: 16, 8 or 4 (default 16)"},
         {"--kv-v-bits", "", true, false, "V precision: 16, 8 or 4 (default 16)"},
         {"--kv-residual", "", true, false, "recent tokens kept in full precision (default 128)"},
+        {"--kv-host-bits", "", true, false, "aged blocks moved to RAM take at most 16, 8 or 4 bits (default 0: as on the device)"},
+        {"--kv-disk-bits", "", true, false, "aged blocks moved to disk take at most 16, 8 or 4 bits (default 0: as on the device)"},
         {"--kv-block", "", true, false, "KV block size in tokens (default 32)"},
         {"--kv-device-mib", "", true, false, "device tier budget in MiB (default: automatic; fractions allowed)"},
         {"--kv-host-mib", "", true, false, "host RAM tier budget in MiB (default: automatic)"},
@@ -173,6 +175,8 @@ Result<KvSettings> kv_settings(const Args & args) {
     LR_ASSIGN_OR_RETURN(long long quest, args.get_int("--quest-blocks", k.quest_blocks, 0, 1 << 20));
     LR_ASSIGN_OR_RETURN(long long k_bits, args.get_int("--kv-k-bits", k.k_bits, 4, 32));
     LR_ASSIGN_OR_RETURN(long long v_bits, args.get_int("--kv-v-bits", k.v_bits, 4, 32));
+    LR_ASSIGN_OR_RETURN(long long host_bits, args.get_int("--kv-host-bits", k.host_bits, 0, 16));
+    LR_ASSIGN_OR_RETURN(long long disk_bits, args.get_int("--kv-disk-bits", k.disk_bits, 0, 16));
     LR_ASSIGN_OR_RETURN(long long residual, args.get_int("--kv-residual", k.residual_tokens, 0, 1 << 20));
     LR_ASSIGN_OR_RETURN(long long block, args.get_int("--kv-block", k.block_tokens, 4, 256));
     LR_ASSIGN_OR_RETURN(k.device_mib, args.get_double("--kv-device-mib", 0, 0, 1e9));
@@ -184,6 +188,8 @@ Result<KvSettings> kv_settings(const Args & args) {
     k.quest_blocks = uint32_t(quest);
     k.k_bits = uint32_t(k_bits);
     k.v_bits = uint32_t(v_bits);
+    k.host_bits = uint32_t(host_bits);
+    k.disk_bits = uint32_t(disk_bits);
     k.residual_tokens = uint32_t(residual);
     k.block_tokens = uint32_t(block);
     k.dir = args.get_or("--kv-dir", "");

@@ -23,6 +23,7 @@ bool EngineSettings::sameSession(const EngineSettings & o) const {
     return contextTokens == o.contextTokens && chunkTokens == o.chunkTokens && a.policy == b.policy &&
            a.keep_ratio == b.keep_ratio && a.budget_tokens == b.budget_tokens && a.recent_ratio == b.recent_ratio &&
            a.sink_tokens == b.sink_tokens && a.k_bits == b.k_bits && a.v_bits == b.v_bits &&
+           a.host_bits == b.host_bits && a.disk_bits == b.disk_bits &&
            a.residual_tokens == b.residual_tokens && a.block_tokens == b.block_tokens && a.device_mib == b.device_mib &&
            a.host_mib == b.host_mib && a.disk_mib == b.disk_mib && a.dir == b.dir && a.prefix_cache == b.prefix_cache;
 }
@@ -65,6 +66,8 @@ QJsonObject toJson(const EngineSettings & s) {
         {"sinkTokens", double(s.kv.sink_tokens)},
         {"kBits", double(s.kv.k_bits)},
         {"vBits", double(s.kv.v_bits)},
+        {"hostBits", double(s.kv.host_bits)},
+        {"diskBits", double(s.kv.disk_bits)},
         {"residualTokens", double(s.kv.residual_tokens)},
         {"deviceMiB", s.kv.device_mib},
         {"hostMiB", s.kv.host_mib},
@@ -93,6 +96,8 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     s.kv.sink_tokens = count(json, "sinkTokens", s.kv.sink_tokens);
     s.kv.k_bits = count(json, "kBits", s.kv.k_bits);
     s.kv.v_bits = count(json, "vBits", s.kv.v_bits);
+    s.kv.host_bits = count(json, "hostBits", s.kv.host_bits);
+    s.kv.disk_bits = count(json, "diskBits", s.kv.disk_bits);
     s.kv.residual_tokens = count(json, "residualTokens", s.kv.residual_tokens);
     s.kv.device_mib = number(json, "deviceMiB", s.kv.device_mib);
     s.kv.host_mib = number(json, "hostMiB", s.kv.host_mib);
@@ -124,8 +129,11 @@ QString policyDescription(const KvSettings & settings) {
 QString codecsDescription(const KvSettings & s) {
     const std::string_view k = kv_codec_name(s.k_codec());
     const std::string_view v = kv_codec_name(s.v_codec());
-    return QStringLiteral("K %1 / V %2").arg(QString::fromLatin1(k.data(), qsizetype(k.size())),
-                                             QString::fromLatin1(v.data(), qsizetype(v.size())));
+    QString out = QStringLiteral("K %1 / V %2").arg(QString::fromLatin1(k.data(), qsizetype(k.size())),
+                                                    QString::fromLatin1(v.data(), qsizetype(v.size())));
+    if (s.host_bits != 0) out += QStringLiteral(", RAM ≤ %1-bit").arg(s.host_bits);
+    if (s.disk_bits != 0) out += QStringLiteral(", disk ≤ %1-bit").arg(s.disk_bits);
+    return out;
 }
 
 }  // namespace lr::app

@@ -14,6 +14,16 @@ std::string_view kv_codec_name(KvCodec codec) {
     return "?";
 }
 
+uint32_t kv_codec_bits(KvCodec codec) {
+    switch (codec) {
+        case KvCodec::f32: return 32;
+        case KvCodec::f16: return 16;
+        case KvCodec::q8: return 8;
+        case KvCodec::q4: return 4;
+    }
+    return 16;
+}
+
 uint32_t kv_codec_group(uint32_t head_dim) {
     for (uint32_t g : {32u, 16u, 8u}) {
         if (head_dim % g == 0) return g;

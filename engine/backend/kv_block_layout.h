@@ -30,6 +30,8 @@ enum class KvCodec : uint8_t {
 };
 
 std::string_view kv_codec_name(KvCodec codec);
+// Bits per value before the group overhead: 32, 16, 8, 4 (which of two codecs is narrower).
+uint32_t kv_codec_bits(KvCodec codec);
 // Values per quantization group of a head row: 32, or the largest of 16, 8 dividing head_dim.
 uint32_t kv_codec_group(uint32_t head_dim);
 // Bytes one head's row of head_dim values takes in the codec.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "engine/common/fp16.h"
 
@@ -98,6 +99,21 @@ void kv_decode_row(KvCodec codec, const void * src, float * dst, uint32_t head_d
         case KvCodec::q8: decode_q8(in, dst, head_dim, kv_codec_group(head_dim)); return;
         case KvCodec::q4: decode_q4(in, dst, head_dim, kv_codec_group(head_dim)); return;
     }
+}
+
+void kv_recode_block(const KvBlockLayout & from, const uint8_t * src, const KvBlockLayout & to, uint8_t * dst) {
+    const KvBlockShape & shape = from.shape;
+    std::vector<float> row(shape.head_dim);
+    std::memset(dst, 0, to.block_bytes());
+    for (uint32_t g = 0; g < shape.n_head_kv; ++g) {
+        for (uint32_t sl = 0; sl < shape.block_tokens; ++sl) {
+            kv_decode_row(from.k_codec, src + from.k_row_offset(g, sl), row.data(), shape.head_dim);
+            kv_encode_row(to.k_codec, row.data(), dst + to.k_row_offset(g, sl), shape.head_dim);
+            kv_decode_row(from.v_codec, src + from.v_row_offset(g, sl), row.data(), shape.head_dim);
+            kv_encode_row(to.v_codec, row.data(), dst + to.v_row_offset(g, sl), shape.head_dim);
+        }
+    }
+    std::memcpy(dst + to.pos_offset(), src + from.pos_offset(), from.pos_bytes());
 }
 
 }  // namespace lr

@@ -1,5 +1,6 @@
 #include "kv_evaluation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -33,17 +34,6 @@ Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const
     return r;
 }
 
-// Softmax in double.
-std::vector<double> probabilities(std::span<const float> logits) {
-    float max_logit = logits[0];
-    for (float l : logits) max_logit = std::max(max_logit, l);
-    std::vector<double> p(logits.size());
-    double sum = 0;
-    for (size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(double(logits[i] - max_logit));
-    for (double & x : p) x /= sum;
-    return p;
-}
-
 }  // namespace
 
 Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
@@ -60,6 +50,7 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
     KvSettings full = policy;
     full.policy = KvPolicy::none;
     full.k_bits = full.v_bits = 16;
+    full.host_bits = full.disk_bits = 0;
     const int32_t bos = model->tokenizer().bos();
 
     KvEvaluation e;
@@ -77,15 +68,8 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
             nll_full -= log_probability(ref.logits[i], next);
             nll -= log_probability(run.logits[i], next);
             const std::vector<double> p = probabilities(ref.logits[i]), q = probabilities(run.logits[i]);
-            double kl = 0;
-            size_t best_p = 0, best_q = 0;
-            for (size_t t = 0; t < p.size(); ++t) {
-                if (p[t] > 0) kl += p[t] * (std::log(p[t]) - std::log(std::max(q[t], 1e-300)));
-                if (p[t] > p[best_p]) best_p = t;
-                if (q[t] > q[best_q]) best_q = t;
-            }
-            kld += kl;
-            agree += best_p == best_q;
+            kld += kl_divergence(p, q);
+            agree += std::max_element(p.begin(), p.end()) - p.begin() == std::max_element(q.begin(), q.end()) - q.begin();
             ++e.n_scored;
         }
         e.kv_bytes += run.kv_bytes;

@@ -1,5 +1,6 @@
 #include "perplexity.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lr {
@@ -10,6 +11,24 @@ double log_probability(std::span<const float> logits, int32_t token) {
     double sum_exp = 0.0;
     for (float l : logits) sum_exp += std::exp(double(l - max_logit));
     return double(logits[size_t(token)] - max_logit) - std::log(sum_exp);
+}
+
+std::vector<double> probabilities(std::span<const float> logits) {
+    float max_logit = logits[0];
+    for (float l : logits) max_logit = std::max(max_logit, l);
+    std::vector<double> p(logits.size());
+    double sum = 0;
+    for (size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(double(logits[i] - max_logit));
+    for (double & x : p) x /= sum;
+    return p;
+}
+
+double kl_divergence(std::span<const double> p, std::span<const double> q) {
+    double kl = 0;
+    for (size_t t = 0; t < p.size(); ++t) {
+        if (p[t] > 0) kl += p[t] * (std::log(p[t]) - std::log(std::max(q[t], 1e-300)));
+    }
+    return kl;
 }
 
 Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, std::span<const int32_t> tokens,

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <span>
+#include <vector>
 #include <stop_token>
 
 #include "engine/model/model.h"
@@ -29,5 +30,10 @@ Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, 
 
 // log p(token | logits) with the softmax in double, as llama-perplexity computes it.
 double log_probability(std::span<const float> logits, int32_t token);
+
+// The next-token distribution: softmax of the logits in double.
+std::vector<double> probabilities(std::span<const float> logits);
+// KL(p || q) of two distributions over the same vocabulary (q floored at 1e-300).
+double kl_divergence(std::span<const double> p, std::span<const double> q);
 
 }  // namespace lr

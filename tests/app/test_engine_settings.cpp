@@ -47,6 +47,8 @@ private slots:
         s.kv.sink_tokens = 8;
         s.kv.k_bits = 8;
         s.kv.v_bits = 4;
+        s.kv.host_bits = 8;
+        s.kv.disk_bits = 4;
         s.kv.device_mib = 512;
         s.kv.dir = "/tmp/kv";
         s.contextTokens = 2048;
@@ -61,6 +63,12 @@ private slots:
         QCOMPARE(back.kv.sink_tokens, 8u);
         QCOMPARE(back.kv.k_bits, 8u);
         QCOMPARE(back.kv.v_bits, 4u);
+        QCOMPARE(back.kv.host_bits, 8u);
+        QCOMPARE(back.kv.disk_bits, 4u);
+        QVERIFY(back.sameSession(s));
+        EngineSettings other = back;
+        other.kv.disk_bits = 8;
+        QVERIFY(!other.sameSession(s));
         QCOMPARE(back.kv.device_mib, 512.0);
         QCOMPARE(back.kv.dir, std::string("/tmp/kv"));
         QCOMPARE(back.contextTokens, 2048u);
@@ -139,6 +147,8 @@ private slots:
         KvSettings kv;
         kv.k_bits = 8;
         QCOMPARE(codecsDescription(kv), QStringLiteral("K q8 / V f16"));
+        kv.disk_bits = 4;
+        QCOMPARE(codecsDescription(kv), QStringLiteral("K q8 / V f16, disk ≤ 4-bit"));
         QCOMPARE(policyName(KvPolicy::snapkv), QStringLiteral("snapkv"));
     }
 };

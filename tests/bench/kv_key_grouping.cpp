@@ -25,33 +25,30 @@ using namespace lr;
 
 constexpr uint32_t kGroupTokens = 32;  // KIVI's group, and one cache block
 
-// Squared error of quantizing `values` ([n][d]) row by row with `codec`.
-double error_per_token(KvCodec codec, const std::vector<float> & values, uint32_t n, uint32_t d) {
-    std::vector<uint8_t> bytes(kv_codec_row_bytes(codec, d));
-    std::vector<float> back(d);
+// Squared error of quantizing `values` as consecutive groups of `len` with `codec`.
+double group_error(KvCodec codec, const std::vector<float> & values, uint32_t len) {
+    std::vector<uint8_t> bytes(kv_codec_row_bytes(codec, len));
+    std::vector<float> back(len);
     double err = 0;
-    for (uint32_t r = 0; r < n; ++r) {
-        kv_encode_row(codec, values.data() + size_t(r) * d, bytes.data(), d);
-        kv_decode_row(codec, bytes.data(), back.data(), d);
-        for (uint32_t c = 0; c < d; ++c) err += std::pow(double(values[size_t(r) * d + c]) - back[c], 2);
+    for (size_t at = 0; at + len <= values.size(); at += len) {
+        kv_encode_row(codec, values.data() + at, bytes.data(), len);
+        kv_decode_row(codec, bytes.data(), back.data(), len);
+        for (uint32_t i = 0; i < len; ++i) err += std::pow(double(values[at + i]) - back[i], 2);
     }
     return err;
 }
 
-// ... channel by channel, in groups of kGroupTokens consecutive tokens.
+// Per token: a group is a row of `values` ([n][d]).
+double error_per_token(KvCodec codec, const std::vector<float> & values, uint32_t d) { return group_error(codec, values, d); }
+
+// Per channel: a group is kGroupTokens consecutive tokens of one channel (whole groups only).
 double error_per_channel(KvCodec codec, const std::vector<float> & values, uint32_t n, uint32_t d) {
-    std::vector<uint8_t> bytes(kv_codec_row_bytes(codec, kGroupTokens));
-    std::vector<float> column(kGroupTokens), back(kGroupTokens);
-    double err = 0;
+    const uint32_t whole = n / kGroupTokens * kGroupTokens;
+    std::vector<float> columns(size_t(d) * whole);  // [d][whole]
     for (uint32_t c = 0; c < d; ++c) {
-        for (uint32_t r0 = 0; r0 + kGroupTokens <= n; r0 += kGroupTokens) {
-            for (uint32_t i = 0; i < kGroupTokens; ++i) column[i] = values[size_t(r0 + i) * d + c];
-            kv_encode_row(codec, column.data(), bytes.data(), kGroupTokens);
-            kv_decode_row(codec, bytes.data(), back.data(), kGroupTokens);
-            for (uint32_t i = 0; i < kGroupTokens; ++i) err += std::pow(double(column[i]) - back[i], 2);
-        }
+        for (uint32_t r = 0; r < whole; ++r) columns[size_t(c) * whole + r] = values[size_t(r) * d + c];
     }
-    return err;
+    return group_error(codec, columns, kGroupTokens);
 }
 
 struct Tally {
@@ -111,7 +108,7 @@ int main(int argc, char ** argv) {
                     }
                     for (int c = 0; c < 2; ++c) {
                         Tally & t = tally[1 - keys][c];
-                        const double tok = std::sqrt(error_per_token(codecs[c], *rows, n, hp.head_dim) / energy);
+                        const double tok = std::sqrt(error_per_token(codecs[c], *rows, hp.head_dim) / energy);
                         const double chn = std::sqrt(error_per_channel(codecs[c], *rows, n, hp.head_dim) / energy);
                         t.token += tok;
                         t.channel += chn;

@@ -78,6 +78,23 @@ struct SyntheticCache {
     }
 };
 
+// A session with K q8 / V q4 past a full-precision window of `residual` tokens.
+SessionConfig q8_q4_config(uint32_t chunk, uint32_t residual) {
+    SessionConfig c{.n_ctx = 512, .chunk_tokens = chunk};
+    c.kv.prefix_cache = false;
+    c.kv.k_bits = 8;
+    c.kv.v_bits = 4;
+    c.kv.residual_tokens = residual;
+    return c;
+}
+
+// 300 tokens in a fixed pattern.
+std::vector<int32_t> patterned_prompt() {
+    std::vector<int32_t> prompt(300);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 37) % 500);
+    return prompt;
+}
+
 float sum(const std::vector<float> & v) { return std::accumulate(v.begin(), v.end(), 0.0f); }
 
 }  // namespace
@@ -330,15 +347,10 @@ private slots:
         CpuBackend backend({.n_threads = 2});
         auto model = Model::load(shared_path("models/tiny/tiny-llama-Q8_0.gguf").toStdString(), backend);
         QVERIFY(model.ok());
-        SessionConfig c{.n_ctx = 512, .chunk_tokens = 64};
-        c.kv.prefix_cache = false;
-        c.kv.k_bits = 8;
-        c.kv.v_bits = 4;
-        c.kv.residual_tokens = 128;
+        const SessionConfig c = q8_q4_config(64, 128);
         auto session = Session::create(*model, c);
         QVERIFY(session.ok());
-        std::vector<int32_t> prompt(300, 100);
-        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 37) % 500);
+        const std::vector<int32_t> prompt = patterned_prompt();
         QVERIFY((*session)->append(prompt).ok());
         for (uint32_t il = 0; il < 2; ++il) {
             const auto codecs = (*session)->kv_cache().layer_codecs(0, il);
@@ -356,6 +368,46 @@ private slots:
         auto full = Session::create(*model, f16);
         QVERIFY((*full)->append(prompt).ok());
         QVERIFY((*session)->kv_stats().tiers[0].used_bytes < (*full)->kv_stats().tiers[0].used_bytes * 4 / 5);
+    }
+
+    // An edit cuts the sequence inside a block that was already quantized: the block is back
+    // in the full-precision window, so it is widened to f16 before new rows go in (they were
+    // quantized on arrival before). The result matches a session that read the same tokens
+    // straight through, up to the rounding of the widened rows: far closer than quantization
+    // itself is to the f16 cache.
+    void truncatingIntoAQuantizedBlockWidensIt() {
+        CpuBackend backend({.n_threads = 2});
+        auto model = Model::load(shared_path("models/tiny/tiny-llama-Q8_0.gguf").toStdString(), backend);
+        QVERIFY(model.ok());
+        // One token per ubatch and no full-precision window: every query of both runs sees
+        // the same blocks quantized (those full before it).
+        const SessionConfig c = q8_q4_config(1, 0);
+        const std::vector<int32_t> prompt = patterned_prompt();
+        auto straight = std::move(Session::create(*model, c)).value();
+        QVERIFY(straight->append(prompt).ok());
+        SessionConfig f16 = c;
+        f16.kv.k_bits = f16.kv.v_bits = 16;
+        auto exact = std::move(Session::create(*model, f16)).value();
+        QVERIFY(exact->append(prompt).ok());
+
+        auto edited = std::move(Session::create(*model, c)).value();
+        std::vector<int32_t> other = prompt;
+        for (size_t i = 150; i < other.size(); ++i) other[i] = int32_t(7 + (i * 11) % 400);
+        QVERIFY(edited->append(other).ok());
+        QCOMPARE(edited->kv_cache().layer_codecs(0, 0)[4].first, KvCodec::q8);  // slots 128-159, aged
+        edited->truncate(150);
+        QCOMPARE(edited->kv_cache().layer_codecs(0, 0)[4].first, KvCodec::f16);  // widened for the new rows
+        QVERIFY(edited->append(std::span(prompt).subspan(150)).ok());
+
+        auto max_diff = [](std::span<const float> a, std::span<const float> b) {
+            float d = 0;
+            for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+            return d;
+        };
+        const float edit_error = max_diff(straight->logits(), edited->logits());
+        const float codec_error = max_diff(straight->logits(), exact->logits());
+        qInfo("max |logit difference|: edited vs straight %.5f, quantized vs f16 %.5f", double(edit_error), double(codec_error));
+        QVERIFY(edit_error < 0.25f * codec_error);
     }
 
     // ---- end to end on a real model ---------------------------------------------------------

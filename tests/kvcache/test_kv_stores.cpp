@@ -53,6 +53,20 @@ private slots:
         QCOMPARE(tier->used_bytes(), uint64_t(1000));
         auto c = tier->allocate(1000);
         QCOMPARE(c->data, recycled);  // slots of a size are reused
+        QCOMPARE(tier->reserved_bytes(), uint64_t(2000));
+        // Blocks of another size (another codec) take the memory of recycled ones: what the
+        // tier holds from the allocator stays within its budget.
+        tier->release(*b, 1000);
+        tier->release(*c, 1000);
+        std::vector<TierSlot> small;
+        for (int i = 0; i < 5; ++i) {
+            auto s = tier->allocate(600);
+            QVERIFY(s.ok());
+            small.push_back(*s);
+            QVERIFY2(tier->reserved_bytes() <= 3000, qPrintable(QString::number(tier->reserved_bytes())));
+        }
+        QCOMPARE(tier->used_bytes(), uint64_t(3000));
+        QCOMPARE(tier->reserved_bytes(), uint64_t(3000));
     }
 
     void diskTierRoundTripsAndVerifies() {
@@ -206,6 +220,8 @@ private slots:
         QTest::addColumn<QString>("message");
         QTest::newRow("keep ratio") << "keep_ratio" << "keep ratio";
         QTest::newRow("bits") << "k_bits" << "KV bits";
+        QTest::newRow("host bits") << "host_bits" << "RAM and disk tier bits";
+        QTest::newRow("disk bits") << "disk_bits" << "RAM and disk tier bits";
         QTest::newRow("block") << "block_tokens" << "block size";
         QTest::newRow("pool") << "pool_kernel" << "pooling kernel";
         QTest::newRow("then") << "then" << "after snapkv";
@@ -218,6 +234,8 @@ private slots:
         QVERIFY(validate(s).ok());
         if (field == "keep_ratio") s.keep_ratio = 1.5;
         if (field == "k_bits") s.k_bits = 3;
+        if (field == "host_bits") s.host_bits = 32;
+        if (field == "disk_bits") s.disk_bits = 2;
         if (field == "block_tokens") s.block_tokens = 2;
         if (field == "pool_kernel") s.pool_kernel = 4;
         if (field == "then") s.then = KvPolicy::quest;
@@ -234,6 +252,13 @@ private slots:
         s.k_bits = 8;
         s.v_bits = 4;
         QCOMPARE(QString::fromStdString(describe(s)), QString("h2o 20% (recent 50%, 4 sinks), K q8 / V q4"));
+        s.host_bits = 4;
+        QCOMPARE(QString::fromStdString(describe(s)), QString("h2o 20% (recent 50%, 4 sinks), K q8 / V q4, RAM q4"));
+        // A tier narrows, never widens.
+        QCOMPARE(KvSettings::narrowed(KvCodec::f16, 8), KvCodec::q8);
+        QCOMPARE(KvSettings::narrowed(KvCodec::q4, 8), KvCodec::q4);
+        QCOMPARE(KvSettings::narrowed(KvCodec::f16, 0), KvCodec::f16);
+        QCOMPARE(KvSettings::narrowed(KvCodec::f32, 16), KvCodec::f16);
         QCOMPARE(s.budget_for(1000), 200u);
         QCOMPARE(kv_policy_from_name("snapkv").value(), KvPolicy::snapkv);
         QVERIFY(!kv_policy_from_name("lru").has_value());
@@ -261,6 +286,18 @@ private slots:
         h2o.k_bits = 8;
         MemoryPlan small = plan_memory(tl, 32768, 256, h2o, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib});
         QVERIFY(small.kv_bytes < disk.kv_bytes / 5);
+        // Narrower codecs in RAM and on disk: the same context spills less, and a longer one fits.
+        KvSettings tiered = s;
+        tiered.host_bits = 8;
+        tiered.disk_bits = 4;
+        MemoryPlan narrowed = plan_memory(tl, 32768, 256, tiered, {.device_bytes = 300 << 20, .host_bytes = 200 << 20, .disk_bytes = 10 * gib});
+        QCOMPARE(narrowed.kv_device_bytes, disk.kv_device_bytes);
+        QCOMPARE(narrowed.kv_host_bytes, disk.kv_host_bytes);          // RAM full either way
+        QVERIFY(narrowed.kv_disk_bytes < disk.kv_disk_bytes * 2 / 5);  // q4 blocks: under 0.4 of f16's
+        MemoryPlan limit = plan_memory(tl, 32768, 256, s, {.device_bytes = 100 << 20, .host_bytes = 100 << 20, .disk_bytes = 100 << 20});
+        MemoryPlan limit_narrowed = plan_memory(tl, 32768, 256, tiered, {.device_bytes = 100 << 20, .host_bytes = 100 << 20, .disk_bytes = 100 << 20});
+        qInfo("largest context in 3 x 100 MiB: %u tokens (f16), %u (RAM q8, disk q4)", limit.max_context, limit_narrowed.max_context);
+        QVERIFY(limit_narrowed.max_context > limit.max_context * 9 / 5);
         MemoryPlan too_long = plan_memory(tl, 40000, 256, s, {.device_bytes = 8 * gib, .host_bytes = gib, .disk_bytes = gib});
         QCOMPARE(too_long.verdict, MemoryVerdict::wont_fit);
         QVERIFY(QString::fromStdString(too_long.message).contains("streaming"));

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/runtime/perplexity.h"
 #include "engine/runtime/session.h"
 #include "support/faulty_file_io.h"
 #include "support/reference_data.h"
@@ -92,6 +93,67 @@ private slots:
         QVERIFY(s.block_hits < s.block_reads);
         QVERIFY(s.tiers[0].used_bytes <= uint64_t(tiered.kv.device_mib * (1 << 20)));
         QCOMPARE(s.faults, uint64_t(0));
+    }
+
+    // Per-tier codecs: aged blocks that move down take the lower tier's codec (RAM q8, disk
+    // q4), the full-precision window never does, the lower tiers hold fewer bytes per block,
+    // and the logits stay close to the all-in-RAM cache's (lossy, unlike placement alone).
+    void lowerTiersNarrowAgedBlocks() {
+        auto m = model("models/tiny/tiny-llama-Q8_0.gguf");
+        std::mt19937 rng(91);
+        const std::vector<int32_t> prompt = random_prompt(rng, 260, int32_t(m->hparams().n_vocab));
+        const uint32_t n_ctx = 280, bt = 16;
+        const SessionRun reference = run_session(m, prompt, 8, all_in_ram(n_ctx, 32, bt));
+        QVERIFY(reference.status.ok());
+
+        SessionConfig c{.n_ctx = n_ctx, .chunk_tokens = 32};
+        c.kv.block_tokens = bt;
+        c.kv.prefix_cache = false;
+        c.kv.residual_tokens = 48;
+        c.kv.host_bits = 8;
+        c.kv.disk_bits = 4;
+        c.kv.device_mib = layer_mib(*m, n_ctx, bt) * 1.2;
+        c.kv.host_mib = layer_mib(*m, n_ctx, bt) * 0.2;
+        c.kv.disk_mib = 64;
+        c.kv.dir = (dir_.path() + "/narrowed").toStdString();
+        auto session = std::move(Session::create(m, c)).value();
+        QVERIFY(session->append(prompt).ok());
+        std::vector<std::vector<float>> logits{{session->logits().begin(), session->logits().end()}};
+        for (int32_t next : reference.tokens) {  // teacher-forced: the same tokens as the oracle
+            QVERIFY(session->append(std::span(&next, 1)).ok());
+            logits.emplace_back(session->logits().begin(), session->logits().end());
+        }
+        const KvStats s = session->kv_stats();
+        qInfo("narrowed %llu blocks; host %llu blocks in %.1f KiB, disk %llu blocks in %.1f KiB", (unsigned long long)s.narrowed_blocks,
+              (unsigned long long)s.tiers[1].blocks, double(s.tiers[1].used_bytes) / 1024, (unsigned long long)s.tiers[2].blocks,
+              double(s.tiers[2].used_bytes) / 1024);
+        QVERIFY(s.narrowed_blocks > 0);
+        const KvBlockLayout f16{{bt, m->hparams().n_head_kv, m->hparams().head_dim}, KvCodec::f16, KvCodec::f16};
+        QVERIFY(s.tiers[1].blocks > 0 && s.tiers[1].used_bytes < s.tiers[1].blocks * f16.block_bytes());
+        QVERIFY(s.tiers[2].bytes_in > 0);  // and some went on to disk (the q4 blocks below)
+        // Which codecs each block has: narrower only past the window, q4 only via the disk.
+        const uint32_t n_tokens = uint32_t(prompt.size() + reference.tokens.size());
+        bool saw_q8 = false, saw_q4 = false;
+        for (uint32_t il = 0; il < m->hparams().n_layer; ++il) {
+            const auto codecs = session->kv_cache().layer_codecs(0, il);
+            for (size_t b = 0; b < codecs.size(); ++b) {
+                const auto [k, v] = codecs[b];
+                QCOMPARE(k, v);
+                if ((b + 1) * bt + c.kv.residual_tokens > n_tokens - 8) QCOMPARE(k, KvCodec::f16);  // in the window when it left
+                saw_q8 |= k == KvCodec::q8;
+                saw_q4 |= k == KvCodec::q4;
+            }
+        }
+        QVERIFY(saw_q8 && saw_q4);
+        // Close to the oracle: the same greedy token at every step, small KL.
+        double kl = 0;
+        for (size_t i = 0; i < logits.size(); ++i) {
+            QCOMPARE(argmax(logits[i], logits[i].size()), argmax(reference.logits[i], reference.logits[i].size()));
+            kl += kl_divergence(probabilities(reference.logits[i]), probabilities(logits[i]));
+        }
+        kl /= double(logits.size());
+        qInfo("mean KL from the all-in-RAM cache: %.6f", kl);
+        QVERIFY(kl > 0 && kl < 0.01);
     }
 
     // Each fault is reported once in plain words, and the output stays exactly right.

@@ -21,6 +21,7 @@
 #include "engine/model/random_model_vocab.h"
 #include "engine/model/random_model_writer.h"
 #include "engine/quant/quant.h"
+#include "engine/runtime/perplexity.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "support/reference_data.h"
 
@@ -64,20 +65,7 @@ std::vector<double> next_token_probs(const QString & path, QString & failure) {
         failure = QString::fromStdString(s.message());
         return {};
     }
-    const float max_logit = *std::max_element(logits.begin(), logits.end());
-    std::vector<double> p(logits.size());
-    double sum = 0;
-    for (size_t i = 0; i < p.size(); ++i) sum += p[i] = std::exp(double(logits[i] - max_logit));
-    for (double & x : p) x /= sum;
-    return p;
-}
-
-double kl_divergence(const std::vector<double> & p, const std::vector<double> & q) {
-    double kl = 0;
-    for (size_t i = 0; i < p.size(); ++i) {
-        if (p[i] > 0) kl += p[i] * std::log(p[i] / q[i]);
-    }
-    return kl;
+    return probabilities(logits);
 }
 
 bool same_meta_value(const gguf::MetaValue & a, const gguf::MetaValue & b) {

@@ -235,6 +235,11 @@ private slots:
         QTRY_COMPARE(edited.count(), 2);  // debounced into one
         QCOMPARE(c()->settings().chunkTokens, 64u);
         QVERIFY(panel->predictionLabel()->text().startsWith(QStringLiteral("fits")));
+        // The RAM tier's codec reaches the session settings.
+        QVERIFY(!panel->hostBitsBox()->toolTip().isEmpty());
+        panel->hostBitsBox()->setCurrentIndex(panel->hostBitsBox()->findData(8));
+        QTRY_COMPARE(edited.count(), 3);
+        QCOMPARE(c()->settings().kv.host_bits, 8u);
     }
 
     void retentionRuns_data() {
