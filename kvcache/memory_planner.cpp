@@ -139,7 +139,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
         plan.verdict = MemoryVerdict::wont_fit;
         std::snprintf(buf, sizeof buf,
                       "won't fit: the KV cache needs %s but the tiers hold %s; lower the context to %u, enable compression "
-                      "(h2o or snapkv at 20%%, or 8-bit KV), or give the disk tier more room",
+                      "(h2o or snapkv at 20%%, 8-bit KV, or fewer bits in RAM and on disk), or give the disk tier more room",
                       format_bytes(plan.kv_bytes).c_str(), format_bytes(total_capacity).c_str(), plan.max_context);
     } else if (per_layer + plan.scratch_bytes / 64 > capacities.device_bytes) {
         plan.verdict = MemoryVerdict::wont_fit;
