@@ -13,6 +13,7 @@ struct WindowRun {
     std::vector<std::vector<float>> logits;  // after each scored-half token
     double decode_ms = 0;
     uint64_t kv_bytes = 0;
+    uint64_t block_reads = 0;  // KV blocks attention read while decoding
 };
 
 Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const int32_t> window, const KvSettings & kv,
@@ -24,12 +25,14 @@ Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const
     LR_RETURN_IF_ERROR(session->append(window.first(half), {}, stop));
     WindowRun r;
     r.logits.emplace_back(session->logits().begin(), session->logits().end());
+    const uint64_t reads_before = session->kv_stats().block_reads;
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t j = half; j + 1 < window.size(); ++j) {
         LR_RETURN_IF_ERROR(session->append(window.subspan(j, 1), {}, stop));
         r.logits.emplace_back(session->logits().begin(), session->logits().end());
     }
     r.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.block_reads = session->kv_stats().block_reads - reads_before;
     for (const KvTierStats & t : session->kv_stats().tiers) r.kv_bytes += t.present ? t.used_bytes : 0;
     return r;
 }
@@ -56,6 +59,7 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
     KvEvaluation e;
     double nll_full = 0, nll = 0, kld = 0, ms = 0, ms_full = 0;
     size_t agree = 0;
+    uint64_t reads = 0, reads_full = 0;
     std::vector<int32_t> window(n_ctx);
     for (size_t w = 0; w < n_windows; ++w) {
         std::copy_n(tokens.begin() + std::ptrdiff_t(w * n_ctx), n_ctx, window.begin());
@@ -74,6 +78,8 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
         }
         e.kv_bytes += run.kv_bytes;
         e.kv_bytes_full += ref.kv_bytes;
+        reads += run.block_reads;
+        reads_full += ref.block_reads;
         ms += run.decode_ms;
         ms_full += ref.decode_ms;
         if (progress) progress(w + 1, n_windows);
@@ -86,6 +92,7 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
     e.top1_agree = double(agree) / n;
     e.kv_bytes /= n_windows;
     e.kv_bytes_full /= n_windows;
+    e.read_ratio = reads_full > 0 ? double(reads) / double(reads_full) : 1.0;
     const double decoded = double(n_windows) * double(n_ctx - n_ctx / 2 - 1);
     e.tok_s = decoded / (ms / 1000.0);
     e.tok_s_full = decoded / (ms_full / 1000.0);

@@ -34,6 +34,7 @@ private slots:
         QCOMPARE(e->kld, 0.0);
         QCOMPARE(e->top1_agree, 1.0);
         QCOMPARE(e->kv_bytes, e->kv_bytes_full);
+        QCOMPARE(e->read_ratio, 1.0);
         QVERIFY(e->ppl_full > 1 && e->ppl_full < 20);  // a trained model on its own kind of text
     }
 
@@ -61,6 +62,21 @@ private slots:
         QVERIFY(e->top1_agree < 1.0 && e->top1_agree > 0.3);
         QVERIFY(e->kv_bytes < e->kv_bytes_full * 3 / 4);
         QVERIFY(std::isfinite(e->ppl));
+    }
+
+    // Quest keeps everything and reads about its budget's share of the blocks (whole blocks:
+    // the budget is rounded up to one).
+    void questReadsItsBudget() {
+        KvSettings kv;
+        kv.policy = KvPolicy::quest;
+        kv.keep_ratio = 0.25;
+        kv.block_tokens = 8;
+        auto e = evaluate_kv_policy(model_, tokens_, 128, kv, 2);
+        QVERIFY2(e.ok(), e.status().message().c_str());
+        qInfo("quest 25%%: read %.1f%% of the blocks, KL %.4f", 100 * e->read_ratio, e->kld);
+        QCOMPARE(e->kv_bytes, e->kv_bytes_full);
+        QVERIFY(e->read_ratio > 0.2 && e->read_ratio < 0.32);
+        QVERIFY(e->kld > 0);
     }
 
     void badInputIsAnError() {
