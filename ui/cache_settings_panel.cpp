@@ -104,7 +104,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->addRow(tr("Keep ratio"), sliderRow(m_keep, m_keepValue, 5, 100));
     setTip(m_keep, tr("Keep ratio"), tr("The share of the sequence the policy keeps in the cache; the rest is evicted."));
     form->addRow(tr("Recent window"), sliderRow(m_recent, m_recentValue, 0, 100));
-    setTip(m_recent, tr("Recent window"), tr("The share of the kept budget reserved for the most recent tokens (H2O)."));
+    setTip(m_recent, tr("Recent window"), tr("The share of the budget reserved for the most recent tokens (H2O, Quest)."));
 
     m_sinks = new QSpinBox(this);
     m_sinks->setRange(0, 1024);
