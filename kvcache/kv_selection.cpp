@@ -102,7 +102,9 @@ void KvCache::evict(Sequence & s, uint32_t il, uint32_t budget, bool snapkv) {
             }
         }
         if (k.policy == KvPolicy::random) scores = random_scores(n, (uint64_t(il) << 32) ^ (uint64_t(g) << 48) ^ s.n_committed);
-        if (k.policy == KvPolicy::h2o) scores = mean_attention_scores(positions, scores, end);
+        if (k.policy == KvPolicy::h2o || (k.policy == KvPolicy::snapkv && !snapkv)) {
+            scores = mean_attention_scores(positions, scores, end, s.mass_from);
+        }
         if (snapkv) scores = max_pool_scores(positions, scores, k.pool_kernel);
         select_positions(positions, scores, params, keep);
         for (size_t i = 0; i < n; ++i) {

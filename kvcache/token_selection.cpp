@@ -75,10 +75,11 @@ std::vector<float> max_pool_scores(std::span<const int32_t> positions, std::span
     return pooled;
 }
 
-std::vector<float> mean_attention_scores(std::span<const int32_t> positions, std::span<const float> mass, int32_t end) {
+std::vector<float> mean_attention_scores(std::span<const int32_t> positions, std::span<const float> mass, int32_t end,
+                                         int32_t first_query) {
     std::vector<float> scores(mass.begin(), mass.end());
     for (size_t i = 0; i < positions.size(); ++i) {
-        if (positions[i] != kInvalidPos) scores[i] /= float(std::max(1, end - positions[i]));
+        if (positions[i] != kInvalidPos) scores[i] /= float(std::max(1, end - std::max(positions[i], first_query)));
     }
     return scores;
 }

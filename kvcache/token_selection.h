@@ -10,6 +10,7 @@
 //              for their age alone (measured in docs/BENCHMARKS.md)
 //   snapkv     score = attention mass from the observation window at the end of the
 //              prompt, max-pooled over neighbouring positions; the window is the recent part
+//              (then h2o: h2o's score over the mass gathered from the window on)
 //   streaming  no scored part: sinks + window
 //   random     random scores: the baseline the others must beat
 // Budgets are exact: a head never keeps more than `budget` positions, and keeps
@@ -38,8 +39,10 @@ void select_positions(std::span<const int32_t> positions, std::span<const float>
 std::vector<float> max_pool_scores(std::span<const int32_t> positions, std::span<const float> scores, uint32_t kernel);
 
 // H2O's score: each position's accumulated attention mass divided by the number of queries
-// that have attended to it, the queries at positions p..end-1.
-std::vector<float> mean_attention_scores(std::span<const int32_t> positions, std::span<const float> mass, int32_t end);
+// that have attended to it, the queries at positions max(p, first_query)..end-1 (mass is
+// collected from first_query on: 0 for h2o, the observation window for snapkv then h2o).
+std::vector<float> mean_attention_scores(std::span<const int32_t> positions, std::span<const float> mass, int32_t end,
+                                         int32_t first_query = 0);
 
 // Deterministic pseudo-random scores for the random baseline (seeded per layer and head).
 std::vector<float> random_scores(size_t n, uint64_t seed);

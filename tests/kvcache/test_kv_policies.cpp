@@ -203,6 +203,12 @@ private slots:
         QCOMPARE(score[2], 2.0f / 12.0f);
         QCOMPARE(score[3], 0.5f);  // seen by the newest query only
         QVERIFY(score[2] > score[0]);
+        // Mass collected from query 24 on (snapkv's observation window): positions before it
+        // were seen by the same 8 queries.
+        const std::vector<float> late = mean_attention_scores(pos, mass, 32, 24);
+        QCOMPARE(late[0], 3.0f / 8.0f);
+        QCOMPARE(late[2], 2.0f / 8.0f);
+        QCOMPARE(late[3], 0.5f);
     }
 
     void randomScoresAreDeterministic() {
