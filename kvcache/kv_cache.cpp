@@ -233,10 +233,7 @@ Status KvCache::reserve(SeqId seq, std::span<const int32_t> tokens, bool observa
     s.pending_pos.resize(tokens.size());
     for (int32_t i = 0; i < n; ++i) s.pending_pos[size_t(i)] = s.next_pos + i;
     s.observation = observation;
-    if (observation && !s.observed) {
-        s.observed = true;
-        s.mass_from = s.next_pos;  // snapkv collects mass from its observation window on
-    }
+    if (observation && !s.mass_from) s.mass_from = s.next_pos;
     return {};
 }
 

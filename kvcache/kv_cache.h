@@ -122,8 +122,7 @@ private:
         std::vector<int32_t> pending_pos;          // ... and their positions
         bool observation = false;                  // the reserved ubatch votes for SnapKV
         bool selecting = false;                    // snapkv --then h2o: evicting after the prompt
-        int32_t mass_from = 0;                     // position of the first query whose mass is collected
-        bool observed = false;                     // snapkv: an observation window has started
+        std::optional<int32_t> mass_from;          // snapkv: the first observation query (mass collected from it on)
         std::vector<uint32_t> write_slots;         // scratch for layer_view
         std::vector<KvBlockRef> view_blocks;       // scratch for layer_view
         std::vector<BlockId> view_ids;             // the blocks in the view, in view order

@@ -103,7 +103,7 @@ void KvCache::evict(Sequence & s, uint32_t il, uint32_t budget, bool snapkv) {
         }
         if (k.policy == KvPolicy::random) scores = random_scores(n, (uint64_t(il) << 32) ^ (uint64_t(g) << 48) ^ s.n_committed);
         if (k.policy == KvPolicy::h2o || (k.policy == KvPolicy::snapkv && !snapkv)) {
-            scores = mean_attention_scores(positions, scores, end, s.mass_from);
+            scores = mean_attention_scores(positions, scores, end, s.mass_from.value_or(0));
         }
         if (snapkv) scores = max_pool_scores(positions, scores, k.pool_kernel);
         select_positions(positions, scores, params, keep);
@@ -228,7 +228,7 @@ Status KvCache::recode_in_layer(Sequence & s, uint32_t il, size_t b, KvCodec k_c
     const BlockMeta & src = pool_.meta(s.blocks[il][b]);
     to.resize(m.n_bytes);
     kv_recode_block(layout_of(src), from.data(), layout_of(m), to.data());
-    m.pos = src.pos;  // the mirror is authoritative
+    m.pos = src.pos;
     std::memcpy(to.data() + layout_of(m).pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
     m.importance = src.importance;
     m.key_min = src.key_min;

@@ -113,7 +113,6 @@ void kv_recode_block(const KvBlockLayout & from, const uint8_t * src, const KvBl
             kv_encode_row(to.v_codec, row.data(), dst + to.v_row_offset(g, sl), shape.head_dim);
         }
     }
-    std::memcpy(dst + to.pos_offset(), src + from.pos_offset(), from.pos_bytes());
 }
 
 }  // namespace lr
