@@ -40,7 +40,7 @@ struct BlockMeta {
 
     std::vector<int32_t> pos;         // [n_head_kv][block_tokens] mirror of the block's positions
     std::vector<float> importance;    // [n_head_kv][block_tokens] accumulated attention (when collected)
-    std::vector<float> key_min;       // [n_head_kv][head_dim] per-channel key bounds (quest)
+    std::vector<float> key_min;       // [pages][n_head_kv][head_dim] per-channel key bounds (quest)
     std::vector<float> key_max;
 };
 

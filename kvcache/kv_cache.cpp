@@ -1,6 +1,7 @@
 #include "kv_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
@@ -253,15 +254,14 @@ Result<PagedKvView> KvCache::layer_view(SeqId seq, uint32_t il, const float * q_
     const uint32_t first_new = s.slots_used[il];
     const size_t n_new = s.pending.size();
 
-    // What attention reads: every block, or the blocks the query needs (quest).
+    // What attention reads: every block, or the pages each head's query needs (quest).
     std::vector<uint32_t> chosen;
     const bool query_aware = q_host != nullptr && config_.settings.policy == KvPolicy::quest;
+    s.read_pages.clear();
     if (query_aware) {
-        chosen = quest_blocks(s, il, q_host, n_head);
-        // The block the new token goes to is always read.
-        if (const uint32_t b = first_new / bt; b < layer.size() && std::find(chosen.begin(), chosen.end(), b) == chosen.end()) {
-            chosen.insert(std::upper_bound(chosen.begin(), chosen.end(), b), b);
-        }
+        QuestReads reads = quest_reads(s, il, q_host, n_head);
+        chosen = std::move(reads.blocks);
+        s.read_pages = std::move(reads.pages);
     } else {
         chosen.resize(layer.size());
         for (uint32_t b = 0; b < layer.size(); ++b) chosen[b] = b;
@@ -297,6 +297,10 @@ Result<PagedKvView> KvCache::layer_view(SeqId seq, uint32_t il, const float * q_
         layer.push_back(*id);
         chosen.push_back(uint32_t(layer.size() - 1));
         s.view_ids.push_back(*id);
+        if (query_aware) {
+            const uint32_t pages = bt / config_.settings.quest_page_tokens();
+            s.read_pages.insert(s.read_pages.end(), block_shape_.n_head_kv, pages == 32 ? ~0u : (1u << pages) - 1);
+        }
     }
     // Write slots, as indices into the view.
     s.write_slots.resize(n_new);
@@ -317,6 +321,13 @@ Result<PagedKvView> KvCache::layer_view(SeqId seq, uint32_t il, const float * q_
     view.shape = block_shape_;
     view.blocks = s.view_blocks;
     view.write_slots = s.write_slots;
+    if (query_aware) {
+        view.read_pages = s.read_pages;
+        view.page_tokens = config_.settings.quest_page_tokens();
+        for (uint32_t bits : s.read_pages) counters_.rows_read += uint64_t(std::popcount(bits)) * view.page_tokens;
+    } else {
+        counters_.rows_read += uint64_t(s.view_ids.size()) * block_shape_.n_head_kv * bt;
+    }
     if (collects_mass(s)) {
         const size_t n = s.view_ids.size() * layout_.n_slots();
         if (mass_.n_bytes() < n * sizeof(float)) {

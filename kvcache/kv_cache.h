@@ -126,6 +126,7 @@ private:
         std::vector<uint32_t> write_slots;         // scratch for layer_view
         std::vector<KvBlockRef> view_blocks;       // scratch for layer_view
         std::vector<BlockId> view_ids;             // the blocks in the view, in view order
+        std::vector<uint32_t> read_pages;          // scratch for layer_view (quest)
         bool pure_prefix = true;                   // no eviction, shift or re-encoding: persistable
         std::optional<uint32_t> lost_from;         // set by a data loss
     };
@@ -177,7 +178,11 @@ private:
     uint32_t kept_in_layer(const Sequence & s, uint32_t il) const;
 
     // Quest (kv_quest.cpp).
-    std::vector<uint32_t> quest_blocks(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const;
+    struct QuestReads {
+        std::vector<uint32_t> blocks;  // of the layer, ascending: those some head reads
+        std::vector<uint32_t> pages;   // [blocks][n_head_kv]: bit i = the head reads page i of the block
+    };
+    QuestReads quest_reads(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const;
 
     // Prefix cache (kv_prefix.cpp).
     void persist_full_blocks(SeqId seq, uint32_t first_block, uint32_t end_block);

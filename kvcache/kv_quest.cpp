@@ -1,88 +1,133 @@
-// Quest: query-aware block selection. Nothing is dropped; for each decode step, a block's
+// Quest: query-aware page selection. Nothing is dropped; for each decode step, a page's
 // per-channel key bounds bound the score any of its keys can reach for the current query
-// (sum over channels of max(q*min, q*max)), and attention reads the sinks' block, the
-// recent window and the blocks with the highest bound, all within the budget (at least the
-// sinks' block and the one the new token goes to). The other blocks stay on whatever tier
-// holds them, so long contexts run with a bounded device tier and bytes per token.
+// (sum over channels of max(q*min, q*max)), and each KV head reads the sinks' page, the
+// recent window and the pages with the highest bound, all within the budget (at least the
+// sinks' page and the one the new token goes to). Pages are smaller than the KV blocks the tiers move (16
+// tokens, as the paper), so a small budget still picks out what matters; the layer fetches
+// the blocks any head reads, and the other blocks stay on whatever tier holds them, so long
+// contexts run with a bounded device tier and bytes per token.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kvcache/kv_cache.h"
 
 namespace lr {
+namespace {
 
-std::vector<uint32_t> KvCache::quest_blocks(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const {
+// The largest score q.k any key within [min, max] per channel can reach: the positive part
+// of q against the maxima, the negative part against the minima. In vectors of four (the
+// portable GCC/Clang extension: SSE, NEON): this runs for every page and query head.
+using Float4 = float __attribute__((vector_size(16)));
+
+Float4 load4(const float * p) {
+    Float4 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+float score_bound(const float * q_pos, const float * q_neg, const float * min, const float * max, uint32_t d) {
+    Float4 a = {}, b = {};
+    uint32_t c = 0;
+    for (; c + 8 <= d; c += 8) {
+        a += load4(q_pos + c) * load4(max + c) + load4(q_neg + c) * load4(min + c);
+        b += load4(q_pos + c + 4) * load4(max + c + 4) + load4(q_neg + c + 4) * load4(min + c + 4);
+    }
+    a += b;
+    float sum = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; c < d; ++c) sum += q_pos[c] * max[c] + q_neg[c] * min[c];
+    return sum;
+}
+
+}  // namespace
+
+KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const {
     const std::vector<BlockId> & layer = s.blocks[il];
-    const uint32_t bt = block_shape_.block_tokens, d = block_shape_.head_dim;
-    const uint32_t n_blocks = uint32_t(layer.size());
     const KvSettings & k = config_.settings;
+    const uint32_t bt = block_shape_.block_tokens, d = block_shape_.head_dim, n_kv = block_shape_.n_head_kv;
+    const uint32_t page = k.quest_page_tokens(), per_block = bt / page;
+    const uint32_t used = s.slots_used[il];
+    const uint32_t n_pages = (used + page - 1) / page;  // pages with a written slot
+    const uint32_t write_page = used / page;            // the new token's (n_pages when it starts one)
     const uint32_t seen = s.n_committed + uint32_t(s.pending.size());
-    // The budget counts every block read: the one the new token goes to (read always, an
-    // existing block or a new one), the sinks' and the recent ones included.
-    const uint32_t budget_blocks = k.quest_blocks > 0 ? k.quest_blocks
-                                                      : std::max(1u, uint32_t(std::ceil(k.keep_ratio * double(seen) / bt)));
-    const uint32_t write_block = s.slots_used[il] / bt;
-    std::vector<uint8_t> take(n_blocks, 0);
-    uint32_t taken = 1;  // the write block
-    auto read = [&](uint32_t b) {
-        if (b < n_blocks && !take[b]) {
-            take[b] = 1;
-            if (b != write_block) ++taken;
-        }
-    };
-    read(write_block);
-    for (uint32_t b = 0; b < n_blocks && b * bt < k.sink_tokens; ++b) read(b);
-    // The recent window: the blocks holding the last recent_ratio of the budget's tokens
-    // (newest first), as far as the budget goes.
-    const uint32_t recent_tokens = uint32_t(k.recent_ratio * double(budget_blocks) * bt);
-    const uint32_t first_recent = s.slots_used[il] > recent_tokens ? (s.slots_used[il] - recent_tokens) / bt : 0;
-    for (uint32_t b = std::min(write_block, n_blocks); b-- > first_recent && taken < budget_blocks;) read(b);
-    // The rest of the budget by the bound, head by head: Quest ranks blocks per head, and
-    // the layer reads their union, so each query head in turn gets its next best block (a
-    // maximum over heads would let the heads with the largest queries take every block).
-    // Blocks without bounds yet (restored from disk) come first.
-    const uint32_t group = n_head / block_shape_.n_head_kv;
-    std::vector<uint32_t> candidates;
-    for (uint32_t b = 0; b < n_blocks; ++b) {
-        if (!take[b]) candidates.push_back(b);
-    }
-    const size_t extra = budget_blocks > taken ? std::min<size_t>(budget_blocks - taken, candidates.size()) : 0;
-    if (extra > 0) {
-        std::vector<std::vector<std::pair<float, uint32_t>>> ranked(n_head);
-        for (uint32_t h = 0; h < n_head; ++h) {
-            const uint32_t g = h / group;
-            const float * qh = q + size_t(h) * d;
-            for (uint32_t b : candidates) {
-                const BlockMeta & m = pool_.meta(layer[b]);
-                float bound = INFINITY;
-                if (!m.key_min.empty()) {
-                    bound = 0.0f;
-                    for (uint32_t c = 0; c < d; ++c) {
-                        const size_t at = size_t(g) * d + c;
-                        bound += std::max(qh[c] * m.key_min[at], qh[c] * m.key_max[at]);
-                    }
-                }
-                ranked[h].emplace_back(bound, b);
+    // The budget counts every page a head reads, the new token's included.
+    const uint32_t budget = k.quest_pages > 0 ? k.quest_pages : std::max(1u, uint32_t(std::ceil(k.keep_ratio * double(seen) / page)));
+    const uint32_t recent_tokens = uint32_t(k.recent_ratio * double(budget) * page);
+    const uint32_t first_recent = used > recent_tokens ? (used - recent_tokens) / page : 0;
+    const uint32_t group = n_head / n_kv;
+
+    // take[g][p]: head g reads page p.
+    std::vector<uint8_t> take(size_t(n_kv) * n_pages, 0);
+    std::vector<std::pair<float, uint32_t>> ranked;
+    std::vector<std::vector<uint32_t>> best(group);
+    std::vector<float> q_pos(d), q_neg(d);
+    for (uint32_t g = 0; g < n_kv; ++g) {
+        uint8_t * mine = take.data() + size_t(g) * n_pages;
+        uint32_t taken = 1;  // the write page
+        auto read = [&](uint32_t p) {
+            if (p < n_pages && p != write_page && !mine[p]) {
+                mine[p] = 1;
+                ++taken;
             }
-            std::partial_sort(ranked[h].begin(), ranked[h].begin() + std::ptrdiff_t(extra), ranked[h].end(),
+        };
+        for (uint32_t p = 0; p < n_pages && p * page < k.sink_tokens; ++p) read(p);
+        // The recent window, newest first.
+        for (uint32_t p = std::min(write_page, n_pages); p-- > first_recent && taken < budget;) read(p);
+        // The rest by the bound. Quest ranks per query head: each query head of the group in
+        // turn adds its next best page (a maximum over heads would let the heads with the
+        // largest queries take every page). Pages without bounds (restored from disk) first.
+        const uint32_t extra = budget - std::min(budget, taken);
+        if (extra == 0) continue;
+        for (uint32_t hq = 0; hq < group; ++hq) {
+            const float * qh = q + size_t(g * group + hq) * d;
+            for (uint32_t c = 0; c < d; ++c) {
+                q_pos[c] = std::max(qh[c], 0.0f);
+                q_neg[c] = std::min(qh[c], 0.0f);
+            }
+            ranked.clear();
+            for (uint32_t p = 0; p < n_pages; ++p) {
+                if (mine[p] || p == write_page) continue;
+                const BlockMeta & m = pool_.meta(layer[p / per_block]);
+                const size_t at = (size_t(p % per_block) * n_kv + g) * d;
+                const float bound = m.key_min.empty() ? INFINITY : score_bound(q_pos.data(), q_neg.data(), &m.key_min[at], &m.key_max[at], d);
+                ranked.emplace_back(bound, p);
+            }
+            const size_t n_best = std::min<size_t>(extra, ranked.size());
+            std::partial_sort(ranked.begin(), ranked.begin() + std::ptrdiff_t(n_best), ranked.end(),
                               [](const auto & a, const auto & b) { return a.first > b.first; });
+            best[hq].clear();
+            for (size_t i = 0; i < n_best; ++i) best[hq].push_back(ranked[i].second);
         }
-        size_t added = 0;
-        for (size_t rank = 0; rank < extra && added < extra; ++rank) {
-            for (uint32_t h = 0; h < n_head && added < extra; ++h) {
-                const uint32_t b = ranked[h][rank].second;
-                if (!take[b]) {
-                    take[b] = 1;
-                    ++added;
-                }
+        for (size_t rank = 0; taken < budget && rank < extra; ++rank) {
+            for (uint32_t hq = 0; hq < group && taken < budget; ++hq) {
+                if (rank < best[hq].size()) read(best[hq][rank]);
             }
         }
     }
-    std::vector<uint32_t> chosen;
-    for (uint32_t b = 0; b < n_blocks; ++b) {
-        if (take[b]) chosen.push_back(b);
+
+    // The blocks some head reads, with each head's pages as bits; the new token's page is
+    // read by every head.
+    QuestReads out;
+    const uint32_t write_block = used / bt;
+    for (uint32_t b = 0; b < layer.size(); ++b) {
+        const size_t first = out.pages.size();
+        out.pages.resize(first + n_kv, 0);
+        bool any = b == write_block;
+        for (uint32_t g = 0; g < n_kv; ++g) {
+            uint32_t & bits = out.pages[first + g];
+            for (uint32_t i = 0; i < per_block; ++i) {
+                const uint32_t p = b * per_block + i;
+                if (p == write_page || (p < n_pages && take[size_t(g) * n_pages + p])) bits |= 1u << i;
+            }
+            any = any || bits != 0;
+        }
+        if (any) {
+            out.blocks.push_back(b);
+        } else {
+            out.pages.resize(first);
+        }
     }
-    return chosen;
+    return out;
 }
 
 }  // namespace lr

@@ -16,6 +16,7 @@ void KvCache::note_new_rows(Sequence & s, uint32_t il) {
     const uint32_t bt = block_shape_.block_tokens;
     const uint32_t first_new = s.slots_used[il];
     const bool bounds = config_.settings.policy == KvPolicy::quest;
+    const uint32_t page = config_.settings.quest_page_tokens();
     std::vector<float> row(block_shape_.head_dim);
     std::vector<uint8_t> bytes;
     BlockId bytes_of = UINT32_MAX;
@@ -32,13 +33,13 @@ void KvCache::note_new_rows(Sequence & s, uint32_t il) {
             bytes_of = id;
         }
         if (m.key_min.empty()) {
-            m.key_min.assign(size_t(block_shape_.n_head_kv) * block_shape_.head_dim, INFINITY);
+            m.key_min.assign(size_t(bt / page) * block_shape_.n_head_kv * block_shape_.head_dim, INFINITY);
             m.key_max.assign(m.key_min.size(), -INFINITY);
         }
         for (uint32_t g = 0; g < block_shape_.n_head_kv; ++g) {
             kv_decode_row(m.k_codec, bytes.data() + L.k_row_offset(g, slot % bt), row.data(), block_shape_.head_dim);
             for (uint32_t c = 0; c < block_shape_.head_dim; ++c) {
-                const size_t at = size_t(g) * block_shape_.head_dim + c;
+                const size_t at = (size_t(slot % bt / page) * block_shape_.n_head_kv + g) * block_shape_.head_dim + c;
                 m.key_min[at] = std::min(m.key_min[at], row[c]);
                 m.key_max[at] = std::max(m.key_max[at], row[c]);
             }

@@ -69,6 +69,13 @@ Status validate(const KvSettings & s) {
         if (bits != 0 && bits != 16 && bits != 8 && bits != 4) return invalid("RAM and disk tier bits must be 0 (as the device tier), 16, 8 or 4");
     }
     if (s.block_tokens < 4 || s.block_tokens > 256) return invalid("KV block size must be 4 to 256 tokens");
+    if (s.policy == KvPolicy::quest) {
+        const uint32_t page = s.quest_page_tokens();
+        if (page == 0 || s.block_tokens % page != 0 || s.block_tokens / page > 32) {
+            return invalid("the Quest page (" + std::to_string(s.quest_page) + " tokens) must divide the KV block (" +
+                           std::to_string(s.block_tokens) + " tokens) into at most 32 pages");
+        }
+    }
     if (s.residual_tokens > (1u << 20)) return invalid("the full-precision window must be at most 1M tokens");
     if (s.policy != KvPolicy::none && s.policy != KvPolicy::quest && s.budget_tokens == 0 && s.keep_ratio >= 1) {
         return invalid("a keep ratio of 100% evicts nothing: choose policy none");
@@ -95,8 +102,8 @@ std::string describe(const KvSettings & s) {
         }
     }
     if (s.policy == KvPolicy::quest) {
-        if (s.quest_blocks > 0) {
-            std::snprintf(buf, sizeof buf, " %u blocks", s.quest_blocks);
+        if (s.quest_pages > 0) {
+            std::snprintf(buf, sizeof buf, " %u pages of %u tokens per head", s.quest_pages, s.quest_page_tokens());
         } else {
             std::snprintf(buf, sizeof buf, " (%.0f%% read per token)", s.keep_ratio * 100);
         }

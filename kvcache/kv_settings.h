@@ -47,7 +47,11 @@ struct KvSettings {
     uint32_t obs_window = 32;    // snapkv: queries at the end of the prompt that vote
     uint32_t pool_kernel = 7;    // snapkv: max-pooling width over positions
     KvPolicy then = KvPolicy::none;  // snapkv: keep growing (none) or continue with h2o
-    uint32_t quest_blocks = 0;   // quest: blocks attended per layer; 0 = from the budget
+    // quest: the unit it ranks and reads is a page of quest_page tokens (16, as the paper;
+    // at most the KV block, which it divides); each KV head reads quest_pages of them per
+    // layer (0 = from the budget).
+    uint32_t quest_page = 16;
+    uint32_t quest_pages = 0;
 
     // Codecs. 16 = f16, 8 = q8, 4 = q4; 32 = f32 (exactness tests). Blocks are written in
     // f16 and re-encoded when they leave the full-precision window of residual_tokens.
@@ -67,6 +71,8 @@ struct KvSettings {
     KvCodec v_codec() const;
     // The codec a block coded `codec` takes in a tier that allows tier_bits (0: any).
     static KvCodec narrowed(KvCodec codec, uint32_t tier_bits);
+    // Tokens per Quest page in blocks of block_tokens.
+    uint32_t quest_page_tokens() const { return quest_page < block_tokens ? quest_page : block_tokens; }
     // Tokens kept out of n (all of them for none/quest).
     uint32_t budget_for(uint32_t n_tokens) const;
 };

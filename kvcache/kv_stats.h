@@ -27,6 +27,8 @@ struct KvStats {
     // Placement (lossless).
     uint64_t block_reads = 0;   // blocks attention needed
     uint64_t block_hits = 0;    // ... that were already on the device tier
+    uint64_t rows_read = 0;     // KV rows (one slot of one KV head) attention read: quest reads
+                                // fewer than the blocks it fetches hold
     uint64_t bytes_moved = 0;   // between tiers, all directions
     uint64_t prefetches = 0;    // blocks fetched ahead of use
     uint64_t prefetch_hits = 0; // ... that were fetched before attention needed them

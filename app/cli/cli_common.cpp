@@ -49,7 +49,9 @@ std::vector<FlagSpec> kv_flags() {
         {"--sink-tokens", "", true, false, "first tokens never evicted (default 4)"},
         {"--obs-window", "", true, false, "snapkv: observation window (default 32)"},
         {"--then", "", true, false, "snapkv: during decode, none (keep growing) or h2o"},
-        {"--quest-blocks", "", true, false, "quest: blocks attended per layer (default: from the budget)"},
+        {"--quest-pages", "", true, false, "quest: pages each KV head reads per layer (default: from the budget)"},
+        {"--quest-blocks", "", true, false, "same as --quest-pages"},
+        {"--quest-page", "", true, false, "quest: tokens per page, the unit it ranks and reads (default 16)"},
         {"--kv-k-bits", "", true, false, "K precision: 16, 8 or 4 (default 16)"},
         {"--kv-v-bits", "", true, false, "V precision: 16, 8 or 4 (default 16)"},
         {"--kv-residual", "", true, false, "recent tokens kept in full precision (default 128)"},
@@ -172,7 +174,9 @@ Result<KvSettings> kv_settings(const Args & args) {
     LR_ASSIGN_OR_RETURN(k.recent_ratio, args.get_double("--recent-ratio", k.recent_ratio, 0, 1));
     LR_ASSIGN_OR_RETURN(long long sinks, args.get_int("--sink-tokens", k.sink_tokens, 0, 1024));
     LR_ASSIGN_OR_RETURN(long long obs, args.get_int("--obs-window", k.obs_window, 1, 4096));
-    LR_ASSIGN_OR_RETURN(long long quest, args.get_int("--quest-blocks", k.quest_blocks, 0, 1 << 20));
+    const char * const pages_flag = args.has("--quest-pages") || !args.has("--quest-blocks") ? "--quest-pages" : "--quest-blocks";
+    LR_ASSIGN_OR_RETURN(long long quest, args.get_int(pages_flag, k.quest_pages, 0, 1 << 20));
+    LR_ASSIGN_OR_RETURN(long long page, args.get_int("--quest-page", k.quest_page, 1, 256));
     LR_ASSIGN_OR_RETURN(long long k_bits, args.get_int("--kv-k-bits", k.k_bits, 4, 32));
     LR_ASSIGN_OR_RETURN(long long v_bits, args.get_int("--kv-v-bits", k.v_bits, 4, 32));
     LR_ASSIGN_OR_RETURN(long long host_bits, args.get_int("--kv-host-bits", k.host_bits, 0, 16));
@@ -185,7 +189,8 @@ Result<KvSettings> kv_settings(const Args & args) {
     k.budget_tokens = uint32_t(budget);
     k.sink_tokens = uint32_t(sinks);
     k.obs_window = uint32_t(obs);
-    k.quest_blocks = uint32_t(quest);
+    k.quest_pages = uint32_t(quest);
+    k.quest_page = uint32_t(page);
     k.k_bits = uint32_t(k_bits);
     k.v_bits = uint32_t(v_bits);
     k.host_bits = uint32_t(host_bits);

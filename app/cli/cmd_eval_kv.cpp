@@ -110,7 +110,7 @@ int run_eval_kv(const Argv & argv) {
         }
     }
     if (!json && !runs.empty()) {
-        std::printf("\nfull cache: PPL as above minus dPPL; KV (held), read (KV blocks attention read while decoding) and speed are "
+        std::printf("\nfull cache: PPL as above minus dPPL; KV (held), read (KV rows attention read while decoding) and speed are "
                     "relative to the full cache.\n");
     }
     return 0;

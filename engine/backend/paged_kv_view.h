@@ -30,7 +30,16 @@ struct PagedKvView {
     // [n_blocks][n_head_kv][block_tokens].
     float * attn_mass = nullptr;  // backend memory, or nullptr when not collected
 
+    // Optional (quest): which slots each KV head reads. read_pages[b * n_head_kv + g] has
+    // bit p set when head g reads slots [p * page_tokens, (p + 1) * page_tokens) of block
+    // b; for that head the other slots are as if empty. Empty: every slot is read.
+    std::span<const uint32_t> read_pages;  // host memory
+    uint32_t page_tokens = 0;
+
     uint32_t n_blocks() const { return static_cast<uint32_t>(blocks.size()); }
+    bool reads(uint32_t block, uint32_t head, uint32_t slot) const {
+        return read_pages.empty() || (read_pages[size_t(block) * shape.n_head_kv + head] >> (slot / page_tokens) & 1u) != 0;
+    }
     KvBlockLayout layout(uint32_t block) const { return {shape, blocks[block].k_codec, blocks[block].v_codec}; }
 };
 

@@ -13,7 +13,7 @@ struct WindowRun {
     std::vector<std::vector<float>> logits;  // after each scored-half token
     double decode_ms = 0;
     uint64_t kv_bytes = 0;
-    uint64_t block_reads = 0;  // KV blocks attention read while decoding
+    uint64_t rows_read = 0;  // KV rows (slot x KV head) attention read while decoding
 };
 
 Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const int32_t> window, const KvSettings & kv,
@@ -25,14 +25,14 @@ Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const
     LR_RETURN_IF_ERROR(session->append(window.first(half), {}, stop));
     WindowRun r;
     r.logits.emplace_back(session->logits().begin(), session->logits().end());
-    const uint64_t reads_before = session->kv_stats().block_reads;
+    const uint64_t reads_before = session->kv_stats().rows_read;
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t j = half; j + 1 < window.size(); ++j) {
         LR_RETURN_IF_ERROR(session->append(window.subspan(j, 1), {}, stop));
         r.logits.emplace_back(session->logits().begin(), session->logits().end());
     }
     r.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    r.block_reads = session->kv_stats().block_reads - reads_before;
+    r.rows_read = session->kv_stats().rows_read - reads_before;
     for (const KvTierStats & t : session->kv_stats().tiers) r.kv_bytes += t.present ? t.used_bytes : 0;
     return r;
 }
@@ -78,8 +78,8 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
         }
         e.kv_bytes += run.kv_bytes;
         e.kv_bytes_full += ref.kv_bytes;
-        reads += run.block_reads;
-        reads_full += ref.block_reads;
+        reads += run.rows_read;
+        reads_full += ref.rows_read;
         ms += run.decode_ms;
         ms_full += ref.decode_ms;
         if (progress) progress(w + 1, n_windows);

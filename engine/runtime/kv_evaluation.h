@@ -23,7 +23,7 @@ struct KvEvaluation {
     double top1_agree = 0;    // share of predictions where both argmaxes agree
     uint64_t kv_bytes = 0;    // KV held at the end of a window, mean over windows
     uint64_t kv_bytes_full = 0;
-    double read_ratio = 1;    // KV blocks attention read while decoding, vs the full cache
+    double read_ratio = 1;    // KV rows attention read while decoding, vs the full cache
     double tok_s = 0;         // decode speed of the scored half
     double tok_s_full = 0;
     size_t n_windows = 0;

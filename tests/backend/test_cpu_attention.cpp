@@ -1,6 +1,6 @@
 // The fused attention (scalar and AVX2 kernels) against the reference attention, over
 // paged views with mixed per-block codecs, empty and evicted slots, per-head positions,
-// GQA, decode and prefill, with and without the attention mass; and its kernels one by
+// per-head page masks (quest), GQA, decode and prefill, with and without the attention mass; and its kernels one by
 // one: row decoding and q.k are bit-identical to the scalar kernels, exp within a few ulp.
 
 #include <QtTest>
@@ -26,6 +26,7 @@ struct Case {
     int64_t n_tokens;
     QString codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
     bool holes;      // empty and evicted slots, positions differing per head
+    uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
 };
 
 KvCodec codec_of(QChar c) {
@@ -45,12 +46,16 @@ struct World {
     std::vector<int32_t> pos;   // [n_tokens]
     float max_abs_v = 0;
     AttentionParams params;
+    std::vector<uint32_t> read_pages;  // [n_blocks][n_head_kv], empty: every slot read
+    uint32_t page_tokens = 0;
 
     PagedKvView view(float * mass) const {
         PagedKvView v;
         v.shape = shape;
         v.blocks = blocks;
         v.attn_mass = mass;
+        v.read_pages = read_pages;
+        v.page_tokens = page_tokens;
         return v;
     }
 };
@@ -92,6 +97,13 @@ World make_world(const Case & c, uint64_t seed) {
     w.q.resize(size_t(c.n_tokens) * size_t(n_head) * d);
     for (float & v : w.q) v = rng.normal(1.0f);
     for (int64_t t = 0; t < c.n_tokens; ++t) w.pos.push_back(n_pos - int32_t(c.n_tokens) + int32_t(t));
+    if (c.page_tokens > 0) {
+        // Random pages per head; the last block (the queries' own) is read whole.
+        w.page_tokens = c.page_tokens;
+        for (uint32_t b = 0; b < c.n_blocks; ++b) {
+            for (uint32_t g = 0; g < c.n_head_kv; ++g) w.read_pages.push_back(b + 1 == c.n_blocks ? ~0u : uint32_t(rng.next_u64()));
+        }
+    }
     w.params = {.n_head = n_head, .n_head_kv = int32_t(c.n_head_kv), .head_dim = int32_t(d), .scale = 1.0f / std::sqrt(float(d))};
     return w;
 }
@@ -142,6 +154,35 @@ private slots:
         QTest::newRow("prefill-mixed") << Case{16, 2, 64, 12, 4, 29, "hf84", true};
         QTest::newRow("prefill-d8") << Case{7, 4, 8, 9, 2, 19, "h", false};
         QTest::newRow("prefill-f32") << Case{32, 2, 64, 4, 4, 64, "f", false};
+        QTest::newRow("decode-pages") << Case{32, 4, 64, 20, 8, 1, "h", false, 8};
+        QTest::newRow("decode-pages-mixed-chunked") << Case{16, 1, 64, 24, 4, 1, "h84f", true, 4};
+        QTest::newRow("decode-pages-one-per-block") << Case{16, 2, 64, 13, 2, 1, "h8", true, 16};
+    }
+
+    // A slot a head does not read is, for that head, an empty slot: the reference over the
+    // page masks gives the same bits as over a copy whose unread slots are empty.
+    void unreadPagesAreEmptySlots() {
+        const Case c{16, 2, 64, 13, 4, 1, "h84f", true, 4};
+        World w = make_world(c, 9);
+        const Outputs masked = run(w, c, Path::reference, 2, true);
+        size_t unread = 0;
+        for (uint32_t b = 0; b < c.n_blocks; ++b) {
+            const KvBlockLayout L = w.view(nullptr).layout(b);
+            auto * pos = reinterpret_cast<int32_t *>(w.storage[b].data() + L.pos_offset());
+            for (uint32_t g = 0; g < c.n_head_kv; ++g) {
+                for (uint32_t s = 0; s < c.block_tokens; ++s) {
+                    if (!w.view(nullptr).reads(b, g, s) && pos[L.pos_index(g, s)] != kInvalidPos) {
+                        pos[L.pos_index(g, s)] = kInvalidPos;
+                        ++unread;
+                    }
+                }
+            }
+        }
+        QVERIFY(unread > 100);
+        w.read_pages.clear();
+        const Outputs emptied = run(w, c, Path::reference, 2, true);
+        QVERIFY(masked.out == emptied.out);
+        QVERIFY(masked.mass == emptied.mass);
     }
     void matchesReference() {
         QFETCH(Case, c);

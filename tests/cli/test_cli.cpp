@@ -115,6 +115,22 @@ private slots:
         QVERIFY(!r.out.trimmed().isEmpty());
     }
 
+    // The issue's --quest-blocks is --quest-pages; both reach the cache, with --quest-page.
+    void questFlagsReachTheCache() {
+        QTemporaryDir dir;
+        for (const char * flag : {"--quest-pages", "--quest-blocks"}) {
+            const QString stats = dir.filePath("stats.json");
+            const Run r = run_cli({"generate", "-p", "Once upon a time", "-n", "8", "--temp", "0", "--kv-policy", "quest", flag, "3",
+                                   "--quest-page", "8", "--kv-stats-json", stats});
+            QCOMPARE(r.exit_code, 0);
+            QFile f(stats);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+            QCOMPARE(o["policy"].toString(), QString("quest 3 pages of 8 tokens per head, K f16 / V f16"));
+            QVERIFY(o["rows_read"].toDouble() > 0);
+        }
+    }
+
     void badInputGivesOneLineError_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
@@ -132,6 +148,7 @@ private slots:
         QTest::newRow("missing file") << QStringList{"perplexity", "-f", "/nonexistent.txt"} << "cannot open";
         QTest::newRow("bad temperature") << QStringList{"generate", "-p", "x", "--temp", "-1"} << "--temp must be between";
         QTest::newRow("make-model no output") << QStringList{"make-model", "--preset", "tiny"} << "needs an output file";
+        QTest::newRow("quest page") << QStringList{"generate", "-p", "x", "--kv-policy", "quest", "--quest-page", "24"} << "Quest page (24 tokens)";
         QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
     }
     void badInputGivesOneLineError() {

@@ -117,7 +117,8 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
                          .f16_k = true,
                          .f16_v = true,
                          .mass = view.attn_mass != nullptr,
-                         .n_sm = n_sm};
+                         .n_sm = n_sm,
+                         .page_tokens = view.page_tokens};
     for (uint32_t b = 0; b < view.n_blocks(); ++b) {
         const KvBlockLayout L = view.layout(b);
         shape.f16_k = shape.f16_k && L.k_codec == KvCodec::f16;
@@ -129,7 +130,8 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
     const AttentionPlan pl = plan(shape);
     std::vector<float> scores(pl.scores_bytes / sizeof(float)), partial(pl.partial_bytes / sizeof(float));
     const AttentionArgs args{.q = q, .pos = pos, .blocks = table.data(), .mass = view.attn_mass, .out = out,
-                             .scores = scores.data(), .partial = partial.data()};
+                             .scores = scores.data(), .partial = partial.data(),
+                             .read_pages = view.read_pages.empty() ? nullptr : view.read_pages.data()};
     std::vector<float> smem(std::max(scores_shared_bytes(pl, shape.dims.head_dim), values_shared_bytes(pl, shape.dims.head_dim)) / 4 + 1);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += pl.tile_tokens) {
         const Tile a = make_tile(shape, pl, args, t0);

@@ -29,6 +29,7 @@ struct AttentionCase {
     int64_t n_tokens;
     std::string codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
     bool holes;
+    uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
 };
 
 KvCodec codec_of(char c) {
@@ -154,6 +155,8 @@ private slots:
             {"prefill-d8", {7, 4, 8, 9, 2, 19, "h", false}},
             {"prefill-block-64", {64, 2, 128, 5, 4, 70, "h8", true}},
             {"no-gqa", {32, 8, 32, 3, 1, 9, "h", false}},
+            {"decode-pages", {32, 4, 64, 20, 8, 1, "h", false, 8}},
+            {"decode-pages-mixed", {16, 2, 64, 13, 4, 1, "h84f", true, 4}},
         };
         for (const auto & [name, c] : cases) {
             for (int n_sm : {1, 132}) QTest::addRow("%s-sm%d", name, n_sm) << c << n_sm;
@@ -204,9 +207,15 @@ private slots:
         const size_t n_mass = size_t(c.n_blocks) * c.n_head_kv * bt;
         CpuBackend ref({.n_threads = 1, .isa = CpuIsa::scalar});
         std::vector<float> want(q.size(), NAN), got(q.size(), NAN), mass_want(n_mass, 0.5f), mass_got(n_mass, 0.5f);
+        std::vector<uint32_t> read_pages;
+        for (uint32_t b = 0; c.page_tokens > 0 && b < c.n_blocks; ++b) {
+            for (uint32_t g = 0; g < c.n_head_kv; ++g) read_pages.push_back(b + 1 == c.n_blocks ? ~0u : uint32_t(rng.next_u64()));
+        }
         PagedKvView view;
         view.shape = shape;
         view.blocks = refs;
+        view.read_pages = read_pages;
+        view.page_tokens = c.page_tokens;
         view.attn_mass = mass_want.data();
         ref.attention(q.data(), c.n_tokens, qpos.data(), view, p, want.data());
         view.attn_mass = mass_got.data();

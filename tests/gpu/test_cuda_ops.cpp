@@ -158,6 +158,7 @@ struct AttentionCase {
     int64_t n_tokens;
     std::string codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
     bool holes;
+    uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
 };
 
 }  // namespace
@@ -477,6 +478,8 @@ private slots:
         QTest::newRow("prefill-f32") << AttentionCase{32, 2, 64, 4, 4, 64, "f", false};
         QTest::newRow("prefill-block-64") << AttentionCase{64, 2, 128, 5, 4, 70, "h8", true};
         QTest::newRow("no-gqa") << AttentionCase{32, 8, 32, 3, 1, 9, "h", false};
+        QTest::newRow("decode-pages") << AttentionCase{32, 4, 64, 20, 8, 1, "h", false, 8};
+        QTest::newRow("decode-pages-mixed-long") << AttentionCase{16, 2, 64, 300, 4, 1, "h84f", true, 4};
     }
     void attention() {
         QFETCH(AttentionCase, c);
@@ -495,12 +498,23 @@ private slots:
         const bool all_f16 = c.codecs.find_first_not_of('h') == std::string::npos;
         const double tol = (all_f16 ? 2e-3 : 5e-5) * double(w.max_abs_v);
         const size_t n_mass = size_t(c.n_blocks) * c.n_head_kv * c.block_tokens;
+        // Quest's page masks: random pages per head, the queries' own block read whole.
+        std::vector<uint32_t> read_pages;
+        for (uint32_t b = 0; c.page_tokens > 0 && b < c.n_blocks; ++b) {
+            for (uint32_t g = 0; g < c.n_head_kv; ++g) read_pages.push_back(b + 1 == c.n_blocks ? ~0u : uint32_t(rng.next_u64()));
+        }
+        auto view = [&](bool on_device, float * mass) {
+            PagedKvView v = w.view(on_device, mass);
+            v.read_pages = read_pages;
+            v.page_tokens = c.page_tokens;
+            return v;
+        };
         for (bool with_mass : {false, true}) {
             std::vector<float> want(q.size(), NAN), mass_want(n_mass, 0.5f);  // the mass adds to what is there
-            ref_.attention(q.data(), c.n_tokens, pos.data(), w.view(false, with_mass ? mass_want.data() : nullptr), p, want.data());
+            ref_.attention(q.data(), c.n_tokens, pos.data(), view(false, with_mass ? mass_want.data() : nullptr), p, want.data());
             DeviceBuffer qd = to_device(*dev_, q), od = to_device(*dev_, std::vector<float>(q.size(), NAN));
             DeviceBuffer md = to_device(*dev_, std::vector<float>(n_mass, 0.5f));
-            dev_->attention(qd.as<float>(), c.n_tokens, pos.data(), w.view(true, with_mass ? md.as<float>() : nullptr), p, od.as<float>());
+            dev_->attention(qd.as<float>(), c.n_tokens, pos.data(), view(true, with_mass ? md.as<float>() : nullptr), p, od.as<float>());
             const std::vector<float> got = to_host<float>(*dev_, od.data(), q.size());
             double worst = 0;
             for (size_t i = 0; i < got.size(); ++i) {

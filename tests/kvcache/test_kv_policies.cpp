@@ -416,23 +416,27 @@ private slots:
         QVERIFY(edit_error < 0.25f * codec_error);
     }
 
-    // Quest ranks blocks per query head and the layer reads their union: a head whose best
-    // block scores low still gets it, ahead of a third block of the head with the large query.
-    void questGivesEveryHeadItsBestBlock() {
+    // Quest ranks pages per KV head and each head reads only its own: a head whose best
+    // page scores low still reads it, and not the pages of the head with the large query.
+    // The layer fetches the blocks some head reads.
+    void questGivesEveryHeadItsBestPages() {
         KvSettings settings;
         settings.policy = KvPolicy::quest;
-        settings.quest_blocks = 4;  // the new token's block + 3 by their bounds
+        settings.quest_page = 4;   // two pages per 8-token block
+        settings.quest_pages = 3;  // the new token's page + 2 by their bounds, per head
         settings.sink_tokens = 0;
         settings.recent_ratio = 0;
         SyntheticCache c(settings);
-        constexpr uint32_t kHeads = SyntheticCache::kHeads, kDim = SyntheticCache::kDim, n = 48;  // 6 blocks of 8
+        constexpr uint32_t kHeads = SyntheticCache::kHeads, kDim = SyntheticCache::kDim, n = 48;  // 12 pages of 4
         std::vector<float> k(size_t(n) * kHeads * kDim, 0.0f), v = k;
         auto key = [&](uint32_t token, uint32_t head, uint32_t channel) -> float & { return k[(size_t(token) * kHeads + head) * kDim + channel]; };
-        for (uint32_t t = 0; t < 8; ++t) {
-            key(8 + t, 0, 0) = 10;  // head 0: blocks 1, 2, 3 score 10, 9, 8
-            key(16 + t, 0, 0) = 9;
-            key(24 + t, 0, 0) = 8;
-            key(32 + t, 1, 1) = 1;  // head 1: only block 4, at 1
+        for (uint32_t t = 0; t < 4; ++t) {
+            key(12 + t, 0, 0) = 10;  // head 0: pages 3, 7, 8 score 10, 9, 8
+            key(28 + t, 0, 0) = 9;
+            key(32 + t, 0, 0) = 8;
+            key(20 + t, 1, 1) = 1;  // head 1: pages 5 and 10 at 1 and 0.5, page 2 below the rest
+            key(40 + t, 1, 1) = 0.5f;
+            key(8 + t, 1, 1) = -3;
         }
         const std::vector<int32_t> tokens(n, 5);
         QVERIFY(c.kv->reserve(0, tokens).ok());
@@ -450,14 +454,41 @@ private slots:
         q[kDim + 1] = 1;  // head 1 along channel 1
         auto view = c.kv->layer_view(0, 0, q.data(), kHeads);
         QVERIFY(view.ok());
-        std::set<int32_t> blocks_read;
-        for (uint32_t b = 0; b < view->n_blocks(); ++b) {
+        QCOMPARE(view->page_tokens, 4u);
+        QCOMPARE(view->read_pages.size(), size_t(view->n_blocks()) * kHeads);
+        // Per head, the pages read (as first positions), the new token's block aside.
+        std::set<int32_t> pages_read[kHeads];
+        for (uint32_t b = 0; b + 1 < view->n_blocks(); ++b) {
             const auto * pos = reinterpret_cast<const int32_t *>(view->blocks[b].data + view->layout(b).pos_offset());
-            if (pos[0] != kInvalidPos) blocks_read.insert(pos[0] / 8);
+            for (uint32_t g = 0; g < kHeads; ++g) {
+                for (uint32_t s = 0; s < 8; s += 4) {
+                    if (view->reads(b, g, s)) pages_read[g].insert(pos[g * 8 + s] / 4);
+                }
+            }
         }
-        QCOMPARE(view->n_blocks(), 4u);  // the three chosen + the new token's
-        QCOMPARE(blocks_read, (std::set<int32_t>{1, 2, 4}));
+        QCOMPARE(pages_read[0], (std::set<int32_t>{3, 7}));
+        QCOMPARE(pages_read[1], (std::set<int32_t>{5, 10}));
+        QCOMPARE(view->n_blocks(), 5u);  // blocks 1, 2, 3, 5 and the new token's
+        for (uint32_t g = 0; g < kHeads; ++g) QCOMPARE(view->read_pages[4 * kHeads + g], 0b11u);  // both pages
         c.kv->rollback(0);
+    }
+
+    // Pages must split the KV block into at most 32 (one bit each in the kernels' masks).
+    void questPageMustDivideTheBlock() {
+        KvSettings s;
+        s.policy = KvPolicy::quest;
+        QVERIFY(validate(s).ok());  // 16 of 32
+        s.block_tokens = 8;
+        QVERIFY(validate(s).ok());  // a page is at most the block
+        QCOMPARE(s.quest_page_tokens(), 8u);
+        s.block_tokens = 24;
+        QVERIFY(!validate(s).ok());
+        QVERIFY(QString::fromStdString(validate(s).message()).contains("Quest page"));
+        s.block_tokens = 256;
+        s.quest_page = 4;
+        QVERIFY(!validate(s).ok());  // 64 pages
+        s.policy = KvPolicy::h2o;
+        QVERIFY(validate(s).ok());  // only quest has pages
     }
 
     // ---- end to end on a real model ---------------------------------------------------------
@@ -480,10 +511,11 @@ private slots:
         };
         KvSettings quest;
         quest.policy = KvPolicy::quest;
-        quest.quest_blocks = 6;
+        quest.quest_pages = 6;
         auto full = session({});
         auto sparse = session(quest);
         const uint64_t full_before = full->kv_stats().block_reads, quest_before = sparse->kv_stats().block_reads;
+        const uint64_t full_rows_before = full->kv_stats().rows_read, quest_rows_before = sparse->kv_stats().rows_read;
         constexpr int kSteps = 24;
         int agree = 0;
         for (int i = 0; i < kSteps; ++i) {
@@ -494,11 +526,18 @@ private slots:
         }
         const uint64_t full_reads = full->kv_stats().block_reads - full_before;
         const uint64_t quest_reads = sparse->kv_stats().block_reads - quest_before;
-        qInfo("prompt %zu tokens: block reads per decode step %.1f (full) vs %.1f (quest); same top-1 in %d of %d steps",
-              prompt.size(), double(full_reads) / kSteps, double(quest_reads) / kSteps, agree, kSteps);
-        // Exactly quest_blocks per layer and step, the sinks', the recent and the new token's included.
-        QCOMPARE(quest_reads, uint64_t(quest.quest_blocks) * (*model)->hparams().n_layer * kSteps);
-        QVERIFY(quest_reads * 5 < full_reads);
+        const uint64_t full_rows = full->kv_stats().rows_read - full_rows_before;
+        const uint64_t quest_rows = sparse->kv_stats().rows_read - quest_rows_before;
+        qInfo("prompt %zu tokens: per decode step %.1f blocks fetched and %.0f rows read (full) vs %.1f and %.0f (quest); same top-1 in "
+              "%d of %d steps",
+              prompt.size(), double(full_reads) / kSteps, double(full_rows) / kSteps, double(quest_reads) / kSteps,
+              double(quest_rows) / kSteps, agree, kSteps);
+        // Each KV head reads exactly quest_pages pages per layer and step, the sinks', the
+        // recent and the new token's included; the layer fetches the blocks they are in.
+        const auto & hp = (*model)->hparams();
+        QCOMPARE(quest_rows, uint64_t(quest.quest_pages) * quest.quest_page_tokens() * hp.n_head_kv * hp.n_layer * kSteps);
+        QVERIFY(quest_rows * 5 < full_rows);
+        QVERIFY(quest_reads < full_reads);
         for (float r : sparse->retention()) QCOMPARE(r, 1.0f);  // nothing dropped
         QVERIFY2(agree >= kSteps / 2, qPrintable(QString("quest agrees on %1 of %2 next tokens").arg(agree).arg(kSteps)));
     }

@@ -64,8 +64,8 @@ private slots:
         QVERIFY(std::isfinite(e->ppl));
     }
 
-    // Quest keeps everything and reads about its budget's share of the blocks (whole blocks:
-    // the budget is rounded up to one).
+    // Quest keeps everything and reads about its budget's share of the KV rows (whole pages:
+    // the budget is rounded up to one, and the sinks' and the new token's are always read).
     void questReadsItsBudget() {
         KvSettings kv;
         kv.policy = KvPolicy::quest;
@@ -73,7 +73,7 @@ private slots:
         kv.block_tokens = 8;
         auto e = evaluate_kv_policy(model_, tokens_, 128, kv, 2);
         QVERIFY2(e.ok(), e.status().message().c_str());
-        qInfo("quest 25%%: read %.1f%% of the blocks, KL %.4f", 100 * e->read_ratio, e->kld);
+        qInfo("quest 25%%: read %.1f%% of the KV rows, KL %.4f", 100 * e->read_ratio, e->kld);
         QCOMPARE(e->kv_bytes, e->kv_bytes_full);
         QVERIFY(e->read_ratio > 0.2 && e->read_ratio < 0.32);
         QVERIFY(e->kld > 0);

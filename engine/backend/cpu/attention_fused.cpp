@@ -144,7 +144,21 @@ size_t per_thread_floats(const Plan & p, bool own_scores) {
 class Runner {
 public:
     Runner(const AttentionKernels & k, const AttentionArgs & a, const Plan & p, AttentionScratch & s)
-        : k_(k), a_(a), view_(*a.view), p_(p), s_(s) {}
+        : k_(k), a_(a), view_(*a.view), p_(p), s_(s) {
+        // Slots a head does not read (quest) are, for it, empty: one masked copy of the
+        // positions, so that every step below sees them so.
+        if (view_.read_pages.empty()) return;
+        masked_pos_.resize(size_t(p_.n_blocks) * p_.n_head_kv * p_.bt);
+        for (uint32_t b = 0; b < p_.n_blocks; ++b) {
+            const int32_t * pos = block_pos(b);
+            for (uint32_t g = 0; g < p_.n_head_kv; ++g) {
+                for (uint32_t sl = 0; sl < p_.bt; ++sl) {
+                    const size_t at = size_t(g) * p_.bt + sl;
+                    masked_pos_[size_t(b) * p_.n_head_kv * p_.bt + at] = view_.reads(b, g, sl) ? pos[at] : kInvalidPos;
+                }
+            }
+        }
+    }
 
     struct Item {
         uint32_t g;
@@ -176,9 +190,15 @@ public:
         return reinterpret_cast<const int32_t *>(view_.blocks[b].data + L.pos_offset()) + L.pos_index(0, 0);
     }
 
+    // The positions of head g's slots in block b, kInvalidPos where empty or not read.
+    const int32_t * head_pos(uint32_t b, uint32_t g) const {
+        const size_t at = (size_t(b) * p_.n_head_kv + g) * p_.bt;
+        return masked_pos_.empty() ? block_pos(b) + size_t(g) * p_.bt : masked_pos_.data() + at;
+    }
+
     // Whether any slot of block b (head g) is visible to a query at position <= max_pos.
     bool block_visible(uint32_t b, uint32_t g, int32_t max_pos) const {
-        const int32_t * pos = block_pos(b) + size_t(g) * p_.bt;
+        const int32_t * pos = head_pos(b, g);
         for (uint32_t s = 0; s < p_.bt; ++s) {
             if (pos[s] != kInvalidPos && pos[s] <= max_pos) return true;
         }
@@ -212,7 +232,7 @@ public:
         const KvCodec codec = values ? L.v_codec : L.k_codec;
         const size_t row_bytes = values ? L.v_row_bytes() : L.k_row_bytes();
         const uint8_t * first = data + (values ? L.v_row_offset(g, 0) : L.k_row_offset(g, 0));
-        const int32_t * pos = block_pos(b) + size_t(g) * p_.bt;
+        const int32_t * pos = head_pos(b, g);
         // Runs of written slots are decoded together; empty slots are never read.
         uint32_t s = 0;
         while (s < p_.bt) {
@@ -248,7 +268,7 @@ public:
                 k_.scores(B.rows, KvCodec::f32, p_.d * sizeof(float), p_.bt, B.q, n_q, p_.d, p_.gemm, p_.f16_k, a_.params.scale, sc,
                           B.stride);
             }
-            const int32_t * pos = block_pos(b) + size_t(it.g) * p_.bt;
+            const int32_t * pos = head_pos(b, it.g);
             if (fully_visible(pos, min_pos(it))) {
                 for (uint32_t i = 0; i < n_q; ++i) max_out[i] = std::max(max_out[i], k_.max(sc + i * B.stride, p_.bt));
                 continue;
@@ -358,6 +378,7 @@ private:
     const PagedKvView & view_;
     const Plan & p_;
     AttentionScratch & s_;
+    std::vector<int32_t> masked_pos_;  // [n_blocks][n_head_kv][bt], when the view has read_pages
 };
 
 }  // namespace

@@ -45,8 +45,8 @@ void attention_reference(ThreadPool & pool, const AttentionArgs & a) {
             const auto * bpos = reinterpret_cast<const int32_t *>(block + L.pos_offset());
             for (uint32_t s = 0; s < bt; ++s) {
                 const size_t slot = size_t(b) * bt + s;
-                pos[slot] = bpos[L.pos_index(uint32_t(g), s)];
-                if (pos[slot] == kInvalidPos) {  // never decode unwritten bytes
+                pos[slot] = view.reads(b, uint32_t(g), s) ? bpos[L.pos_index(uint32_t(g), s)] : kInvalidPos;
+                if (pos[slot] == kInvalidPos) {  // never decode unwritten (or unread) bytes
                     std::fill_n(keys.data() + slot * d, d, 0.0f);
                     for (uint32_t i = 0; i < d; ++i) values_t[i * n_slots + slot] = 0.0f;
                     continue;

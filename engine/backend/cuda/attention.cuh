@@ -27,13 +27,14 @@ struct Tile {
     const float * q;           // [n_tokens][n_head][d] (whole call)
     const int32_t * pos;       // [n_tokens] (whole call)
     const KvDevBlock * blocks;  // [n_blocks]
+    const uint32_t * read_pages;  // [n_blocks][n_head_kv] or nullptr (every slot read)
     float * scores;            // [n_tok][n_head][n_slots]: scores, then weights
     float * mass;              // [n_blocks][n_head_kv][bt] or nullptr
     float * out;               // [n_tokens][n_head][d] (whole call)
     float * partial;           // [n_chunks][n_tok][n_head][d]
     int64_t t0, n_tok;         // this tile's tokens
     int32_t n_head, n_head_kv, group;
-    uint32_t d, bt, cg, n_blocks;
+    uint32_t d, bt, cg, n_blocks, page_tokens;
     size_t n_slots;
     float scale;
     bool f16_k, f16_v;
@@ -56,8 +57,11 @@ struct Query {
 };
 LR_HD Query query_of(const Tile & a, uint32_t g, int64_t qi) { return {qi / a.group, int32_t(g) * a.group + int32_t(qi % a.group)}; }
 
-LR_HD const int32_t * head_positions(const KvDevBlock & b, const Tile & a, uint32_t g) {
-    return reinterpret_cast<const int32_t *>(b.data + b.pos_offset) + size_t(g) * a.bt;
+// The position of slot s of block b for head g: kInvalidPos where empty or not read.
+LR_HD int32_t slot_position(const Tile & a, uint32_t b, uint32_t g, uint32_t s) {
+    const KvDevBlock & blk = a.blocks[b];
+    if (a.read_pages && (a.read_pages[size_t(b) * a.n_head_kv + g] >> (s / a.page_tokens) & 1u) == 0) return kInvalidPos;
+    return reinterpret_cast<const int32_t *>(blk.data + blk.pos_offset)[size_t(g) * a.bt + s];
 }
 
 LR_HD uint32_t chunk_begin(const Tile & a, const Cta & c) { return c.chunk * a.blocks_per_chunk; }
@@ -104,14 +108,13 @@ LR_HD void scores_load_queries(const Tile & a, const Cta & c, const ScoresShared
 // K rows [s0, s0 + ns) of block b, head g, decoded; empty slots are zeros, never decoded.
 LR_HD void scores_load_keys(const Tile & a, const Cta & c, const ScoresShared & s, uint32_t b, uint32_t s0, uint32_t tid) {
     const KvDevBlock & blk = a.blocks[b];
-    const int32_t * pos = head_positions(blk, a, c.g);
     const uint32_t ns = min32(a.slots_per_pass, a.bt - s0);
     for (uint32_t idx = tid; idx < ns * a.d; idx += kThreads) {
         const uint32_t sl = idx / a.d, j = idx % a.d;
         const uint8_t * row = blk.data + (size_t(c.g) * a.bt + s0 + sl) * blk.k_row_bytes;
-        s.ks[sl * (a.d + 1) + j] = pos[s0 + sl] == kInvalidPos ? 0.0f : kv_decode_one(blk.k_codec, row, j, a.cg);
+        s.ks[sl * (a.d + 1) + j] = slot_position(a, b, c.g, s0 + sl) == kInvalidPos ? 0.0f : kv_decode_one(blk.k_codec, row, j, a.cg);
     }
-    if (tid < ns) s.spos[tid] = pos[s0 + tid];
+    if (tid < ns) s.spos[tid] = slot_position(a, b, c.g, s0 + tid);
 }
 
 // scores[t][h][slot] = scale * q.k, or -inf where the slot is empty or after the query.
@@ -192,12 +195,11 @@ struct ValuesAcc {
 // for them (rounded to f16 when every V is f16; 0 past ns).
 LR_HD void values_load(const Tile & a, const Cta & c, const ValuesShared & s, uint32_t b, uint32_t s0, uint32_t tid) {
     const KvDevBlock & blk = a.blocks[b];
-    const int32_t * pos = head_positions(blk, a, c.g);
     const uint32_t S = a.slots_per_pass, ns = min32(S, a.bt - s0);
     for (uint32_t idx = tid; idx < ns * a.d; idx += kThreads) {
         const uint32_t sl = idx / a.d, j = idx % a.d;
         const uint8_t * row = blk.data + blk.v_offset + (size_t(c.g) * a.bt + s0 + sl) * blk.v_row_bytes;
-        s.vs[sl * a.d + j] = pos[s0 + sl] == kInvalidPos ? 0.0f : kv_decode_one(blk.v_codec, row, j, a.cg);
+        s.vs[sl * a.d + j] = slot_position(a, b, c.g, s0 + sl) == kInvalidPos ? 0.0f : kv_decode_one(blk.v_codec, row, j, a.cg);
     }
     const QueryRange qr = queries_of(a, c);
     for (uint32_t idx = tid; idx < qr.nq * S; idx += kThreads) {
@@ -291,6 +293,7 @@ inline Tile make_tile(const AttentionShape & s, const AttentionPlan & plan, cons
         .q = args.q,
         .pos = args.pos,
         .blocks = args.blocks,
+        .read_pages = args.read_pages,
         .scores = args.scores,
         .mass = s.mass ? args.mass : nullptr,
         .out = args.out,
@@ -304,6 +307,7 @@ inline Tile make_tile(const AttentionShape & s, const AttentionPlan & plan, cons
         .bt = s.dims.block_tokens,
         .cg = s.dims.codec_group,
         .n_blocks = s.n_blocks,
+        .page_tokens = s.page_tokens,
         .n_slots = size_t(s.n_blocks) * s.dims.block_tokens,
         .scale = s.scale,
         .f16_k = s.f16_k,

@@ -416,6 +416,7 @@ void CudaBackend::attention(const float * q, int64_t n_tokens, const int32_t * p
         .f16_v = true,
         .mass = view.attn_mass != nullptr,
         .n_sm = m.info.n_sm,
+        .page_tokens = view.page_tokens,
     };
     m.table.clear();
     for (uint32_t b = 0; b < view.n_blocks(); ++b) {
@@ -432,6 +433,7 @@ void CudaBackend::attention(const float * q, int64_t n_tokens, const int32_t * p
         .out = out,
         .scores = nullptr,
         .partial = nullptr,
+        .read_pages = view.read_pages.empty() ? nullptr : m.uploads.upload(view.read_pages.data(), view.read_pages.size()),
     };
     if (view.n_blocks() > 0) {
         args.scores = static_cast<float *>(m.ws_scores.get(plan.scores_bytes));

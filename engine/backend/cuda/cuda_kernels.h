@@ -101,6 +101,7 @@ struct AttentionShape {
     bool f16_v = false;  // every block's V is f16: the softmax weights are rounded to f16
     bool mass = false;   // accumulate the attention mass
     int n_sm = 1;        // multiprocessors, to size the grid
+    uint32_t page_tokens = 0;  // slots per bit of AttentionArgs::read_pages
 };
 
 // How launch_attention cuts the work, and the scratch it needs (attention_plan).
@@ -123,6 +124,7 @@ struct AttentionArgs {
     float * out = nullptr;              // [n_tokens][n_head][head_dim]
     float * scores = nullptr;           // scratch of plan.scores_bytes
     float * partial = nullptr;          // scratch of plan.partial_bytes
+    const uint32_t * read_pages = nullptr;  // [n_blocks][n_head_kv] (device) or nullptr: see PagedKvView
 };
 void launch_attention(const AttentionShape & s, const AttentionPlan & plan, const AttentionArgs & a, cudaStream_t stream);
 
