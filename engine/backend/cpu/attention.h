@@ -72,6 +72,7 @@ struct AttentionScratch {
     std::vector<double> chunk_sums;
     std::vector<float> partial;                  // [n_head_kv][n_chunks][n_q][head_dim]
     std::vector<float> mass;                     // prefill with attention mass: [n_head_kv][n_tiles][n_slots]
+    std::vector<int32_t> masked_pos;             // with page masks (quest): [n_blocks][n_head_kv][bt], unread = empty
 };
 
 void attention_fused(ThreadPool & pool, const AttentionKernels & k, const AttentionArgs & a, AttentionScratch & scratch);

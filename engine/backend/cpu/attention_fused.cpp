@@ -148,13 +148,13 @@ public:
         // Slots a head does not read (quest) are, for it, empty: one masked copy of the
         // positions, so that every step below sees them so.
         if (view_.read_pages.empty()) return;
-        masked_pos_.resize(size_t(p_.n_blocks) * p_.n_head_kv * p_.bt);
+        s_.masked_pos.resize(size_t(p_.n_blocks) * p_.n_head_kv * p_.bt);
         for (uint32_t b = 0; b < p_.n_blocks; ++b) {
             const int32_t * pos = block_pos(b);
             for (uint32_t g = 0; g < p_.n_head_kv; ++g) {
                 for (uint32_t sl = 0; sl < p_.bt; ++sl) {
                     const size_t at = size_t(g) * p_.bt + sl;
-                    masked_pos_[size_t(b) * p_.n_head_kv * p_.bt + at] = view_.reads(b, g, sl) ? pos[at] : kInvalidPos;
+                    s_.masked_pos[size_t(b) * p_.n_head_kv * p_.bt + at] = view_.reads(b, g, sl) ? pos[at] : kInvalidPos;
                 }
             }
         }
@@ -193,7 +193,7 @@ public:
     // The positions of head g's slots in block b, kInvalidPos where empty or not read.
     const int32_t * head_pos(uint32_t b, uint32_t g) const {
         const size_t at = (size_t(b) * p_.n_head_kv + g) * p_.bt;
-        return masked_pos_.empty() ? block_pos(b) + size_t(g) * p_.bt : masked_pos_.data() + at;
+        return view_.read_pages.empty() ? block_pos(b) + size_t(g) * p_.bt : s_.masked_pos.data() + at;
     }
 
     // Whether any slot of block b (head g) is visible to a query at position <= max_pos.
@@ -378,7 +378,6 @@ private:
     const PagedKvView & view_;
     const Plan & p_;
     AttentionScratch & s_;
-    std::vector<int32_t> masked_pos_;  // [n_blocks][n_head_kv][bt], when the view has read_pages
 };
 
 }  // namespace
