@@ -28,21 +28,21 @@ QSpinBox * mibBox(QWidget * parent) {
     return b;
 }
 
-QComboBox * bitsBox(QWidget * parent) {
+// A combo box of bit widths: (label, bits) in order.
+QComboBox * bitsBox(QWidget * parent, std::initializer_list<std::pair<QString, int>> choices) {
     auto * b = new QComboBox(parent);
-    b->addItem(QObject::tr("16-bit (f16)"), 16);
-    b->addItem(QObject::tr("8-bit (q8)"), 8);
-    b->addItem(QObject::tr("4-bit (q4)"), 4);
+    for (const auto & [label, bits] : choices) b->addItem(label, bits);
     return b;
 }
 
-// A lower tier's codec: as the device tier (0), or at most 16, 8 or 4 bits.
+// The device codecs: 16, 8 or 4 bits.
+QComboBox * codecBitsBox(QWidget * parent) {
+    return bitsBox(parent, {{QObject::tr("16-bit (f16)"), 16}, {QObject::tr("8-bit (q8)"), 8}, {QObject::tr("4-bit (q4)"), 4}});
+}
+
+// A lower tier's codec: as the device tier (0), or at most 8 or 4 bits.
 QComboBox * tierBitsBox(QWidget * parent) {
-    auto * b = new QComboBox(parent);
-    b->addItem(QObject::tr("as the device tier"), 0);
-    b->addItem(QObject::tr("at most 8-bit (q8)"), 8);
-    b->addItem(QObject::tr("at most 4-bit (q4)"), 4);
-    return b;
+    return bitsBox(parent, {{QObject::tr("as the device tier"), 0}, {QObject::tr("at most 8-bit (q8)"), 8}, {QObject::tr("at most 4-bit (q4)"), 4}});
 }
 
 void setTip(QWidget * w, const QString & name, const QString & tip) {
@@ -111,10 +111,10 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     setTip(m_sinks, tr("Sink tokens"), tr("The first tokens, which attention leans on, are never evicted."));
     form->addRow(tr("Sink tokens"), m_sinks);
 
-    m_kBits = bitsBox(this);
+    m_kBits = codecBitsBox(this);
     setTip(m_kBits, tr("Key bits"), tr("How precisely keys are stored: fewer bits fit more context in the same memory."));
     form->addRow(tr("K bits"), m_kBits);
-    m_vBits = bitsBox(this);
+    m_vBits = codecBitsBox(this);
     setTip(m_vBits, tr("Value bits"), tr("How precisely values are stored: 4-bit values halve the cache again with little loss."));
     form->addRow(tr("V bits"), m_vBits);
 
