@@ -254,11 +254,28 @@ Result<PagedKvView> KvCache::layer_view(SeqId seq, uint32_t il, const float * q_
     const uint32_t first_new = s.slots_used[il];
     const size_t n_new = s.pending.size();
 
+    // A block that cannot be read back (a damaged prefix cache) loses the sequence from the
+    // earliest position it held: that is where recomputation starts.
+    auto lost = [&](const Status & st, std::span<const BlockId> ids) -> Status {
+        if (st.code() != StatusCode::corrupt_data) return st;
+        int32_t from = s.next_pos;
+        for (BlockId id : ids) {
+            const BlockMeta & m = pool_.meta(id);
+            if (m.home == BlockHome::device) continue;
+            for (int32_t p : m.pos) {
+                if (p != kInvalidPos) from = std::min(from, p);
+            }
+        }
+        lose_sequence_from(seq, uint32_t(from), st);
+        return data_loss("recompute from position " + std::to_string(*s.lost_from));
+    };
+
     // What attention reads: every block, or the pages each head's query needs (quest).
     std::vector<uint32_t> chosen;
     const bool query_aware = q_host != nullptr && config_.settings.policy == KvPolicy::quest;
     s.read_pages.clear();
     if (query_aware) {
+        if (Status st = bound_restored_blocks(seq, il); !st.ok()) return lost(st, layer);
         QuestReads reads = quest_reads(s, il, q_host, n_head);
         chosen = std::move(reads.blocks);
         s.read_pages = std::move(reads.pages);
@@ -268,22 +285,7 @@ Result<PagedKvView> KvCache::layer_view(SeqId seq, uint32_t il, const float * q_
     }
     s.view_ids.clear();
     for (uint32_t b : chosen) s.view_ids.push_back(layer[b]);
-    if (Status st = ensure_on_device(s.view_ids, seq, il); !st.ok()) {
-        if (st.code() == StatusCode::corrupt_data) {
-            // The earliest position a missing block held is where recomputation starts.
-            int32_t from = s.next_pos;
-            for (BlockId id : s.view_ids) {
-                const BlockMeta & m = pool_.meta(id);
-                if (m.home == BlockHome::device) continue;
-                for (int32_t p : m.pos) {
-                    if (p != kInvalidPos) from = std::min(from, p);
-                }
-            }
-            lose_sequence_from(seq, uint32_t(from), st);
-            return data_loss("recompute from position " + std::to_string(*s.lost_from));
-        }
-        return st;
-    }
+    if (Status st = ensure_on_device(s.view_ids, seq, il); !st.ok()) return lost(st, s.view_ids);
     // Blocks for the new tokens.
     const size_t needed = (size_t(first_new) + n_new + bt - 1) / bt;
     while (layer.size() < needed) {

@@ -183,6 +183,11 @@ private:
         std::vector<uint32_t> pages;   // [blocks][n_head_kv]: bit i = the head reads page i of the block
     };
     QuestReads quest_reads(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const;
+    // Widens the key bounds of slot `slot` of block m (bytes: the block's bytes) by its rows.
+    void widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot) const;
+    // Blocks restored from the prefix cache come without bounds: computes theirs, fetching
+    // each such block once, so that Quest ranks them like the others instead of first.
+    Status bound_restored_blocks(SeqId seq, uint32_t il);
 
     // Prefix cache (kv_prefix.cpp).
     void persist_full_blocks(SeqId seq, uint32_t first_block, uint32_t end_block);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/backend/kv_codec_rows.h"
 #include "kvcache/kv_cache.h"
 
 namespace lr {
@@ -47,6 +48,45 @@ void page_bounds(const float * q_pos, const float * q_neg, uint32_t group, const
 
 }  // namespace
 
+void KvCache::widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot) const {
+    const uint32_t d = block_shape_.head_dim, n_kv = block_shape_.n_head_kv;
+    const uint32_t page = config_.settings.quest_page_tokens();
+    if (m.key_min.empty()) {
+        m.key_min.assign(size_t(block_shape_.block_tokens / page) * n_kv * d, INFINITY);
+        m.key_max.assign(m.key_min.size(), -INFINITY);
+    }
+    const KvBlockLayout L = layout_of(m);
+    std::vector<float> row(d);
+    for (uint32_t g = 0; g < n_kv; ++g) {
+        if (m.pos[L.pos_index(g, slot)] == kInvalidPos) continue;
+        kv_decode_row(m.k_codec, bytes + L.k_row_offset(g, slot), row.data(), d);
+        float * lo = &m.key_min[(size_t(slot / page) * n_kv + g) * d];
+        float * hi = &m.key_max[(size_t(slot / page) * n_kv + g) * d];
+        for (uint32_t c = 0; c < d; ++c) {
+            lo[c] = std::min(lo[c], row[c]);
+            hi[c] = std::max(hi[c], row[c]);
+        }
+    }
+}
+
+Status KvCache::bound_restored_blocks(SeqId seq, uint32_t il) {
+    Sequence & s = seqs_.at(seq);
+    const uint32_t bt = block_shape_.block_tokens;
+    std::vector<uint8_t> bytes;
+    for (size_t b = 0; b < s.blocks[il].size() && b * bt < s.slots_used[il]; ++b) {
+        const BlockId id = s.blocks[il][b];
+        if (!pool_.meta(id).key_min.empty()) continue;
+        // One block at a time, so that a device tier of a few blocks is enough.
+        LR_RETURN_IF_ERROR(ensure_on_device(std::span(&id, 1), seq, il));
+        BlockMeta & m = pool_.meta(id);
+        m.pinned = false;
+        LR_RETURN_IF_ERROR(read_block(m, bytes));
+        const uint32_t end = std::min(bt, s.slots_used[il] - uint32_t(b) * bt);
+        for (uint32_t slot = 0; slot < end; ++slot) widen_key_bounds(m, bytes.data(), slot);
+    }
+    return {};
+}
+
 KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const {
     const std::vector<BlockId> & layer = s.blocks[il];
     const KvSettings & k = config_.settings;
@@ -82,7 +122,7 @@ KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const 
         for (uint32_t p = std::min(write_page, n_pages); p-- > first_recent && taken < budget;) read(p);
         // The rest by the bound. Quest ranks per query head: each query head of the group in
         // turn adds its next best page (a maximum over heads would let the heads with the
-        // largest queries take every page). Pages without bounds (restored from disk) first.
+        // largest queries take every page).
         const uint32_t extra = budget - std::min(budget, taken);
         if (extra == 0) continue;
         // The bounds of every candidate page for each query head of the group: pages outer,

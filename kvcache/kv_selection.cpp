@@ -16,8 +16,6 @@ void KvCache::note_new_rows(Sequence & s, uint32_t il) {
     const uint32_t bt = block_shape_.block_tokens;
     const uint32_t first_new = s.slots_used[il];
     const bool bounds = config_.settings.policy == KvPolicy::quest;
-    const uint32_t page = config_.settings.quest_page_tokens();
-    std::vector<float> row(block_shape_.head_dim);
     std::vector<uint8_t> bytes;
     BlockId bytes_of = UINT32_MAX;
     for (size_t i = 0; i < s.pending.size(); ++i) {
@@ -32,18 +30,7 @@ void KvCache::note_new_rows(Sequence & s, uint32_t il) {
             if (!read_block(m, bytes).ok()) continue;
             bytes_of = id;
         }
-        if (m.key_min.empty()) {
-            m.key_min.assign(size_t(bt / page) * block_shape_.n_head_kv * block_shape_.head_dim, INFINITY);
-            m.key_max.assign(m.key_min.size(), -INFINITY);
-        }
-        for (uint32_t g = 0; g < block_shape_.n_head_kv; ++g) {
-            kv_decode_row(m.k_codec, bytes.data() + L.k_row_offset(g, slot % bt), row.data(), block_shape_.head_dim);
-            for (uint32_t c = 0; c < block_shape_.head_dim; ++c) {
-                const size_t at = (size_t(slot % bt / page) * block_shape_.n_head_kv + g) * block_shape_.head_dim + c;
-                m.key_min[at] = std::min(m.key_min[at], row[c]);
-                m.key_max[at] = std::max(m.key_max[at], row[c]);
-            }
-        }
+        widen_key_bounds(m, bytes.data(), slot % bt);
     }
     s.slots_used[il] = first_new + uint32_t(s.pending.size());
 }

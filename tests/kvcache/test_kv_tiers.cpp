@@ -234,6 +234,28 @@ private slots:
         QCOMPARE(longer_run.stats.restored_tokens, uint64_t(192));
     }
 
+    // Quest ranks pages by key bounds, which a restored block does not bring along: they are
+    // computed when the block is first needed, so that the restored session reads the same
+    // pages, and gives the same logits, as the one that computed its prompt.
+    void questRanksRestoredBlocksLikeComputedOnes() {
+        auto m = model("models/stories260K.gguf");
+        std::mt19937 rng(11);
+        const std::vector<int32_t> prompt = random_prompt(rng, 203, 512);
+        SessionConfig c{.n_ctx = 256, .chunk_tokens = 64};
+        c.kv.dir = (dir_.path() + "/quest").toStdString();
+        c.kv.disk_mib = 64;
+        c.kv.policy = KvPolicy::quest;
+        c.kv.quest_pages = 5;
+        c.kv.recent_ratio = 0;  // the sinks' page, the new token's and three by their bounds
+        const SessionRun a = run_session(m, prompt, 8, c);
+        QVERIFY(a.status.ok());
+        QCOMPARE(a.stats.restored_tokens, uint64_t(0));
+        const SessionRun b = run_session(m, prompt, 8, c, a.tokens);
+        QVERIFY(b.status.ok());
+        QCOMPARE(b.stats.restored_tokens, uint64_t(192));
+        QVERIFY(identical(a, b));
+    }
+
     void changedModelOrCodecRestoresNothing() {
         std::mt19937 rng(10);
         const std::vector<int32_t> prompt = random_prompt(rng, 150, 512);
