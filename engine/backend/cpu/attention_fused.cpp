@@ -225,27 +225,34 @@ public:
         return m;
     }
 
-    // Decodes the K or V rows of block b for head g, with zeros for empty slots.
-    void decode_block(uint32_t b, uint32_t g, bool values, float * rows) const {
-        const KvBlockLayout L = view_.layout(b);
-        const uint8_t * data = view_.blocks[b].data;
-        const KvCodec codec = values ? L.v_codec : L.k_codec;
-        const size_t row_bytes = values ? L.v_row_bytes() : L.k_row_bytes();
-        const uint8_t * first = data + (values ? L.v_row_offset(g, 0) : L.k_row_offset(g, 0));
+    // Calls f(s, e) for each run [s, e) of head g's slots in block b that hold a position
+    // (written and, under quest, read): the only rows the steps below touch.
+    template <class F>
+    void for_slot_runs(uint32_t b, uint32_t g, F && f) const {
         const int32_t * pos = head_pos(b, g);
-        // Runs of written slots are decoded together; empty slots are never read.
         uint32_t s = 0;
         while (s < p_.bt) {
             if (pos[s] == kInvalidPos) {
-                std::fill_n(rows + size_t(s) * p_.d, p_.d, 0.0f);
                 ++s;
                 continue;
             }
             uint32_t e = s + 1;
             while (e < p_.bt && pos[e] != kInvalidPos) ++e;
-            k_.decode_rows(codec, first + s * row_bytes, row_bytes, e - s, p_.d, rows + size_t(s) * p_.d);
+            f(s, e);
             s = e;
         }
+    }
+
+    // Decodes the K or V rows of block b for head g that hold a position (the others are
+    // left as they were: never read).
+    void decode_block(uint32_t b, uint32_t g, bool values, float * rows) const {
+        const KvBlockLayout L = view_.layout(b);
+        const KvCodec codec = values ? L.v_codec : L.k_codec;
+        const size_t row_bytes = values ? L.v_row_bytes() : L.k_row_bytes();
+        const uint8_t * first = view_.blocks[b].data + (values ? L.v_row_offset(g, 0) : L.k_row_offset(g, 0));
+        for_slot_runs(b, g, [&](uint32_t s, uint32_t e) {
+            k_.decode_rows(codec, first + s * row_bytes, row_bytes, e - s, p_.d, rows + size_t(s) * p_.d);
+        });
     }
 
     // scores of the item's queries over its blocks; returns nothing, writes the local max
@@ -257,17 +264,21 @@ public:
         for (uint32_t b = it.b0; b < it.b1; ++b) {
             float * sc = B.scores + size_t(b) * p_.bt;
             if (!block_visible(b, it.g, visible_to)) continue;  // never read: see for_visible_runs
-            // f32 and f16 rows are scored in place (empty slots too: masked below); the
-            // quantized codecs are decoded first.
+            // f32 and f16 rows are scored in place, the quantized codecs decoded first; only
+            // slots with a position (the others are masked below): a quest head scores just
+            // the pages it reads.
             const KvBlockLayout L = view_.layout(b);
-            if (L.k_codec == KvCodec::f32 || L.k_codec == KvCodec::f16) {
-                k_.scores(view_.blocks[b].data + L.k_row_offset(it.g, 0), L.k_codec, L.k_row_bytes(), p_.bt, B.q, n_q, p_.d, p_.gemm,
-                          p_.f16_k, a_.params.scale, sc, B.stride);
-            } else {
-                decode_block(b, it.g, false, B.rows);
-                k_.scores(B.rows, KvCodec::f32, p_.d * sizeof(float), p_.bt, B.q, n_q, p_.d, p_.gemm, p_.f16_k, a_.params.scale, sc,
-                          B.stride);
-            }
+            const bool in_place = L.k_codec == KvCodec::f32 || L.k_codec == KvCodec::f16;
+            if (!in_place) decode_block(b, it.g, false, B.rows);
+            for_slot_runs(b, it.g, [&](uint32_t s, uint32_t e) {
+                if (in_place) {
+                    k_.scores(view_.blocks[b].data + L.k_row_offset(it.g, s), L.k_codec, L.k_row_bytes(), e - s, B.q, n_q, p_.d, p_.gemm,
+                              p_.f16_k, a_.params.scale, sc + s, B.stride);
+                } else {
+                    k_.scores(B.rows + size_t(s) * p_.d, KvCodec::f32, p_.d * sizeof(float), e - s, B.q, n_q, p_.d, p_.gemm, p_.f16_k,
+                              a_.params.scale, sc + s, B.stride);
+                }
+            });
             const int32_t * pos = head_pos(b, it.g);
             if (fully_visible(pos, min_pos(it))) {
                 for (uint32_t i = 0; i < n_q; ++i) max_out[i] = std::max(max_out[i], k_.max(sc + i * B.stride, p_.bt));
@@ -350,9 +361,12 @@ public:
                     }
                 }
             }
+            // Slots in order, skipping those without a position (their weight is zero).
             for (uint32_t b = b0; b < b1; ++b) {
                 decode_block(b, it.g, true, B.rows);
-                k_.weighted_sum(B.rows, bt, B.scores + size_t(b) * bt, B.stride, n_q, d, B.acc);
+                for_slot_runs(b, it.g, [&](uint32_t s, uint32_t e) {
+                    k_.weighted_sum(B.rows + size_t(s) * d, e - s, B.scores + size_t(b) * bt + s, B.stride, n_q, d, B.acc);
+                });
             }
         });
     }
