@@ -40,8 +40,8 @@ struct BlockMeta {
 
     std::vector<int32_t> pos;         // [n_head_kv][block_tokens] mirror of the block's positions
     std::vector<float> importance;    // [n_head_kv][block_tokens] accumulated attention (when collected)
-    std::vector<float> key_min;       // [pages][n_head_kv][head_dim] per-channel key bounds (quest)
-    std::vector<float> key_max;
+    std::vector<uint16_t> key_min;    // [pages][n_head_kv][head_dim] per-channel key bounds (quest),
+    std::vector<uint16_t> key_max;    // as halves rounded outward (half the RAM of floats)
 };
 
 class BlockPool {
@@ -59,6 +59,8 @@ public:
         return blocks_[id];
     }
     size_t n_blocks_used() const { return blocks_.size() - free_.size(); }
+    // Host RAM of the live blocks' mirrors (positions, attention mass, key bounds).
+    uint64_t mirror_bytes() const;
 
 private:
     std::vector<BlockMeta> blocks_;

@@ -618,6 +618,7 @@ void KvCache::publish_stats() {
         s.tiers[2].blocks += prefix_->n_blocks();
         s.tiers[2].capacity_bytes = std::max<uint64_t>(s.tiers[2].capacity_bytes, config_.capacities.disk_bytes);
     }
+    s.mirror_bytes = pool_.mirror_bytes();
     s.tokens_seen = 0;
     s.tokens_kept = 0;
     for (const auto & [id, seq] : seqs_) {

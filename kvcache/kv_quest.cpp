@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
+#include "engine/common/fp16.h"
 #include "kvcache/kv_cache.h"
 
 namespace lr {
@@ -18,30 +19,32 @@ namespace {
 
 // The largest score q.k any key within [min, max] per channel can reach: the positive part
 // of q against the maxima, the negative part against the minima; for one page and the
-// `group` query heads of its KV head (q_pos, q_neg: [group][d]), into out[group]. It runs
-// for every page at every step, so in vectors of eight (the portable GCC/Clang extension),
-// and on x86 also built for AVX2 + FMA, picked at load time.
+// `group` query heads of its KV head (q_pos, q_neg: [group][d]; the bounds are halves), into
+// out[group]. It runs for every page at every step, so in vectors of eight (the portable
+// GCC/Clang extensions), and on x86 also built for AVX2 + FMA + F16C, picked at load time.
 using Float8 = float __attribute__((vector_size(32)));
+using Half8 = _Float16 __attribute__((vector_size(16)));
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void page_bounds(const float * q_pos, const float * q_neg, uint32_t group, const float * min, const float * max, uint32_t d,
+void page_bounds(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max, uint32_t d,
                  float * out) {
     for (uint32_t h = 0; h < group; ++h) {
         const float * qp_h = q_pos + size_t(h) * d;
         const float * qn_h = q_neg + size_t(h) * d;
-        Float8 acc = {}, qp, qn, lo, hi;
+        Float8 acc = {}, qp, qn;
+        Half8 lo, hi;
         uint32_t c = 0;
         for (; c + 8 <= d; c += 8) {
             std::memcpy(&qp, qp_h + c, sizeof qp);
             std::memcpy(&qn, qn_h + c, sizeof qn);
             std::memcpy(&lo, min + c, sizeof lo);
             std::memcpy(&hi, max + c, sizeof hi);
-            acc += qp * hi + qn * lo;
+            acc += qp * __builtin_convertvector(hi, Float8) + qn * __builtin_convertvector(lo, Float8);
         }
         float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-        for (; c < d; ++c) sum += qp_h[c] * max[c] + qn_h[c] * min[c];
+        for (; c < d; ++c) sum += qp_h[c] * fp16_to_fp32(max[c]) + qn_h[c] * fp16_to_fp32(min[c]);
         out[h] = sum;
     }
 }
@@ -52,19 +55,19 @@ void KvCache::widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t sl
     const uint32_t d = block_shape_.head_dim, n_kv = block_shape_.n_head_kv;
     const uint32_t page = config_.settings.quest_page_tokens();
     if (m.key_min.empty()) {
-        m.key_min.assign(size_t(block_shape_.block_tokens / page) * n_kv * d, INFINITY);
-        m.key_max.assign(m.key_min.size(), -INFINITY);
+        m.key_min.assign(size_t(block_shape_.block_tokens / page) * n_kv * d, fp32_to_fp16(INFINITY));
+        m.key_max.assign(m.key_min.size(), fp32_to_fp16(-INFINITY));
     }
     const KvBlockLayout L = layout_of(m);
     std::vector<float> row(d);
     for (uint32_t g = 0; g < n_kv; ++g) {
         if (m.pos[L.pos_index(g, slot)] == kInvalidPos) continue;
         kv_decode_row(m.k_codec, bytes + L.k_row_offset(g, slot), row.data(), d);
-        float * lo = &m.key_min[(size_t(slot / page) * n_kv + g) * d];
-        float * hi = &m.key_max[(size_t(slot / page) * n_kv + g) * d];
+        uint16_t * lo = &m.key_min[(size_t(slot / page) * n_kv + g) * d];
+        uint16_t * hi = &m.key_max[(size_t(slot / page) * n_kv + g) * d];
         for (uint32_t c = 0; c < d; ++c) {
-            lo[c] = std::min(lo[c], row[c]);
-            hi[c] = std::max(hi[c], row[c]);
+            if (row[c] < fp16_to_fp32(lo[c])) lo[c] = fp16_round_down(row[c]);
+            if (row[c] > fp16_to_fp32(hi[c])) hi[c] = fp16_round_up(row[c]);
         }
     }
 }

@@ -41,13 +41,13 @@ std::string to_json(const KvStats & s) {
                   "],\"block_reads\":%llu,\"block_hits\":%llu,\"hit_rate\":%.6f,\"bytes_moved\":%llu,\"prefetches\":%llu,"
                   "\"prefetch_hits\":%llu,\"demotions\":%llu,\"promotions\":%llu,\"prefix_lookups\":%llu,\"prefix_hits\":%llu,"
                   "\"restored_tokens\":%llu,\"prefill_ms\":%.3f,\"prefill_ms_saved\":%.3f,\"tokens_seen\":%llu,\"tokens_kept\":%llu,"
-                  "\"evicted_tokens\":%llu,\"narrowed_blocks\":%llu,\"rows_read\":%llu,\"faults\":%llu,",
+                  "\"evicted_tokens\":%llu,\"narrowed_blocks\":%llu,\"rows_read\":%llu,\"mirror_bytes\":%llu,\"faults\":%llu,",
                   (unsigned long long)s.block_reads, (unsigned long long)s.block_hits, s.hit_rate(), (unsigned long long)s.bytes_moved,
                   (unsigned long long)s.prefetches, (unsigned long long)s.prefetch_hits, (unsigned long long)s.demotions,
                   (unsigned long long)s.promotions, (unsigned long long)s.prefix_lookups, (unsigned long long)s.prefix_hits,
                   (unsigned long long)s.restored_tokens, s.prefill_ms, s.prefill_ms_saved, (unsigned long long)s.tokens_seen,
                   (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens, (unsigned long long)s.narrowed_blocks,
-                  (unsigned long long)s.rows_read, (unsigned long long)s.faults);
+                  (unsigned long long)s.rows_read, (unsigned long long)s.mirror_bytes, (unsigned long long)s.faults);
     out += buf;
     out += "\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"}";
     return out;
@@ -79,6 +79,9 @@ std::string to_text(const KvStats & s) {
     out += buf;
     std::snprintf(buf, sizeof buf, "  policy %s: %llu tokens seen, %llu kept, %llu evicted\n", s.policy.c_str(),
                   (unsigned long long)s.tokens_seen, (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens);
+    out += buf;
+    std::snprintf(buf, sizeof buf, "  block metadata in RAM: %.2f MiB (positions, attention mass, key bounds)\n",
+                  double(s.mirror_bytes) / (1 << 20));
     out += buf;
     if (s.faults) {
         std::snprintf(buf, sizeof buf, "  faults handled: %llu (last: %s)\n", (unsigned long long)s.faults, s.last_fault.c_str());

@@ -48,6 +48,8 @@ struct KvStats {
     uint64_t tokens_kept = 0;       // positions the policy keeps now (per layer, per head average)
     uint64_t evicted_tokens = 0;
     std::string policy;             // describe(KvSettings)
+    uint64_t mirror_bytes = 0;      // host RAM the blocks' mirrors hold besides the tiers:
+                                    // positions, attention mass (h2o, snapkv), key bounds (quest)
 
     // Faults handled (disk full, I/O error, checksum mismatch, file gone).
     uint64_t faults = 0;

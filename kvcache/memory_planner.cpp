@@ -108,6 +108,8 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
     plan.kv_bytes = spread.device + spread.host + spread.disk;
+    plan.mirror_bytes = uint64_t((kept + settings.block_tokens - 1) / settings.block_tokens) * model.n_layer *
+                        mirror_bytes_per_block(model, settings);
 
     const uint64_t total_capacity = capacities.device_bytes + capacities.host_bytes + capacities.disk_bytes;
     plan.kv_device_bytes = spread.device;
@@ -158,6 +160,16 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     }
     plan.message = buf;
     return plan;
+}
+
+uint64_t mirror_bytes_per_block(const ModelMemoryShape & model, const KvSettings & settings) {
+    const uint64_t slots = uint64_t(settings.block_tokens) * model.n_head_kv;
+    uint64_t bytes = slots * sizeof(int32_t);
+    if (settings.policy == KvPolicy::h2o || settings.policy == KvPolicy::snapkv) bytes += slots * sizeof(float);
+    if (settings.policy == KvPolicy::quest) {
+        bytes += 2 * uint64_t(settings.block_tokens / settings.quest_page_tokens()) * model.n_head_kv * model.head_dim * sizeof(uint16_t);
+    }
+    return bytes;
 }
 
 std::string format_bytes(uint64_t bytes) {

@@ -54,6 +54,8 @@ struct MemoryPlan {
     uint64_t kv_host_bytes = 0;
     uint64_t kv_disk_bytes = 0;
     uint64_t scratch_bytes = 0;
+    uint64_t mirror_bytes = 0;       // RAM besides the tiers: what the cache keeps per block for the
+                                     // policy (positions, attention mass, quest's key bounds)
     uint64_t kv_bytes_per_token = 0; // before the policy's budget
     uint32_t max_context = 0;        // the largest context that fits every tier (<= trained)
     MemoryVerdict verdict = MemoryVerdict::fits;
@@ -66,6 +68,10 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
 
 // Bytes of KV for n tokens in full precision window + compressed rest.
 uint64_t kv_bytes_for_tokens(const ModelMemoryShape & model, const KvSettings & settings, uint64_t n_tokens);
+
+// Host RAM of one block's mirrors (BlockMeta): positions, attention mass for h2o and snapkv,
+// two halves per channel, page and KV head for quest.
+uint64_t mirror_bytes_per_block(const ModelMemoryShape & model, const KvSettings & settings);
 
 std::string format_bytes(uint64_t bytes);  // "1.5 GiB", "12.0 MiB", "512 B"
 

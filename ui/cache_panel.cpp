@@ -105,7 +105,7 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     const std::pair<const char *, QString> rows[] = {
         {"prefill", tr("Prefill")},           {"decode", tr("Decode")},       {"hitRate", tr("Hit rate")},
         {"moved", tr("Moved between tiers")}, {"prefetch", tr("Prefetched")}, {"evicted", tr("Evicted tokens")},
-        {"restored", tr("Restored tokens")},  {"faults", tr("Faults handled")},
+        {"restored", tr("Restored tokens")},  {"metadata", tr("Block metadata")}, {"faults", tr("Faults handled")},
     };
     for (const auto & [key, label] : rows) {
         auto * value = new QLabel(QStringLiteral("\u2014"), this);
@@ -121,6 +121,8 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     m_values.value("moved")->setToolTip(tr("Bytes copied between the device, host and disk tiers"));
     m_values.value("evicted")->setToolTip(tr("Token positions the cache policy dropped to stay within its budget"));
     m_values.value("restored")->setToolTip(tr("Tokens whose KV was restored from the prefix cache instead of computed"));
+    m_values.value("metadata")->setToolTip(tr("RAM the cache keeps per block besides the tiers: positions, the attention "
+                                              "each token received (h2o, snapkv) and the key bounds quest ranks pages by"));
     layout->addLayout(form);
 
     m_hitView = makeChart(tr("Hit rate (%)"), &m_hitSeries, &m_hitX, &m_hitY, this);
@@ -199,6 +201,7 @@ void CachePanel::showNumbers() {
     QString restored = locale.toString(qulonglong(kv.restored_tokens));
     if (kv.prefill_ms_saved > 0) restored += tr(" (saved ~%1 of prefill)").arg(QStringLiteral("%1 ms").arg(kv.prefill_ms_saved, 0, 'f', 0));
     m_values.value("restored")->setText(restored);
+    m_values.value("metadata")->setText(app::formatBytes(kv.mirror_bytes));
     m_values.value("faults")->setText(kv.faults == 0 ? tr("none")
                                                      : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
 }

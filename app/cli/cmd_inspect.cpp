@@ -104,6 +104,10 @@ int run_info(const Argv & argv) {
     std::printf("    device      %s of %s\n", format_bytes(plan.kv_device_bytes).c_str(), format_bytes(caps.device_bytes).c_str());
     std::printf("    host RAM    %s of %s\n", format_bytes(plan.kv_host_bytes).c_str(), format_bytes(caps.host_bytes).c_str());
     std::printf("    disk        %s of %s (%s)\n", format_bytes(plan.kv_disk_bytes).c_str(), format_bytes(caps.disk_bytes).c_str(), dir.c_str());
+    std::printf("    metadata    %s in RAM besides the tiers (positions%s)\n", format_bytes(plan.mirror_bytes).c_str(),
+                kv->policy == KvPolicy::quest                                     ? ", key bounds"
+                : kv->policy == KvPolicy::h2o || kv->policy == KvPolicy::snapkv ? ", attention mass"
+                                                                                  : "");
     std::printf("  activations   %s\n", format_bytes(plan.scratch_bytes).c_str());
     std::printf("  largest context that fits: %u tokens\n", plan.max_context);
     std::printf("%s\n", plan.message.c_str());

@@ -42,6 +42,21 @@ inline uint16_t fp32_to_fp16(float f) {
     return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
+// The largest half at or below f, and the smallest at or above (fp16_round_up): rounding
+// outward keeps a bound a bound. One step of the bits from the nearest half when it lies on
+// the wrong side (a half's bits step by one representable value, through zero and infinity).
+inline uint16_t fp16_round_down(float f) {
+    const uint16_t h = fp32_to_fp16(f);
+    if (!(fp16_to_fp32(h) > f)) return h;
+    return static_cast<uint16_t>(h & 0x8000u ? h + 1 : h - 1);
+}
+
+inline uint16_t fp16_round_up(float f) {
+    const uint16_t h = fp32_to_fp16(f);
+    if (!(fp16_to_fp32(h) < f)) return h;
+    return static_cast<uint16_t>(h & 0x8000u ? h - 1 : h + 1);
+}
+
 inline float bf16_to_fp32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
 inline uint16_t fp32_to_bf16(float f) {

@@ -1,6 +1,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <random>
 
 #include "engine/common/dtype.h"
 #include "engine/common/fp16.h"
@@ -56,6 +57,30 @@ private slots:
             if (std::isnan(f)) continue;
             QCOMPARE(fp32_to_fp16(f), static_cast<uint16_t>(h));
         }
+    }
+
+    // Outward rounding: the half below (above) f, and no half between it and f; exact
+    // values stay as they are.
+    void fp16RoundsOutward() {
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+        std::uniform_int_distribution<int> exponent(-30, 18);
+        for (int i = 0; i < 20000; ++i) {
+            const float f = std::ldexp(mantissa(rng), exponent(rng));
+            const uint16_t down = fp16_round_down(f), up = fp16_round_up(f);
+            QVERIFY2(fp16_to_fp32(down) <= f && fp16_to_fp32(up) >= f, qPrintable(QString::number(double(f), 'g', 9)));
+            const uint16_t nearest = fp32_to_fp16(f);
+            QVERIFY(down == nearest || up == nearest);
+            // Neighbours: the only halves around f (0x8000 and 0 are both zero).
+            if (fp16_to_fp32(nearest) != f) QVERIFY(fp16_to_fp32(up) > fp16_to_fp32(down));
+        }
+        QCOMPARE(fp16_round_down(1.0f), fp32_to_fp16(1.0f));
+        QCOMPARE(fp16_round_up(1.0f), fp32_to_fp16(1.0f));
+        QCOMPARE(fp16_to_fp32(fp16_round_up(1e6f)), INFINITY);
+        QCOMPARE(fp16_to_fp32(fp16_round_down(1e6f)), 65504.0f);
+        QCOMPARE(fp16_to_fp32(fp16_round_down(-1e-9f)), -std::ldexp(1.0f, -24));
+        QCOMPARE(fp16_to_fp32(fp16_round_up(1e-9f)), std::ldexp(1.0f, -24));
+        QCOMPARE(fp16_to_fp32(fp16_round_up(1.0f + 1e-4f)), 1.0f + std::ldexp(1.0f, -10));
     }
 
     void bf16RoundsToNearestEven() {

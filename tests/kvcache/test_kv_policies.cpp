@@ -14,6 +14,7 @@
 #include "engine/model/random_model_writer.h"
 #include "engine/runtime/generator.h"
 #include "kvcache/kv_cache.h"
+#include "kvcache/memory_planner.h"
 #include "kvcache/token_selection.h"
 #include "support/reference_data.h"
 
@@ -539,6 +540,19 @@ private slots:
         QVERIFY(quest_rows * 5 < full_rows);
         QVERIFY(quest_reads < full_reads);
         for (float r : sparse->retention()) QCOMPARE(r, 1.0f);  // nothing dropped
+        // The RAM besides the tiers: positions for every block, and quest's key bounds (two
+        // halves per channel, page and head).
+        const uint64_t blocks = full->kv_stats().tiers[0].blocks, bt = quest.block_tokens;
+        QCOMPARE(sparse->kv_stats().tiers[0].blocks, blocks);
+        const uint64_t positions = hp.n_head_kv * bt * sizeof(int32_t);
+        QCOMPARE(full->kv_stats().mirror_bytes, blocks * positions);
+        QCOMPARE(sparse->kv_stats().mirror_bytes,
+                 blocks * (positions + 2 * (bt / quest.quest_page_tokens()) * hp.n_head_kv * hp.head_dim * sizeof(uint16_t)));
+        // ... as the memory planner predicts it.
+        const auto tokens = uint32_t(prompt.size()) + kSteps;
+        QCOMPARE(plan_memory(memory_shape(**model), tokens, 128, quest, {.device_bytes = 1ull << 30}).mirror_bytes,
+                 sparse->kv_stats().mirror_bytes);
+        QCOMPARE(plan_memory(memory_shape(**model), tokens, 128, {}, {.device_bytes = 1ull << 30}).mirror_bytes, full->kv_stats().mirror_bytes);
         QVERIFY2(agree >= kSteps / 2, qPrintable(QString("quest agrees on %1 of %2 next tokens").arg(agree).arg(kSteps)));
     }
 

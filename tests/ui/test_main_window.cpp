@@ -216,6 +216,7 @@ private slots:
         QCOMPARE(panel->tierBar(0)->valueText(), QStringLiteral("4.0 KiB / 1.0 MiB \u00b7 2 blocks"));
         QVERIFY(panel->valueLabel(QStringLiteral("hitRate"))->text().contains(QStringLiteral("no block reads")));
         QVERIFY(panel->valueLabel(QStringLiteral("decode"))->text().contains(QStringLiteral("tok/s")));
+        QCOMPARE(panel->valueLabel(QStringLiteral("metadata"))->text(), QStringLiteral("3.0 KiB"));
         QTRY_VERIFY(panel->chartPoints() >= 3);  // sampled four times a second
     }
 

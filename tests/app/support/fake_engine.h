@@ -110,6 +110,7 @@ public:
         app::CacheSnapshot s;
         s.hasSession = m_loaded;
         s.kv.tiers[0] = {.name = "device", .present = true, .used_bytes = 4096, .capacity_bytes = 1 << 20, .blocks = 2};
+        s.kv.mirror_bytes = 3 << 10;
         s.kv.tiers[1] = {.name = "host"};
         s.kv.tiers[2] = {.name = "disk"};
         s.contextLimit = m_script->contextLimit;
