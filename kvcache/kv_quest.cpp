@@ -8,48 +8,13 @@
 // contexts run with a bounded device tier and bytes per token.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
 #include "engine/common/fp16.h"
 #include "kvcache/kv_cache.h"
+#include "kvcache/page_bounds.h"
 
 namespace lr {
-namespace {
-
-// The largest score q.k any key within [min, max] per channel can reach: the positive part
-// of q against the maxima, the negative part against the minima; for one page and the
-// `group` query heads of its KV head (q_pos, q_neg: [group][d]; the bounds are halves), into
-// out[group]. It runs for every page at every step, so in vectors of eight (the portable
-// GCC/Clang extensions), and on x86 also built for AVX2 + FMA + F16C, picked at load time.
-using Float8 = float __attribute__((vector_size(32)));
-using Half8 = _Float16 __attribute__((vector_size(16)));
-
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-void page_bounds(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max, uint32_t d,
-                 float * out) {
-    for (uint32_t h = 0; h < group; ++h) {
-        const float * qp_h = q_pos + size_t(h) * d;
-        const float * qn_h = q_neg + size_t(h) * d;
-        Float8 acc = {}, qp, qn;
-        Half8 lo, hi;
-        uint32_t c = 0;
-        for (; c + 8 <= d; c += 8) {
-            std::memcpy(&qp, qp_h + c, sizeof qp);
-            std::memcpy(&qn, qn_h + c, sizeof qn);
-            std::memcpy(&lo, min + c, sizeof lo);
-            std::memcpy(&hi, max + c, sizeof hi);
-            acc += qp * __builtin_convertvector(hi, Float8) + qn * __builtin_convertvector(lo, Float8);
-        }
-        float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-        for (; c < d; ++c) sum += qp_h[c] * fp16_to_fp32(max[c]) + qn_h[c] * fp16_to_fp32(min[c]);
-        out[h] = sum;
-    }
-}
-
-}  // namespace
 
 void KvCache::widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot) const {
     const uint32_t d = block_shape_.head_dim, n_kv = block_shape_.n_head_kv;
@@ -104,6 +69,7 @@ KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const 
     const uint32_t recent_tokens = uint32_t(k.recent_ratio * double(budget) * page);
     const uint32_t first_recent = used > recent_tokens ? (used - recent_tokens) / page : 0;
     const uint32_t group = n_head / n_kv;
+    const PageBounds page_bounds = best_page_bounds();
 
     // take[g][p]: head g reads page p.
     std::vector<uint8_t> take(size_t(n_kv) * n_pages, 0);

@@ -11,10 +11,12 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/kv_codec_rows.h"
+#include "engine/common/fp16.h"
 #include "engine/model/random_model_writer.h"
 #include "engine/runtime/generator.h"
 #include "kvcache/kv_cache.h"
 #include "kvcache/memory_planner.h"
+#include "kvcache/page_bounds.h"
 #include "kvcache/token_selection.h"
 #include "support/reference_data.h"
 
@@ -475,6 +477,44 @@ private slots:
     }
 
     // Pages must split the KV block into at most 32 (one bit each in the kernels' masks).
+    // The page bound is a bound: no key within [min, max] scores above it; and the AVX2
+    // kernel gives what its portable oracle gives.
+    void pageBoundsBoundTheScores() {
+        std::mt19937 rng(5);
+        std::normal_distribution<float> normal;
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        for (uint32_t d : {8u, 64u, 72u, 128u}) {
+            for (uint32_t group : {1u, 4u, 8u}) {
+                std::vector<float> q(size_t(group) * d), q_pos(q.size()), q_neg(q.size());
+                std::vector<uint16_t> min(d), max(d);
+                for (size_t i = 0; i < q.size(); ++i) {
+                    q[i] = normal(rng);
+                    q_pos[i] = std::max(q[i], 0.0f);
+                    q_neg[i] = std::min(q[i], 0.0f);
+                }
+                std::vector<float> lo(d), hi(d);
+                for (uint32_t c = 0; c < d; ++c) {
+                    const float a = normal(rng), b = normal(rng);
+                    min[c] = fp16_round_down(std::min(a, b));
+                    max[c] = fp16_round_up(std::max(a, b));
+                    lo[c] = std::min(a, b);
+                    hi[c] = std::max(a, b);
+                }
+                std::vector<float> portable(group), best(group);
+                page_bounds_portable(q_pos.data(), q_neg.data(), group, min.data(), max.data(), d, portable.data());
+                best_page_bounds()(q_pos.data(), q_neg.data(), group, min.data(), max.data(), d, best.data());
+                for (uint32_t h = 0; h < group; ++h) {
+                    QVERIFY(std::abs(best[h] - portable[h]) <= 1e-5f * (1.0f + std::abs(portable[h])));
+                    for (int trial = 0; trial < 50; ++trial) {
+                        float score = 0;
+                        for (uint32_t c = 0; c < d; ++c) score += q[size_t(h) * d + c] * (lo[c] + unit(rng) * (hi[c] - lo[c]));
+                        QVERIFY(score <= portable[h] + 1e-4f * (1.0f + std::abs(portable[h])));
+                    }
+                }
+            }
+        }
+    }
+
     void questPageMustDivideTheBlock() {
         KvSettings s;
         s.policy = KvPolicy::quest;
