@@ -104,7 +104,10 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     plan.weight_bytes = model.weight_bytes;
     plan.scratch_bytes = uint64_t(std::max(chunk_tokens, 1u)) * model.scratch_bytes_per_token;
     plan.kv_bytes_per_token = kv_bytes_for_tokens(model, KvSettings{}, 1);
-    const uint32_t kept = settings.budget_for(n_ctx);
+    // The most tokens the cache holds at once: SnapKV keeps the whole prompt until it selects
+    // at the prompt's end (and a prompt may fill the context); the others keep their budget.
+    auto peak_tokens = [&](uint32_t n) { return settings.policy == KvPolicy::snapkv ? n : settings.budget_for(n); };
+    const uint32_t kept = peak_tokens(n_ctx);
     const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
     plan.kv_bytes = spread.device + spread.host + spread.disk;
@@ -121,7 +124,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     uint32_t lo = 0, hi = limit;
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (spread_over_tiers(model, settings, kv_bytes_for_tokens(model, settings, settings.budget_for(mid)), capacities).fits) {
+        if (spread_over_tiers(model, settings, kv_bytes_for_tokens(model, settings, peak_tokens(mid)), capacities).fits) {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -147,7 +150,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
         plan.verdict = MemoryVerdict::wont_fit;
         std::snprintf(buf, sizeof buf,
                       "won't fit: attention reads a whole layer of KV (%s) from the device tier, which holds %s; raise the device "
-                      "budget, lower the context, or use quest or h2o",
+                      "budget, lower the context, or use h2o or streaming (they keep a layer small while the prompt is read)",
                       format_bytes(per_layer).c_str(), format_bytes(capacities.device_bytes).c_str());
     } else if (plan.kv_disk_bytes > 0) {
         plan.verdict = MemoryVerdict::needs_disk;

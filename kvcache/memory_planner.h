@@ -49,7 +49,7 @@ enum class MemoryVerdict { fits, needs_disk, wont_fit };
 
 struct MemoryPlan {
     uint64_t weight_bytes = 0;
-    uint64_t kv_bytes = 0;           // KV of the whole context after policy and codecs
+    uint64_t kv_bytes = 0;           // KV of the whole context after policy and codecs, at its peak
     uint64_t kv_device_bytes = 0;    // where it lives (device first, then host, then disk)
     uint64_t kv_host_bytes = 0;
     uint64_t kv_disk_bytes = 0;

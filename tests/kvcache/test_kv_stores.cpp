@@ -286,6 +286,17 @@ private slots:
         h2o.k_bits = 8;
         MemoryPlan small = plan_memory(tl, 32768, 256, h2o, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib});
         QVERIFY(small.kv_bytes < disk.kv_bytes / 5);
+        // SnapKV holds the whole prompt until it selects at its end: its peak is the full
+        // cache's, and a whole layer of it must fit the device tier while the prompt is read.
+        KvSettings snapkv = h2o;
+        snapkv.policy = KvPolicy::snapkv;
+        MemoryPlan snap = plan_memory(tl, 32768, 256, snapkv, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib});
+        QCOMPARE(snap.kv_bytes, plan_memory(tl, 32768, 256, {.k_bits = 8}, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib}).kv_bytes);
+        MemoryPlan narrow_device = plan_memory(tl, 32768, 256, snapkv, {.device_bytes = 8 << 20, .host_bytes = 4 * gib, .disk_bytes = gib});
+        QCOMPARE(narrow_device.verdict, MemoryVerdict::wont_fit);
+        QVERIFY2(QString::fromStdString(narrow_device.message).contains("whole layer"), narrow_device.message.c_str());
+        QCOMPARE(plan_memory(tl, 32768, 256, h2o, {.device_bytes = 8 << 20, .host_bytes = 4 * gib, .disk_bytes = gib}).verdict,
+                 MemoryVerdict::fits);
         // Narrower codecs in RAM and on disk: the same context spills less, and a longer one fits.
         KvSettings tiered = s;
         tiered.host_bits = 8;
