@@ -47,10 +47,11 @@ struct KvSettings {
     uint32_t obs_window = 32;    // snapkv: queries at the end of the prompt that vote
     uint32_t pool_kernel = 7;    // snapkv: max-pooling width over positions
     KvPolicy then = KvPolicy::none;  // snapkv: keep growing (none) or continue with h2o
-    // quest: the unit it ranks and reads is a page of quest_page tokens (16, as the paper;
-    // at most the KV block, which it divides); each KV head reads quest_pages of them per
-    // layer (0 = from the budget).
-    uint32_t quest_page = 16;
+    // quest: the unit it ranks and reads is a page of quest_page tokens (at most the KV
+    // block, which it divides; 8, not the paper's 16: at the same budget finer pages pick
+    // out more of what matters, measured in docs/BENCHMARKS.md); each KV head reads
+    // quest_pages of them per layer (0 = from the budget).
+    uint32_t quest_page = 8;
     uint32_t quest_pages = 0;
 
     // Codecs. 16 = f16, 8 = q8, 4 = q4; 32 = f32 (exactness tests). Blocks are written in

@@ -518,6 +518,8 @@ private slots:
     void questPageMustDivideTheBlock() {
         KvSettings s;
         s.policy = KvPolicy::quest;
+        QVERIFY(validate(s).ok());  // the default page divides the default block
+        s.quest_page = 16;
         QVERIFY(validate(s).ok());  // 16 of 32
         s.block_tokens = 8;
         QVERIFY(validate(s).ok());  // a page is at most the block
