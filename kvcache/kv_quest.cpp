@@ -1,11 +1,13 @@
 // Quest: query-aware page selection. Nothing is dropped; for each decode step, a page's
 // per-channel key bounds bound the score any of its keys can reach for the current query
-// (sum over channels of max(q*min, q*max)), and each KV head reads the sinks' page, the
-// recent window and the pages with the highest bound, all within the budget (at least the
-// sinks' page and the one the new token goes to). Pages are smaller than the KV blocks the tiers move (16
-// tokens, as the paper), so a small budget still picks out what matters; the layer fetches
-// the blocks any head reads, and the other blocks stay on whatever tier holds them, so long
-// contexts run with a bounded device tier and bytes per token.
+// (sum over channels of max(q*min, q*max)), and each KV head reads the sinks' page, the new
+// token's page (the recent window) and the pages with the highest bound, all within the
+// budget (at least the first two). As in the paper, no further share of the budget is
+// reserved for recent tokens: the bounds pick them when they matter (measured in
+// docs/BENCHMARKS.md). Pages are smaller than the KV blocks the tiers move, so a small budget
+// still picks out what matters; the layer fetches the blocks any head reads, and the other
+// blocks stay on whatever tier holds them, so long contexts run with a bounded device tier
+// and bytes per token.
 #include <algorithm>
 #include <cmath>
 
@@ -66,8 +68,6 @@ KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const 
     const uint32_t seen = s.n_committed + uint32_t(s.pending.size());
     // The budget counts every page a head reads, the new token's included.
     const uint32_t budget = k.quest_pages > 0 ? k.quest_pages : std::max(1u, uint32_t(std::ceil(k.keep_ratio * double(seen) / page)));
-    const uint32_t recent_tokens = uint32_t(k.recent_ratio * double(budget) * page);
-    const uint32_t first_recent = used > recent_tokens ? (used - recent_tokens) / page : 0;
     const uint32_t group = n_head / n_kv;
     const PageBounds page_bounds = best_page_bounds();
 
@@ -87,8 +87,6 @@ KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const 
             }
         };
         for (uint32_t p = 0; p < n_pages && p * page < k.sink_tokens; ++p) read(p);
-        // The recent window, newest first.
-        for (uint32_t p = std::min(write_page, n_pages); p-- > first_recent && taken < budget;) read(p);
         // The rest by the bound. Quest ranks per query head: each query head of the group in
         // turn adds its next best page (a maximum over heads would let the heads with the
         // largest queries take every page).

@@ -42,7 +42,7 @@ struct KvSettings {
     KvPolicy policy = KvPolicy::none;
     double keep_ratio = 0.2;     // of the sequence, when budget_tokens is 0
     uint32_t budget_tokens = 0;  // an absolute budget instead of keep_ratio
-    double recent_ratio = 0.5;   // h2o, quest: share of the budget for the most recent tokens
+    double recent_ratio = 0.5;   // h2o, random: share of the budget for the most recent tokens
     uint32_t sink_tokens = 4;    // first positions never evicted (attention sinks)
     uint32_t obs_window = 32;    // snapkv: queries at the end of the prompt that vote
     uint32_t pool_kernel = 7;    // snapkv: max-pooling width over positions

@@ -102,9 +102,11 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         return row;
     };
     form->addRow(tr("Keep ratio"), sliderRow(m_keep, m_keepValue, 5, 100));
-    setTip(m_keep, tr("Keep ratio"), tr("The share of the sequence the policy keeps in the cache; the rest is evicted."));
+    setTip(m_keep, tr("Keep ratio"),
+           tr("The share of the sequence the policy keeps in the cache, the rest evicted (H2O, SnapKV, StreamingLLM); "
+              "for Quest, which evicts nothing, the share each KV head reads per token."));
     form->addRow(tr("Recent window"), sliderRow(m_recent, m_recentValue, 0, 100));
-    setTip(m_recent, tr("Recent window"), tr("The share of the budget reserved for the most recent tokens (H2O, Quest)."));
+    setTip(m_recent, tr("Recent window"), tr("The share of the budget reserved for the most recent tokens (H2O)."));
 
     m_sinks = new QSpinBox(this);
     m_sinks->setRange(0, 1024);
@@ -265,10 +267,9 @@ void CacheSettingsPanel::edited() {
 void CacheSettingsPanel::updateLabels() {
     m_keepValue->setText(QStringLiteral("%1%").arg(m_keep->value()));
     m_recentValue->setText(QStringLiteral("%1%").arg(m_recent->value()));
-    const bool evicting = KvPolicy(m_policy->currentData().toInt()) != KvPolicy::none &&
-                          KvPolicy(m_policy->currentData().toInt()) != KvPolicy::quest;
-    m_keep->setEnabled(evicting);
-    m_recent->setEnabled(evicting && KvPolicy(m_policy->currentData().toInt()) == KvPolicy::h2o);
+    const auto policy = KvPolicy(m_policy->currentData().toInt());
+    m_keep->setEnabled(policy != KvPolicy::none);  // quest: the share it reads
+    m_recent->setEnabled(policy == KvPolicy::h2o);
 }
 
 void CacheSettingsPanel::updatePrediction() {

@@ -36,6 +36,7 @@ public:
     QLabel * predictionLabel() const { return m_prediction; }
     QComboBox * policyBox() const { return m_policy; }
     QSlider * keepSlider() const { return m_keep; }
+    QSlider * recentSlider() const { return m_recent; }
     QSpinBox * contextBox() const { return m_context; }
     QSpinBox * chunkBox() const { return m_chunk; }
     QComboBox * kBitsBox() const { return m_kBits; }

@@ -245,8 +245,7 @@ private slots:
         c.kv.dir = (dir_.path() + "/quest").toStdString();
         c.kv.disk_mib = 64;
         c.kv.policy = KvPolicy::quest;
-        c.kv.quest_pages = 5;
-        c.kv.recent_ratio = 0;  // the sinks' page, the new token's and three by their bounds
+        c.kv.quest_pages = 5;  // the sinks' page, the new token's and three by their bounds
         const SessionRun a = run_session(m, prompt, 8, c);
         QVERIFY(a.status.ok());
         QCOMPARE(a.stats.restored_tokens, uint64_t(0));

@@ -241,6 +241,18 @@ private slots:
         panel->hostBitsBox()->setCurrentIndex(panel->hostBitsBox()->findData(8));
         QTRY_COMPARE(edited.count(), 3);
         QCOMPARE(c()->settings().kv.host_bits, 8u);
+        // Quest evicts nothing but reads a share of the sequence: the keep slider sets it;
+        // it reserves no recent window.
+        panel->policyBox()->setCurrentIndex(panel->policyBox()->findData(int(KvPolicy::quest)));
+        QVERIFY(panel->keepSlider()->isEnabled());
+        QVERIFY(!panel->recentSlider()->isEnabled());
+        panel->keepSlider()->setValue(30);
+        QTRY_COMPARE(edited.count(), 4);
+        QCOMPARE(c()->settings().kv.policy, KvPolicy::quest);
+        QCOMPARE(c()->settings().kv.keep_ratio, 0.3);
+        panel->policyBox()->setCurrentIndex(panel->policyBox()->findData(int(KvPolicy::none)));
+        QVERIFY(!panel->keepSlider()->isEnabled());
+        QTRY_COMPARE(edited.count(), 5);
     }
 
     void retentionRuns_data() {
