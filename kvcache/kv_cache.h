@@ -39,6 +39,7 @@
 #include "kvcache/kv_cache_config.h"
 #include "kvcache/kv_stats.h"
 #include "kvcache/memory_tier.h"
+#include "kvcache/page_bounds.h"
 #include "kvcache/prefix_store.h"
 
 namespace lr {
@@ -183,8 +184,9 @@ private:
         std::vector<uint32_t> pages;   // [blocks][n_head_kv]: bit i = the head reads page i of the block
     };
     QuestReads quest_reads(const Sequence & s, uint32_t il, const float * q, uint32_t n_head) const;
-    // Widens the key bounds of slot `slot` of block m (bytes: the block's bytes) by its rows.
-    void widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot) const;
+    // Widens the key bounds of slot `slot` of block m (bytes: the block's bytes) by its rows;
+    // row: head_dim floats of scratch.
+    void widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot, float * row) const;
     // Blocks restored from the prefix cache come without bounds: computes theirs, fetching
     // each such block once, so that Quest ranks them like the others instead of first.
     Status bound_restored_blocks(SeqId seq, uint32_t il);
@@ -226,6 +228,7 @@ private:
     uint64_t tick_ = 0;
     uint32_t computed_tokens_ = 0;
     uint64_t chain_seed_ = 0;            // chain_0 of the prefix cache
+    const PageBounds page_bounds_ = best_page_bounds();  // quest's, the fastest this CPU runs
 
     mutable std::mutex stats_mutex_;
     KvStats counters_;                   // engine thread's running totals

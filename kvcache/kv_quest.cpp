@@ -14,11 +14,10 @@
 #include "engine/backend/kv_codec_rows.h"
 #include "engine/common/fp16.h"
 #include "kvcache/kv_cache.h"
-#include "kvcache/page_bounds.h"
 
 namespace lr {
 
-void KvCache::widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot) const {
+void KvCache::widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot, float * row) const {
     const uint32_t d = block_shape_.head_dim, n_kv = block_shape_.n_head_kv;
     const uint32_t page = config_.settings.quest_page_tokens();
     if (m.key_min.empty()) {
@@ -26,10 +25,9 @@ void KvCache::widen_key_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t sl
         m.key_max.assign(m.key_min.size(), fp32_to_fp16(-INFINITY));
     }
     const KvBlockLayout L = layout_of(m);
-    std::vector<float> row(d);
     for (uint32_t g = 0; g < n_kv; ++g) {
         if (m.pos[L.pos_index(g, slot)] == kInvalidPos) continue;
-        kv_decode_row(m.k_codec, bytes + L.k_row_offset(g, slot), row.data(), d);
+        kv_decode_row(m.k_codec, bytes + L.k_row_offset(g, slot), row, d);
         uint16_t * lo = &m.key_min[(size_t(slot / page) * n_kv + g) * d];
         uint16_t * hi = &m.key_max[(size_t(slot / page) * n_kv + g) * d];
         for (uint32_t c = 0; c < d; ++c) {
@@ -43,6 +41,7 @@ Status KvCache::bound_restored_blocks(SeqId seq, uint32_t il) {
     Sequence & s = seqs_.at(seq);
     const uint32_t bt = block_shape_.block_tokens;
     std::vector<uint8_t> bytes;
+    std::vector<float> row(block_shape_.head_dim);
     for (size_t b = 0; b < s.blocks[il].size() && b * bt < s.slots_used[il]; ++b) {
         const BlockId id = s.blocks[il][b];
         if (!pool_.meta(id).key_min.empty()) continue;
@@ -52,7 +51,7 @@ Status KvCache::bound_restored_blocks(SeqId seq, uint32_t il) {
         m.pinned = false;
         LR_RETURN_IF_ERROR(read_block(m, bytes));
         const uint32_t end = std::min(bt, s.slots_used[il] - uint32_t(b) * bt);
-        for (uint32_t slot = 0; slot < end; ++slot) widen_key_bounds(m, bytes.data(), slot);
+        for (uint32_t slot = 0; slot < end; ++slot) widen_key_bounds(m, bytes.data(), slot, row.data());
     }
     return {};
 }
@@ -69,7 +68,6 @@ KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const 
     // The budget counts every page a head reads, the new token's included.
     const uint32_t budget = k.quest_pages > 0 ? k.quest_pages : std::max(1u, uint32_t(std::ceil(k.keep_ratio * double(seen) / page)));
     const uint32_t group = n_head / n_kv;
-    const PageBounds page_bounds = best_page_bounds();
 
     // take[g][p]: head g reads page p.
     std::vector<uint8_t> take(size_t(n_kv) * n_pages, 0);
@@ -109,7 +107,7 @@ KvCache::QuestReads KvCache::quest_reads(const Sequence & s, uint32_t il, const 
             const BlockMeta & m = pool_.meta(layer[p / per_block]);
             const size_t at = (size_t(p % per_block) * n_kv + g) * d;
             bounds.resize(bounds.size() + group, INFINITY);
-            if (!m.key_min.empty()) page_bounds(q_pos.data(), q_neg.data(), group, &m.key_min[at], &m.key_max[at], d, &bounds[bounds.size() - group]);
+            if (!m.key_min.empty()) page_bounds_(q_pos.data(), q_neg.data(), group, &m.key_min[at], &m.key_max[at], d, &bounds[bounds.size() - group]);
         }
         for (uint32_t hq = 0; hq < group; ++hq) {
             ranked.clear();

@@ -17,6 +17,7 @@ void KvCache::note_new_rows(Sequence & s, uint32_t il) {
     const uint32_t first_new = s.slots_used[il];
     const bool bounds = config_.settings.policy == KvPolicy::quest;
     std::vector<uint8_t> bytes;
+    std::vector<float> row(bounds ? block_shape_.head_dim : 0);
     BlockId bytes_of = UINT32_MAX;
     for (size_t i = 0; i < s.pending.size(); ++i) {
         const uint32_t slot = first_new + uint32_t(i);
@@ -30,7 +31,7 @@ void KvCache::note_new_rows(Sequence & s, uint32_t il) {
             if (!read_block(m, bytes).ok()) continue;
             bytes_of = id;
         }
-        widen_key_bounds(m, bytes.data(), slot % bt);
+        widen_key_bounds(m, bytes.data(), slot % bt, row.data());
     }
     s.slots_used[il] = first_new + uint32_t(s.pending.size());
 }

@@ -34,6 +34,14 @@ class TestKvTiers : public QObject {
         return m;
     }
 
+    // A 256-token session whose prefix cache lives in its own directory `name`.
+    SessionConfig restoring_config(const QString & name) const {
+        SessionConfig c{.n_ctx = 256, .chunk_tokens = 64};
+        c.kv.dir = (dir_.path() + "/" + name).toStdString();
+        c.kv.disk_mib = 64;
+        return c;
+    }
+
     SessionConfig all_in_ram(uint32_t n_ctx, uint32_t chunk, uint32_t bt) {
         SessionConfig c{.n_ctx = n_ctx, .chunk_tokens = chunk};
         c.kv.block_tokens = bt;
@@ -216,9 +224,7 @@ private slots:
         auto m = model("models/stories260K.gguf");
         std::mt19937 rng(9);
         const std::vector<int32_t> prompt = random_prompt(rng, 203, 512);
-        SessionConfig c{.n_ctx = 256, .chunk_tokens = 64};
-        c.kv.dir = (dir_.path() + "/prefix").toStdString();
-        c.kv.disk_mib = 64;
+        const SessionConfig c = restoring_config("prefix");
         const SessionRun a = run_session(m, prompt, 5, c);
         QVERIFY(a.status.ok());
         QCOMPARE(a.stats.restored_tokens, uint64_t(0));
@@ -241,9 +247,7 @@ private slots:
         auto m = model("models/stories260K.gguf");
         std::mt19937 rng(11);
         const std::vector<int32_t> prompt = random_prompt(rng, 203, 512);
-        SessionConfig c{.n_ctx = 256, .chunk_tokens = 64};
-        c.kv.dir = (dir_.path() + "/quest").toStdString();
-        c.kv.disk_mib = 64;
+        SessionConfig c = restoring_config("quest");
         c.kv.policy = KvPolicy::quest;
         c.kv.quest_pages = 5;  // the sinks' page, the new token's and three by their bounds
         const SessionRun a = run_session(m, prompt, 8, c);

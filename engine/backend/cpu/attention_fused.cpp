@@ -270,14 +270,11 @@ public:
             const KvBlockLayout L = view_.layout(b);
             const bool in_place = L.k_codec == KvCodec::f32 || L.k_codec == KvCodec::f16;
             if (!in_place) decode_block(b, it.g, false, B.rows);
+            const uint8_t * k = in_place ? view_.blocks[b].data + L.k_row_offset(it.g, 0) : reinterpret_cast<const uint8_t *>(B.rows);
+            const KvCodec codec = in_place ? L.k_codec : KvCodec::f32;
+            const size_t row_bytes = in_place ? L.k_row_bytes() : p_.d * sizeof(float);
             for_slot_runs(b, it.g, [&](uint32_t s, uint32_t e) {
-                if (in_place) {
-                    k_.scores(view_.blocks[b].data + L.k_row_offset(it.g, s), L.k_codec, L.k_row_bytes(), e - s, B.q, n_q, p_.d, p_.gemm,
-                              p_.f16_k, a_.params.scale, sc + s, B.stride);
-                } else {
-                    k_.scores(B.rows + size_t(s) * p_.d, KvCodec::f32, p_.d * sizeof(float), e - s, B.q, n_q, p_.d, p_.gemm, p_.f16_k,
-                              a_.params.scale, sc + s, B.stride);
-                }
+                k_.scores(k + s * row_bytes, codec, row_bytes, e - s, B.q, n_q, p_.d, p_.gemm, p_.f16_k, a_.params.scale, sc + s, B.stride);
             });
             const int32_t * pos = head_pos(b, it.g);
             if (fully_visible(pos, min_pos(it))) {
