@@ -37,7 +37,7 @@
 #include "kvcache/disk_tier.h"
 #include "kvcache/io_thread.h"
 #include "kvcache/kv_cache_config.h"
-#include "kvcache/kv_stats.h"
+#include "engine/api/kv_stats.h"
 #include "kvcache/memory_tier.h"
 #include "kvcache/page_bounds.h"
 #include "kvcache/prefix_store.h"

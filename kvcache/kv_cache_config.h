@@ -9,8 +9,8 @@
 #include "engine/backend/kv_block_layout.h"
 #include "engine/common/status.h"
 #include "kvcache/file_io.h"
-#include "kvcache/kv_settings.h"
-#include "kvcache/memory_planner.h"
+#include "engine/api/kv_settings.h"
+#include "engine/api/memory_plan.h"
 #include "kvcache/rope_shift.h"
 
 namespace lr {

@@ -1,4 +1,4 @@
-#include "kv_settings.h"
+#include "engine/api/kv_settings.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "kv_stats.h"
+#include "engine/api/kv_stats.h"
 
 #include <cstdio>
 

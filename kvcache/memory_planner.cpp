@@ -1,4 +1,6 @@
-#include "memory_planner.h"
+#include "engine/api/memory_plan.h"
+
+#include "engine/backend/kv_block_layout.h"
 
 #include <sys/statvfs.h>
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "engine/common/status.h"
-#include "kvcache/kv_stats.h"
+#include "engine/api/kv_stats.h"
 
 namespace lr {
 

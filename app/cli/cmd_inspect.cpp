@@ -6,7 +6,7 @@
 #include "app/cli/commands.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/runtime/session.h"
-#include "kvcache/memory_planner.h"
+#include "engine/api/memory_plan.h"
 
 namespace lr::cli {
 

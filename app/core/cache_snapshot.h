@@ -6,7 +6,7 @@
 #include <QMetaType>
 #include <QString>
 
-#include "kvcache/kv_stats.h"
+#include "engine/api/kv_stats.h"
 
 namespace lr::app {
 

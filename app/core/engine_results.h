@@ -4,9 +4,9 @@
 #include <QMetaType>
 #include <QString>
 
-#include "engine/runtime/generator.h"
-#include "engine/runtime/summarizer.h"
-#include "kvcache/memory_planner.h"
+#include "engine/api/generation.h"
+#include "engine/api/summary.h"
+#include "engine/api/memory_plan.h"
 
 namespace lr::app {
 

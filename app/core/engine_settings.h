@@ -12,8 +12,8 @@
 
 #include "engine/runtime/session.h"
 #include "engine/sampling/sampler.h"
-#include "kvcache/kv_settings.h"
-#include "kvcache/memory_planner.h"
+#include "engine/api/kv_settings.h"
+#include "engine/api/memory_plan.h"
 
 namespace lr::app {
 

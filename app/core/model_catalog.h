@@ -10,7 +10,7 @@
 #include <stop_token>
 #include <vector>
 
-#include "kvcache/memory_planner.h"
+#include "engine/api/memory_plan.h"
 
 namespace lr::app {
 

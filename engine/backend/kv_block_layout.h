@@ -16,22 +16,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/api/kv_codec.h"
+
 namespace lr {
 
 inline constexpr int32_t kInvalidPos = -1;
 
-// How K or V values are stored in a block. The numbers are written to the prefix cache
-// on disk: never renumber.
-enum class KvCodec : uint8_t {
-    f32 = 0,  // exact (tests, oracles)
-    f16 = 1,  // the default, as llama.cpp
-    q8 = 2,   // 8-bit: per group of g values along head_dim, an f16 scale and g int8 (ggml Q8_0 when g = 32)
-    q4 = 3,   // 4-bit with minimum: per group, f16 scale, f16 min, g/2 bytes (ggml Q4_1 when g = 32)
-};
-
-std::string_view kv_codec_name(KvCodec codec);
-// Bits per value before the group overhead: 32, 16, 8, 4 (which of two codecs is narrower).
-uint32_t kv_codec_bits(KvCodec codec);
 // Values per quantization group of a head row: 32, or the largest of 16, 8 dividing head_dim.
 uint32_t kv_codec_group(uint32_t head_dim);
 // Bytes one head's row of head_dim values takes in the codec.

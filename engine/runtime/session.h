@@ -10,10 +10,11 @@
 #include <stop_token>
 #include <vector>
 
+#include "engine/api/generation.h"
 #include "engine/model/llama_graph.h"
 #include "engine/model/model.h"
 #include "kvcache/kv_cache.h"
-#include "kvcache/memory_planner.h"
+#include "engine/api/memory_plan.h"
 
 namespace lr {
 
@@ -31,13 +32,6 @@ Status validate(const SessionConfig & config, const ModelHParams & hp);
 // header: its hyper-parameters and weight bytes give the same numbers).
 ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes);
 inline ModelMemoryShape memory_shape(const Model & model) { return memory_shape(model.hparams(), model.weights().n_bytes); }
-
-struct PrefillProgress {
-    uint32_t n_done = 0;      // tokens of this call evaluated (or restored) so far
-    uint32_t n_total = 0;     // tokens of this call
-    uint32_t n_restored = 0;  // of n_done, restored from the prefix cache
-};
-using ProgressFn = std::function<void(const PrefillProgress &)>;
 
 class Session {
 public:

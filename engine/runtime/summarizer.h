@@ -19,21 +19,11 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/api/summary.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/session.h"
 
 namespace lr {
-
-enum class SummaryMethod { one_pass, map_reduce };
-const char * summary_method_name(SummaryMethod method);  // "one pass", "map-reduce"
-
-struct SummarizeParams {
-    std::string title;  // the document's name in the prompts ("report.pdf"); may be empty
-    std::string instruction = "Summarize the document in a few short paragraphs: its main points, in order.";
-    uint32_t answer_tokens = 384;  // room for each summary; lowered to a quarter of what a small context leaves
-    uint32_t max_levels = 12;      // reduce levels at most (each at least halves the summaries)
-    SamplerParams sampler{.temperature = 0.3f, .repeat_penalty = 1.1f};
-};
 
 // Checks the parameters; the message names the setting.
 Status validate(const SummarizeParams & params);
@@ -50,35 +40,6 @@ struct SummaryPlan {
 
 // context_full when the context cannot hold even the instruction and a minimal chunk.
 Result<SummaryPlan> plan_summary(const Model & model, uint32_t n_ctx, std::string_view text, const SummarizeParams & params);
-
-enum class SummaryStage { map, reduce, final };
-
-struct SummaryProgress {
-    SummaryMethod method = SummaryMethod::one_pass;
-    SummaryStage stage = SummaryStage::final;
-    uint32_t level = 0;          // 0: the document's chunks; 1...: summaries of summaries
-    uint32_t index = 0;          // the chunk of this level being summarized
-    uint32_t count = 1;          // chunks of this level
-    uint32_t passes_done = 0;    // generations finished so far
-    uint32_t passes_total = 1;   // estimated generations in all (exact for one pass)
-    PrefillProgress prefill;     // the prompt of the current pass
-    uint32_t tokens_generated = 0;  // in the current pass
-};
-using SummaryProgressFn = std::function<void(const SummaryProgress &)>;
-
-struct SummaryResult {
-    std::string text;               // the summary (partial when stopped)
-    SummaryMethod method = SummaryMethod::one_pass;
-    StopReason reason = StopReason::end_of_generation;  // of the last pass; cancelled when stopped anywhere
-    uint32_t document_tokens = 0;
-    uint32_t n_chunks = 1;          // map level chunks (1 for one pass)
-    uint32_t n_levels = 0;          // reduce levels (0 for one pass)
-    uint32_t n_passes = 0;          // generations run
-    std::vector<std::string> chunk_summaries;  // the map level's summaries, in order
-
-    // "one pass over 1234 tokens" / "map-reduce over 5678 tokens: 7 chunks, 2 reduce levels, 11 passes".
-    std::string describe() const;
-};
 
 // The text that puts a document in a conversation (as a system message). Chat and the
 // one-pass summary use the same text, so a summary reuses the KV of a document already read.

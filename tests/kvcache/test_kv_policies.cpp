@@ -15,7 +15,7 @@
 #include "engine/model/random_model_writer.h"
 #include "engine/runtime/generator.h"
 #include "kvcache/kv_cache.h"
-#include "kvcache/memory_planner.h"
+#include "engine/api/memory_plan.h"
 #include "kvcache/page_bounds.h"
 #include "kvcache/token_selection.h"
 #include "support/reference_data.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kvcache/kv_settings.h"
+#include "engine/api/kv_settings.h"
 
 namespace lr {
 

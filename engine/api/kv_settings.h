@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/backend/kv_block_layout.h"
+#include "engine/api/kv_codec.h"
 #include "engine/common/status.h"
 
 namespace lr {
