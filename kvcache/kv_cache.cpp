@@ -625,6 +625,11 @@ void KvCache::publish_stats() {
         s.tokens_seen += seq.n_committed;
         s.tokens_kept += n_kept(id);
     }
+    s.n_sequences = uint32_t(seqs_.size());
+    s.layer_kinds = {{.kind = KvLayerKind::full,
+                      .n_layers = shape_.n_layer,
+                      .bytes = s.tiers[0].used_bytes + s.tiers[1].used_bytes + s.tiers[2].used_bytes,
+                      .tokens_kept = seqs_.empty() ? 0 : s.tokens_kept / seqs_.size()}};
     std::lock_guard lock(stats_mutex_);
     published_ = std::move(s);
 }

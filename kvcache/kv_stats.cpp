@@ -24,6 +24,16 @@ std::string json_escape(const std::string & s) {
 
 }  // namespace
 
+std::string_view kv_layer_kind_name(KvLayerKind kind) {
+    switch (kind) {
+        case KvLayerKind::full: return "full";
+        case KvLayerKind::sliding_window: return "sliding_window";
+        case KvLayerKind::shared: return "shared";
+        case KvLayerKind::recurrent: return "recurrent";
+    }
+    return "?";
+}
+
 std::string to_json(const KvStats & s) {
     std::string out = "{\"tiers\":[";
     bool first = true;
@@ -49,7 +59,14 @@ std::string to_json(const KvStats & s) {
                   (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens, (unsigned long long)s.narrowed_blocks,
                   (unsigned long long)s.rows_read, (unsigned long long)s.mirror_bytes, (unsigned long long)s.faults);
     out += buf;
-    out += "\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"}";
+    out += "\"sequences\":" + std::to_string(s.n_sequences) + ",\"layer_kinds\":[";
+    for (size_t i = 0; i < s.layer_kinds.size(); ++i) {
+        const KvLayerKindStats & k = s.layer_kinds[i];
+        std::snprintf(buf, sizeof buf, "%s{\"kind\":\"%s\",\"layers\":%u,\"bytes\":%llu,\"tokens_kept\":%llu}", i ? "," : "",
+                      kv_layer_kind_name(k.kind).data(), k.n_layers, (unsigned long long)k.bytes, (unsigned long long)k.tokens_kept);
+        out += buf;
+    }
+    out += "],\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"}";
     return out;
 }
 
@@ -80,6 +97,11 @@ std::string to_text(const KvStats & s) {
     std::snprintf(buf, sizeof buf, "  policy %s: %llu tokens seen, %llu kept, %llu evicted\n", s.policy.c_str(),
                   (unsigned long long)s.tokens_seen, (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens);
     out += buf;
+    for (const KvLayerKindStats & k : s.layer_kinds) {
+        std::snprintf(buf, sizeof buf, "  %s layers: %u, %.2f MiB, %llu positions kept per layer\n", kv_layer_kind_name(k.kind).data(),
+                      k.n_layers, double(k.bytes) / (1 << 20), (unsigned long long)k.tokens_kept);
+        out += buf;
+    }
     std::snprintf(buf, sizeof buf, "  block metadata in RAM: %.2f MiB (positions, attention mass, key bounds)\n",
                   double(s.mirror_bytes) / (1 << 20));
     out += buf;

@@ -113,6 +113,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
     plan.kv_bytes = spread.device + spread.host + spread.disk;
+    plan.layer_kinds = {{.kind = KvLayerKind::full, .n_layers = model.n_layer, .kv_bytes = plan.kv_bytes}};
     plan.mirror_bytes = uint64_t((kept + settings.block_tokens - 1) / settings.block_tokens) * model.n_layer *
                         mirror_bytes_per_block(model, settings);
 

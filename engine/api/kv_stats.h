@@ -5,6 +5,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "engine/api/kv_layer.h"
 
 namespace lr {
 
@@ -21,8 +24,18 @@ struct KvTierStats {
     uint64_t bytes_out = 0;     // moved out of it
 };
 
+// What the layers of one kind hold (one row per kind the model has).
+struct KvLayerKindStats {
+    KvLayerKind kind = KvLayerKind::full;
+    uint32_t n_layers = 0;
+    uint64_t bytes = 0;         // KV (or state) bytes these layers hold, over every tier
+    uint64_t tokens_kept = 0;   // positions one layer holds per sequence (mean; 0 for recurrent)
+};
+
 struct KvStats {
     std::array<KvTierStats, kKvTierCount> tiers;
+    std::vector<KvLayerKindStats> layer_kinds;
+    uint32_t n_sequences = 0;   // sequences the cache holds
 
     // Placement (lossless).
     uint64_t block_reads = 0;   // blocks attention needed

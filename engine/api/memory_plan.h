@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "engine/api/kv_layer.h"
 #include "engine/api/kv_settings.h"
 
 namespace lr {
@@ -43,6 +46,14 @@ struct ModelMemoryShape {
     uint32_t n_ctx_train = 0;
     uint64_t weight_bytes = 0;
     uint64_t scratch_bytes_per_token = 0;  // activations of one ubatch token
+    std::vector<KvLayerSpec> layers;       // per layer; empty: every layer full attention
+};
+
+// The KV of the layers of one kind, at the planned context.
+struct KvLayerKindPlan {
+    KvLayerKind kind = KvLayerKind::full;
+    uint32_t n_layers = 0;
+    uint64_t kv_bytes = 0;
 };
 
 enum class MemoryVerdict { fits, needs_disk, wont_fit };
@@ -56,6 +67,7 @@ struct MemoryPlan {
     uint64_t scratch_bytes = 0;
     uint64_t mirror_bytes = 0;       // RAM besides the tiers: what the cache keeps per block for the
                                      // policy (positions, attention mass, quest's key bounds)
+    std::vector<KvLayerKindPlan> layer_kinds;  // kv_bytes split by layer kind
     uint64_t kv_bytes_per_token = 0; // before the policy's budget
     uint32_t max_context = 0;        // the largest context that fits every tier (<= trained)
     MemoryVerdict verdict = MemoryVerdict::fits;
