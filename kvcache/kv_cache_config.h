@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "engine/api/kv_layer.h"
 #include "engine/backend/kv_block_layout.h"
 #include "engine/common/status.h"
 #include "kvcache/file_io.h"
@@ -15,16 +17,22 @@
 
 namespace lr {
 
-// The KV shape of a model (same for every layer in the architectures we run).
+// The KV shape of a model: heads and head size of its attention layers, and each layer's
+// kind (empty: every layer full attention, the only kind the cache holds yet).
 struct KvModelShape {
     uint32_t n_layer = 0;
     uint32_t n_head_kv = 0;
     uint32_t head_dim = 0;
+    std::vector<KvLayerSpec> layers;
+    uint32_t n_head = 0;  // query heads (0: as many as KV heads)
+
+    uint32_t n_query_heads() const { return n_head ? n_head : n_head_kv; }
+    KvLayerKind kind(uint32_t il) const { return layers.empty() ? KvLayerKind::full : layers[il].kind; }
 };
 
 struct KvCacheConfig {
     KvSettings settings;
-    uint32_t max_tokens = 4096;    // positions one sequence may hold
+    uint32_t max_tokens = 4096;    // positions one sequence may hold (the policy's budget counts within)
     // Resolved tier capacities. Zero device capacity means unbounded (tests, tools).
     KvTierCapacities capacities{.device_bytes = 0, .host_bytes = 0, .disk_bytes = 0};
     std::string dir;               // cache directory (disk tier, prefix cache); empty: no disk

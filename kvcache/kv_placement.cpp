@@ -1,54 +1,181 @@
-// Placement: which tier holds each block, moves between tiers, prefetch. Lossless.
+#include "kvcache/kv_placement.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
-#include "kvcache/kv_cache.h"
 
 namespace lr {
 
 namespace {
+constexpr uint64_t kUnbounded = UINT64_MAX / 4;
 Status data_loss(const std::string & what) { return error(StatusCode::corrupt_data, "KV block lost: " + what); }
 }  // namespace
 
-std::vector<BlockId> KvCache::victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) const {
+KvPlacement::~KvPlacement() {
+    if (io_) settle_prefetches();
+}
+
+void KvPlacement::open() {
+    const KvTierCapacities & c = state_.config.capacities;
+    device_ = MemoryTier::device(state_.backend, c.device_bytes > 0 ? c.device_bytes : kUnbounded);
+    if (c.host_bytes > 0) host_ = MemoryTier::host(state_.backend, c.host_bytes);
+    io_ = std::make_unique<IoThread>();
+    staging_.resize(state_.layout.block_bytes());
+    if (state_.config.dir.empty() || c.disk_bytes == 0) return;
+    Result<std::unique_ptr<DiskTier>> disk = DiskTier::create(state_.config.dir, c.disk_bytes, state_.config.io);
+    if (disk.ok()) {
+        disk_ = std::move(disk).value();
+    } else {
+        state_.report_fault(error(disk.status().code(), "disk tier disabled: " + disk.status().message()));
+    }
+    if (state_.config.settings.prefix_cache && state_.config.model_identity != 0 && disk_) {
+        Result<std::unique_ptr<PrefixStore>> store = PrefixStore::open(state_.config.dir, c.disk_bytes, state_.config.io);
+        if (store.ok()) {
+            prefix_ = std::move(store).value();
+        } else {
+            state_.report_fault(error(store.status().code(), "prefix cache disabled: " + store.status().message()));
+        }
+    }
+}
+
+TierStore * KvPlacement::store(BlockHome home) const {
+    switch (home) {
+        case BlockHome::device: return device_.get();
+        case BlockHome::host: return host_.get();
+        case BlockHome::disk: return disk_.get();
+        case BlockHome::prefix_store: return nullptr;
+    }
+    return nullptr;
+}
+
+KvTierStats & KvPlacement::tier_stats(BlockHome home) {
+    switch (home) {
+        case BlockHome::device: return state_.counters.tiers[0];
+        case BlockHome::host: return state_.counters.tiers[1];
+        default: return state_.counters.tiers[2];
+    }
+}
+
+void KvPlacement::fill_tier_stats(KvStats & s) const {
+    auto fill = [](KvTierStats & t, const TierStore * store) {
+        t.present = store != nullptr;
+        if (!store) return;
+        t.used_bytes = store->used_bytes();
+        t.capacity_bytes = store->capacity_bytes() >= kUnbounded ? store->used_bytes() : store->capacity_bytes();
+        t.blocks = store->n_blocks();
+    };
+    fill(s.tiers[0], device_.get());
+    fill(s.tiers[1], host_.get());
+    fill(s.tiers[2], disk_.get());
+    if (prefix_) {
+        s.tiers[2].present = true;
+        s.tiers[2].used_bytes += prefix_->used_bytes();
+        s.tiers[2].blocks += prefix_->n_blocks();
+        s.tiers[2].capacity_bytes = std::max<uint64_t>(s.tiers[2].capacity_bytes, state_.config.capacities.disk_bytes);
+    }
+}
+
+// ---- Blocks ---------------------------------------------------------------------------------
+
+Result<BlockId> KvPlacement::new_block(SeqId owner, uint32_t il, KvCodec k_codec, KvCodec v_codec) {
+    const KvBlockLayout layout{state_.block_shape, k_codec, v_codec};
+    const size_t n_bytes = layout.block_bytes();
+    LR_RETURN_IF_ERROR(make_room(BlockHome::device, n_bytes, owner, il));
+    LR_ASSIGN_OR_RETURN(TierSlot slot, device_->allocate(n_bytes));
+    if (layout == state_.layout) {
+        LR_RETURN_IF_ERROR(device_->write(slot, state_.empty_block.data(), n_bytes));
+    }
+    const BlockId id = state_.pool.allocate();
+    BlockMeta & m = state_.pool.meta(id);
+    m.owner = owner;
+    m.layer = il;
+    m.k_codec = k_codec;
+    m.v_codec = v_codec;
+    m.n_bytes = uint32_t(n_bytes);
+    m.place.home = BlockHome::device;
+    m.place.slot = slot;
+    m.pos.assign(layout.n_slots(), kInvalidPos);
+    return id;
+}
+
+void KvPlacement::free_block(BlockId id) {
+    BlockMeta & m = state_.pool.meta(id);
+    if (m.ref_count > 1) {
+        state_.pool.release(id);
+        return;
+    }
+    if (m.place.prefetch != 0) {
+        (void)io_->wait(m.place.prefetch);
+        device_->release(m.place.prefetch_slot, m.n_bytes);
+        m.place.prefetch = 0;
+    }
+    if (m.place.home != BlockHome::prefix_store && store(m.place.home)) store(m.place.home)->release(m.place.slot, m.n_bytes);
+    state_.pool.release(id);
+}
+
+Status KvPlacement::read_block(const BlockMeta & m, std::vector<uint8_t> & bytes) {
+    LR_ASSERT(m.place.home == BlockHome::device);
+    bytes.resize(m.n_bytes);
+    if (device_->host_addressable()) {
+        std::memcpy(bytes.data(), m.place.slot.data, m.n_bytes);
+        return {};
+    }
+    return device_->read(m.place.slot, bytes.data(), m.n_bytes);
+}
+
+Status KvPlacement::write_block(const BlockMeta & m, std::span<const uint8_t> bytes) {
+    LR_ASSERT(m.place.home == BlockHome::device && bytes.size() == m.n_bytes);
+    return device_->write(m.place.slot, bytes.data(), m.n_bytes);
+}
+
+Status KvPlacement::write_positions(const BlockMeta & m) {
+    LR_ASSERT(m.place.home == BlockHome::device);
+    TierSlot positions = m.place.slot;
+    positions.data += state_.layout_of(m).pos_offset();
+    return device_->write(positions, reinterpret_cast<const uint8_t *>(m.pos.data()), m.pos.size() * sizeof(int32_t));
+}
+
+// ---- Making room -----------------------------------------------------------------------------
+
+std::vector<BlockId> KvPlacement::layer_cycle_victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) const {
     std::vector<BlockId> out;
     uint64_t bytes = 0;
     auto consider = [&](BlockId id) {
-        const BlockMeta & m = pool_.meta(id);
+        const BlockMeta & m = state_.pool.meta(id);
         // Pinning protects what attention reads from the device; a pinned block still on a
         // lower tier may move further down (it is fetched from there).
-        if (m.home != home || (m.pinned && home == BlockHome::device) || m.moving || m.prefetch != 0 || bytes >= n_bytes) return;
+        const bool pinned = m.place.pins > 0 && home == BlockHome::device;
+        if (m.place.home != home || pinned || m.place.moving || m.place.prefetch != 0 || bytes >= n_bytes) return;
+        if (std::find(out.begin(), out.end(), id) != out.end()) return;  // shared by two sequences
         out.push_back(id);
         bytes += m.n_bytes;
     };
-    // Other sequences first; then the active one's layers in the order it needs them
-    // last: the layer just processed, the one before, ... (Belady on the layer cycle).
-    for (const auto & [id, s] : seqs_) {
+    for (const auto & [id, s] : state_.seqs) {
         if (id == active) continue;
-        for (const auto & layer : s.blocks) {
-            for (BlockId b : layer) consider(b);
+        for (const LayerBlocks & layer : s.layers) {
+            for (BlockId b : layer.ids) consider(b);
         }
     }
-    auto it = seqs_.find(active);
-    if (it != seqs_.end()) {
-        const uint32_t L = shape_.n_layer;
+    auto it = state_.seqs.find(active);
+    if (it != state_.seqs.end()) {
+        const uint32_t L = state_.shape.n_layer;
         for (uint32_t k = 1; k <= L && bytes < n_bytes; ++k) {
-            const uint32_t m = (layer_cursor + L - k) % L;
-            for (BlockId b : it->second.blocks[m]) consider(b);
+            const uint32_t il = (layer_cursor + L - k) % L;
+            for (BlockId b : it->second.layers[il].ids) consider(b);
         }
     }
     return out;
 }
 
-Status KvCache::make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) {
+Status KvPlacement::make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) {
     TierStore * t = store(home);
     if (!t) return error(StatusCode::out_of_memory, "no such tier");
     if (home == BlockHome::disk) {
         if (!disk_writable_) return error(StatusCode::out_of_memory, "the disk tier is disabled");
         // Spilled blocks and the prefix cache share the disk budget; the prefix cache yields.
         if (prefix_) {
-            const uint64_t budget = config_.capacities.disk_bytes;
+            const uint64_t budget = state_.config.capacities.disk_bytes;
             const uint64_t spill = disk_->used_bytes() + n_bytes;
             if (spill + prefix_->used_bytes() > budget) prefix_->evict_to(spill < budget ? budget - spill : 0);
             disk_->set_capacity(budget - std::min(budget, prefix_->used_bytes()));
@@ -57,7 +184,7 @@ Status KvCache::make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (t->has_room(n_bytes)) return {};
         const uint64_t free = t->capacity_bytes() - std::min(t->capacity_bytes(), t->used_bytes());
-        for (BlockId v : victims(home, n_bytes - free, active, layer_cursor)) {
+        for (BlockId v : layer_cycle_victims(home, n_bytes - free, active, layer_cursor)) {
             LR_RETURN_IF_ERROR(demote(v, active, layer_cursor));
             if (t->has_room(n_bytes)) return {};
         }
@@ -72,16 +199,16 @@ Status KvCache::make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32
                      "): lower the context, enable compression (h2o, snapkv, 8-bit KV), or raise a tier budget");
 }
 
-Status KvCache::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
-    BlockMeta & m = pool_.meta(id);
+Status KvPlacement::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
+    BlockMeta & m = state_.pool.meta(id);
     // Down one tier; a block with a durable copy in the prefix cache can simply be dropped
     // from memory instead of being written to the spill files.
-    if (m.home == BlockHome::device && host_ && host_->capacity_bytes() >= m.n_bytes) {
+    if (m.place.home == BlockHome::device && host_ && host_->capacity_bytes() >= m.n_bytes) {
         return move(id, BlockHome::host, active, layer_cursor);
     }
     if (m.persisted) return move(id, BlockHome::prefix_store, active, layer_cursor);
     if (disk_ && disk_writable_) return move(id, BlockHome::disk, active, layer_cursor);
-    if (!disk_writable_ && m.home == BlockHome::host) {
+    if (!disk_writable_ && m.place.home == BlockHome::host) {
         // The disk failed earlier: RAM keeps what it would have held (reported then).
         host_->grow_capacity(m.n_bytes);
         return {};
@@ -90,71 +217,71 @@ Status KvCache::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
                                             "RAM or disk budget, lower the context, or enable compression");
 }
 
-Status KvCache::narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out) {
+Status KvPlacement::narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out) {
     out.bytes.clear();
-    const KvSettings & k = config_.settings;
+    const KvSettings & k = state_.config.settings;
     const uint32_t tier_bits = to == BlockHome::host ? k.host_bits : to == BlockHome::disk ? k.disk_bits : 0;
-    const BlockMeta & m = pool_.meta(id);
+    const BlockMeta & m = state_.pool.meta(id);
     out.k_codec = KvSettings::narrowed(m.k_codec, tier_bits);
     out.v_codec = KvSettings::narrowed(m.v_codec, tier_bits);
     if (out.k_codec == m.k_codec && out.v_codec == m.v_codec) return {};
     // A block with a durable copy is dropped from memory at no cost instead (and stays
     // exact); a shared one belongs to more than one sequence.
-    if (m.persisted || m.ref_count != 1 || m.home == BlockHome::prefix_store) return {};
+    if (m.persisted || m.ref_count != 1 || m.place.home == BlockHome::prefix_store) return {};
     // Only aged blocks: the full-precision window stays exact whatever tier holds it.
-    auto it = seqs_.find(m.seq);
-    if (it == seqs_.end()) return {};
-    const std::vector<BlockId> & layer = it->second.blocks[m.layer];
-    const size_t b = size_t(std::find(layer.begin(), layer.end(), id) - layer.begin());
-    if (b == layer.size() || (b + 1) * block_shape_.block_tokens + k.residual_tokens > it->second.slots_used[m.layer]) return {};
+    auto it = state_.seqs.find(m.owner);
+    if (it == state_.seqs.end()) return {};
+    const LayerBlocks & layer = it->second.layers[m.layer];
+    const size_t b = size_t(std::find(layer.ids.begin(), layer.ids.end(), id) - layer.ids.begin());
+    if (b == layer.size() || (b + 1) * state_.block_shape.block_tokens + k.residual_tokens > layer.slots_used) return {};
     std::vector<uint8_t> bytes(m.n_bytes);
-    LR_RETURN_IF_ERROR(store(m.home)->read(m.slot, bytes.data(), m.n_bytes));
-    const KvBlockLayout L{block_shape_, out.k_codec, out.v_codec};
+    LR_RETURN_IF_ERROR(store(m.place.home)->read(m.place.slot, bytes.data(), m.n_bytes));
+    const KvBlockLayout L{state_.block_shape, out.k_codec, out.v_codec};
     out.bytes.resize(L.block_bytes());
-    kv_recode_block(layout_of(m), bytes.data(), L, out.bytes.data());
+    kv_recode_block(state_.layout_of(m), bytes.data(), L, out.bytes.data());
     std::memcpy(out.bytes.data() + L.pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));
     return {};
 }
 
-Status KvCache::copy_block(const BlockMeta & m, BlockHome to, const TierSlot & dst, std::span<const uint8_t> recoded) {
+Status KvPlacement::copy_block(const BlockMeta & m, BlockHome to, const TierSlot & dst, std::span<const uint8_t> recoded) {
     if (!recoded.empty()) {
         LR_RETURN_IF_ERROR(store(to)->write(dst, recoded.data(), recoded.size()));
-        counters_.bytes_moved += recoded.size();
-        tier_stats(m.home).bytes_out += m.n_bytes;
+        state_.counters.bytes_moved += recoded.size();
+        tier_stats(m.place.home).bytes_out += m.n_bytes;
         tier_stats(to).bytes_in += recoded.size();
         return {};
     }
     const size_t n = m.n_bytes;
     if (staging_.size() < n) staging_.resize(n);
-    TierStore * src = store(m.home);
+    TierStore * src = store(m.place.home);
     TierStore * out = store(to);
-    if (m.home == BlockHome::prefix_store) {
+    if (m.place.home == BlockHome::prefix_store) {
         LR_RETURN_IF_ERROR(prefix_->read(m.chain, m.layer, staging_.data(), n));
         LR_RETURN_IF_ERROR(out->write(dst, staging_.data(), n));
     } else if (src->host_addressable()) {
-        LR_RETURN_IF_ERROR(out->write(dst, m.slot.data, n));
+        LR_RETURN_IF_ERROR(out->write(dst, m.place.slot.data, n));
     } else if (out->host_addressable()) {
-        LR_RETURN_IF_ERROR(src->read(m.slot, dst.data, n));
+        LR_RETURN_IF_ERROR(src->read(m.place.slot, dst.data, n));
     } else {
-        LR_RETURN_IF_ERROR(src->read(m.slot, staging_.data(), n));
+        LR_RETURN_IF_ERROR(src->read(m.place.slot, staging_.data(), n));
         LR_RETURN_IF_ERROR(out->write(dst, staging_.data(), n));
     }
-    counters_.bytes_moved += n;
-    tier_stats(m.home).bytes_out += n;
+    state_.counters.bytes_moved += n;
+    tier_stats(m.place.home).bytes_out += n;
     tier_stats(to).bytes_in += n;
     return {};
 }
 
-Status KvCache::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_cursor) {
-    BlockMeta & m = pool_.meta(id);
-    const BlockHome from = m.home;
+Status KvPlacement::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_cursor) {
+    BlockMeta & m = state_.pool.meta(id);
+    const BlockHome from = m.place.home;
     if (to == BlockHome::prefix_store) {
         LR_ASSERT(m.persisted);
-        store(from)->release(m.slot, m.n_bytes);
-        m.home = to;
-        m.slot = {};
+        store(from)->release(m.place.slot, m.n_bytes);
+        m.place.home = to;
+        m.place.slot = {};
         tier_stats(from).bytes_out += m.n_bytes;
-        ++counters_.demotions;
+        ++state_.counters.demotions;
         return {};
     }
     // Per-tier codecs: an aged block going down may take the lower tier's narrower codec.
@@ -162,9 +289,9 @@ Status KvCache::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_curs
     LR_RETURN_IF_ERROR(narrow_for_tier(id, to, recoded));
     const uint32_t n_bytes = recoded.bytes.empty() ? m.n_bytes : uint32_t(recoded.bytes.size());
     // Making room moves other blocks (recursively, down the tiers); this one stays put.
-    m.moving = true;
+    m.place.moving = true;
     Status room = make_room(to, n_bytes, active, layer_cursor);
-    pool_.meta(id).moving = false;
+    state_.pool.meta(id).place.moving = false;
     LR_RETURN_IF_ERROR(room);
     TierStore * dst_store = store(to);
     LR_ASSIGN_OR_RETURN(TierSlot dst, dst_store->allocate(n_bytes));
@@ -173,7 +300,7 @@ Status KvCache::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_curs
         dst_store->release(dst, n_bytes);
         if (to == BlockHome::disk) {
             // The disk refused (full, I/O error): report it once and stop spilling there.
-            report_fault(error(s.code(), "disk tier disabled: " + s.message()));
+            state_.report_fault(error(s.code(), "disk tier disabled: " + s.message()));
             disk_writable_ = false;
             if (m.persisted) return move(id, BlockHome::prefix_store, active, layer_cursor);
             // Nowhere lower to go: keep the block in RAM beyond the budget rather than fail.
@@ -186,27 +313,29 @@ Status KvCache::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_curs
         }
         return s;
     }
-    if (from != BlockHome::prefix_store) store(from)->release(m.slot, m.n_bytes);
-    m.home = to;
-    m.slot = dst;
+    if (from != BlockHome::prefix_store) store(from)->release(m.place.slot, m.n_bytes);
+    m.place.home = to;
+    m.place.slot = dst;
     if (!recoded.bytes.empty()) {
         m.k_codec = recoded.k_codec;
         m.v_codec = recoded.v_codec;
         m.n_bytes = n_bytes;
         m.chain = 0;
-        seqs_.at(m.seq).pure_prefix = false;
-        ++counters_.narrowed_blocks;
+        state_.seqs.at(m.owner).pure_prefix = false;
+        ++state_.counters.narrowed_blocks;
     }
     if (to == BlockHome::device) {
-        ++counters_.promotions;
+        ++state_.counters.promotions;
     } else {
-        ++counters_.demotions;
+        ++state_.counters.demotions;
     }
     return {};
 }
 
-Status KvCache::fetch_to_device(BlockId id, SeqId seq, uint32_t il) {
-    const BlockHome from = pool_.meta(id).home;
+// ---- The device tier -------------------------------------------------------------------------
+
+Status KvPlacement::fetch_to_device(BlockId id, SeqId seq, uint32_t il) {
+    const BlockHome from = state_.pool.meta(id).place.home;
     Status s = move(id, BlockHome::device, seq, il);
     if (s.code() == StatusCode::corrupt_data || s.code() == StatusCode::io_error || s.code() == StatusCode::not_found) {
         if (from == BlockHome::disk) disk_writable_ = false;  // a disk that loses data gets no more
@@ -215,54 +344,51 @@ Status KvCache::fetch_to_device(BlockId id, SeqId seq, uint32_t il) {
     return s;
 }
 
-Status KvCache::ensure_on_device(std::span<const BlockId> ids, SeqId seq, uint32_t il) {
-    // Pin first, so that making room never takes a block this view needs.
-    for (BlockId id : ids) pool_.meta(id).pinned = true;
+Result<PinnedBlocks> KvPlacement::pin_on_device(std::span<const BlockId> ids, SeqId seq, uint32_t il, bool count_reads) {
+    // Pin first, so that making room never takes a block this reader needs.
+    PinnedBlocks pins(state_.pool);
+    for (BlockId id : ids) pins.add(id);
     for (BlockId id : ids) {
-        BlockMeta & m = pool_.meta(id);
-        ++counters_.block_reads;
+        BlockMeta & m = state_.pool.meta(id);
+        state_.counters.block_reads += count_reads;
         Status st;
-        if (m.prefetch != 0) {
+        if (m.place.prefetch != 0) {
             bool ready = false;
             st = adopt_prefetch(id, ready);
-            if (st.ok() && ready) {
-                ++counters_.block_hits;
-                ++counters_.prefetch_hits;
+            if (st.ok() && ready && count_reads) {
+                ++state_.counters.block_hits;
+                ++state_.counters.prefetch_hits;
             }
-        } else if (m.home == BlockHome::device) {
-            ++counters_.block_hits;
+        } else if (m.place.home == BlockHome::device) {
+            state_.counters.block_hits += count_reads;
         } else {
             st = fetch_to_device(id, seq, il);
         }
-        if (!st.ok()) {
-            for (BlockId p : ids) pool_.meta(p).pinned = false;
-            return st;
-        }
-        pool_.meta(id).last_use = ++tick_;
+        if (!st.ok()) return st;
     }
-    return {};
+    return pins;
 }
 
-void KvCache::start_prefetch(SeqId seq, uint32_t il) {
-    Sequence & s = seqs_.at(seq);
-    for (BlockId id : s.blocks[il]) {
-        BlockMeta & m = pool_.meta(id);
-        if (m.home == BlockHome::device || m.prefetch != 0) continue;
+void KvPlacement::prefetch_layer(SeqId seq, uint32_t il) {
+    const KvSequence & s = state_.seqs.at(seq);
+    for (BlockId id : s.layers[il].ids) {
+        const BlockMeta & m = state_.pool.meta(id);
+        if (m.place.home == BlockHome::device || m.place.prefetch != 0) continue;
         // Room only from blocks needed later than layer il; stop at the first refusal.
-        if (!device_->has_room(m.n_bytes) && !make_room(BlockHome::device, m.n_bytes, seq, (il + 1) % shape_.n_layer).ok()) return;
-        BlockMeta & mm = pool_.meta(id);
+        if (!device_->has_room(m.n_bytes) && !make_room(BlockHome::device, m.n_bytes, seq, (il + 1) % state_.shape.n_layer).ok()) return;
+        BlockMeta & mm = state_.pool.meta(id);
         Result<TierSlot> dst = device_->allocate(mm.n_bytes);
         if (!dst.ok()) return;
-        mm.prefetch_slot = *dst;
-        TierStore * src = store(mm.home);
+        mm.place.prefetch_slot = *dst;
+        TierStore * src = store(mm.place.home);
         TierStore * dev = device_.get();
         PrefixStore * prefix = prefix_.get();
-        const BlockHome home = mm.home;
-        const TierSlot src_slot = mm.slot, dst_slot = *dst;
+        const BlockHome home = mm.place.home;
+        const TierSlot src_slot = mm.place.slot, dst_slot = *dst;
         const uint64_t chain = mm.chain;
         const uint32_t layer = mm.layer, n = mm.n_bytes;
         // The job touches only the two slots, which nothing else uses until it is adopted.
-        mm.prefetch = io_->submit([=]() -> Status {
+        mm.place.prefetch = io_->submit([=]() -> Status {
             thread_local std::vector<uint8_t> buffer;
             if (home != BlockHome::prefix_store && src->host_addressable()) return dev->write(dst_slot, src_slot.data, n);
             buffer.resize(n);
@@ -273,38 +399,38 @@ void KvCache::start_prefetch(SeqId seq, uint32_t il) {
             }
             return dev->write(dst_slot, buffer.data(), n);
         });
-        ++counters_.prefetches;
+        ++state_.counters.prefetches;
     }
 }
 
-Status KvCache::adopt_prefetch(BlockId id, bool & was_ready) {
-    BlockMeta & m = pool_.meta(id);
-    was_ready = io_->finished(m.prefetch);
-    Status s = io_->wait(m.prefetch);
-    m.prefetch = 0;
+Status KvPlacement::adopt_prefetch(BlockId id, bool & was_ready) {
+    BlockMeta & m = state_.pool.meta(id);
+    was_ready = io_->finished(m.place.prefetch);
+    Status s = io_->wait(m.place.prefetch);
+    m.place.prefetch = 0;
     if (!s.ok()) {
-        device_->release(m.prefetch_slot, m.n_bytes);
-        if (m.home == BlockHome::disk) disk_writable_ = false;
+        device_->release(m.place.prefetch_slot, m.n_bytes);
+        if (m.place.home == BlockHome::disk) disk_writable_ = false;
         return data_loss(s.message());
     }
     const size_t n = m.n_bytes;
-    counters_.bytes_moved += n;
-    tier_stats(m.home).bytes_out += n;
+    state_.counters.bytes_moved += n;
+    tier_stats(m.place.home).bytes_out += n;
     tier_stats(BlockHome::device).bytes_in += n;
-    if (m.home != BlockHome::prefix_store) store(m.home)->release(m.slot, n);
-    m.home = BlockHome::device;
-    m.slot = m.prefetch_slot;
-    ++counters_.promotions;
+    if (m.place.home != BlockHome::prefix_store) store(m.place.home)->release(m.place.slot, n);
+    m.place.home = BlockHome::device;
+    m.place.slot = m.place.prefetch_slot;
+    ++state_.counters.promotions;
     return {};
 }
 
-void KvCache::settle_prefetches() {
-    for (auto & [seq, s] : seqs_) {
-        for (auto & layer : s.blocks) {
-            for (BlockId id : layer) {
+void KvPlacement::settle_prefetches() {
+    for (auto & [seq, s] : state_.seqs) {
+        for (const LayerBlocks & layer : s.layers) {
+            for (BlockId id : layer.ids) {
                 bool ready = false;
-                if (pool_.meta(id).prefetch == 0) continue;
-                if (Status st = adopt_prefetch(id, ready); !st.ok()) report_fault(st);
+                if (state_.pool.meta(id).place.prefetch == 0) continue;
+                if (Status st = adopt_prefetch(id, ready); !st.ok()) state_.report_fault(st);
             }
         }
     }

@@ -1,114 +1,167 @@
-// The prefix cache: full blocks of an uncompressed prefix persisted in the background,
-// restored instead of recomputed by a later session with the same beginning.
-#include <cstring>
+#include "kvcache/kv_prefix.h"
 
-#include "kvcache/kv_cache.h"
+#include <cstring>
 
 namespace lr {
 
-void KvCache::persist_full_blocks(SeqId seq, uint32_t first_block, uint32_t end_block) {
-    if (!prefix_ || !prefix_writes_ok_) return;
-    Sequence & s = seqs_.at(seq);
+KvPrefixCache::KvPrefixCache(KvCacheState & state, KvPlacement & placement) : state_(state), placement_(placement) {
+    // The chain starts from everything that makes a block's bytes: the model file, the
+    // codecs and the block shape. Any change restores nothing.
+    if (state_.config.model_identity != 0) {
+        const KvBlockLayout & L = state_.layout;
+        const KvBlockShape & b = state_.block_shape;
+        const uint64_t seed[] = {state_.config.model_identity, uint64_t(L.k_codec), uint64_t(L.v_codec), b.block_tokens, b.n_head_kv,
+                                 b.head_dim, L.block_bytes()};
+        chain_seed_ = PrefixStore::chain_next(0x4c52, std::span(reinterpret_cast<const int32_t *>(seed), sizeof seed / 4));
+    }
+}
+
+KvPrefixCache::~KvPrefixCache() { collect(true); }
+
+void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
+    KvSequence & s = state_.seqs.at(seq);
     if (!s.pure_prefix) return;
-    const uint64_t spill = disk_ ? disk_->used_bytes() : 0;
-    prefix_->set_capacity(config_.capacities.disk_bytes - std::min(config_.capacities.disk_bytes, spill));
-    for (uint32_t b = first_block; b < end_block; ++b) {
-        for (uint32_t il = 0; il < shape_.n_layer; ++il) {
-            if (b >= s.blocks[il].size()) continue;
-            const BlockId id = s.blocks[il][b];
-            BlockMeta & m = pool_.meta(id);
-            if (m.persisted || m.home == BlockHome::prefix_store) continue;
-            m.chain = s.chains[b];
+    const uint32_t bt = state_.block_shape.block_tokens;
+    const uint32_t n_full = s.n_tokens() / bt;
+    for (uint32_t b = uint32_t(s.chains.size()); b < n_full; ++b) {
+        const uint64_t previous = b == 0 ? chain_seed_ : s.chains[b - 1];
+        s.chains.push_back(PrefixStore::chain_next(previous, std::span(s.tokens).subspan(size_t(b) * bt, bt)));
+    }
+    PrefixStore * prefix = placement_.prefix();
+    const bool persist = prefix && writes_ok_;
+    if (persist) {
+        const uint64_t spill = placement_.disk() ? placement_.disk()->used_bytes() : 0;
+        const uint64_t budget = state_.config.capacities.disk_bytes;
+        prefix->set_capacity(budget - std::min(budget, spill));
+    }
+    for (uint32_t b = n_full_before; b < n_full; ++b) {
+        for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+            if (b >= s.layers[il].size()) continue;
+            const BlockId id = s.layers[il].ids[b];
+            BlockMeta & m = state_.pool.meta(id);
+            if (m.persisted || m.place.home == BlockHome::prefix_store) continue;
+            m.chain = s.chains[b];  // other sequences with this prefix may share it now
+            if (!persist) continue;
             // Copy the bytes now: the block may move or change before the write runs.
             std::vector<uint8_t> bytes(m.n_bytes);
-            TierStore * src = store(m.home);
+            TierStore * src = placement_.store(m.place.home);
             if (src->host_addressable()) {
-                std::memcpy(bytes.data(), m.slot.data, m.n_bytes);
-            } else if (!src->read(m.slot, bytes.data(), m.n_bytes).ok()) {
+                std::memcpy(bytes.data(), m.place.slot.data, m.n_bytes);
+            } else if (!src->read(m.place.slot, bytes.data(), m.n_bytes).ok()) {
                 continue;
             }
-            PrefixStore * prefix = prefix_.get();
             const uint64_t chain = m.chain;
-            const uint32_t layer = il, depth = b;
-            const IoThread::JobId job = io_->submit([prefix, chain, layer, depth, bytes = std::move(bytes)]() {
-                return prefix->write(chain, layer, depth, bytes.data(), bytes.size());
+            const uint32_t depth = b;
+            const IoThread::JobId job = placement_.io().submit([prefix, chain, il, depth, bytes = std::move(bytes)]() {
+                return prefix->write(chain, il, depth, bytes.data(), bytes.size());
             });
-            // The durable copy counts once written (collect_persisted); until then the block
-            // is demoted like any other.
+            // The durable copy counts once written (collect); until then the block is
+            // demoted like any other.
             persisting_.push_back({job, id, chain});
         }
     }
 }
 
-void KvCache::collect_persisted(bool wait) {
+void KvPrefixCache::collect(bool wait) {
     std::vector<PersistJob> still;
     for (const PersistJob & p : persisting_) {
-        if (!wait && !io_->finished(p.job)) {
+        if (!wait && !placement_.io().finished(p.job)) {
             still.push_back(p);
             continue;
         }
-        Status s = io_->wait(p.job);
-        BlockMeta & m = pool_.meta(p.block);
+        Status s = placement_.io().wait(p.job);
+        BlockMeta & m = state_.pool.meta(p.block);
         if (s.ok()) {
             if (m.ref_count > 0 && m.chain == p.chain) m.persisted = true;
-        } else if (prefix_writes_ok_) {
-            report_fault(error(s.code(), "prefix cache disabled: " + s.message()));
-            prefix_writes_ok_ = false;
+        } else if (writes_ok_) {
+            state_.report_fault(error(s.code(), "prefix cache disabled: " + s.message()));
+            writes_ok_ = false;
         }
     }
     persisting_ = std::move(still);
 }
 
-uint32_t KvCache::restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
-    if (!prefix_ || upcoming.size() <= keep_last) return 0;
-    Sequence & s = seqs_[seq];
-    if (s.blocks.empty()) {
-        s.blocks.resize(shape_.n_layer);
-        s.slots_used.assign(shape_.n_layer, 0);
+bool KvPrefixCache::share_live(SeqId seq, uint64_t chain, uint32_t depth, std::vector<BlockId> & out) const {
+    for (const auto & [id, other] : state_.seqs) {
+        if (id == seq || other.chains.size() <= depth || other.chains[depth] != chain) continue;
+        out.clear();
+        for (const LayerBlocks & layer : other.layers) {
+            if (layer.size() <= depth || state_.pool.meta(layer.ids[depth]).chain != chain) break;
+            out.push_back(layer.ids[depth]);
+        }
+        if (out.size() == state_.shape.n_layer) return true;
     }
-    const uint32_t bt = block_shape_.block_tokens;
-    if (!s.pure_prefix || s.n_committed % bt != 0 || !s.pending.empty()) return 0;
-    collect_persisted(true);  // our own pending writes may be what we are about to look up
+    return false;
+}
+
+uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
+    PrefixStore * prefix = placement_.prefix();
+    if ((!prefix && state_.seqs.size() < 2) || upcoming.size() <= keep_last) return 0;
+    KvSequence & s = state_.seqs.at(seq);
+    const uint32_t bt = state_.block_shape.block_tokens;
+    if (!s.pure_prefix || s.n_tokens() % bt != 0) return 0;
+    if (prefix) collect(true);  // our own pending writes may be what we are about to look up
     const size_t n_blocks = (upcoming.size() - keep_last) / bt;
     uint32_t restored = 0;
     uint64_t chain = s.chains.empty() ? chain_seed_ : s.chains.back();
+    std::vector<BlockId> live;
     for (size_t k = 0; k < n_blocks; ++k) {
         const std::span<const int32_t> block_tokens = upcoming.subspan(k * bt, bt);
         chain = PrefixStore::chain_next(chain, block_tokens);
-        ++counters_.prefix_lookups;
-        if (!prefix_->contains(chain, shape_.n_layer)) break;
-        const int32_t first_pos = int32_t(s.n_committed);
-        for (uint32_t il = 0; il < shape_.n_layer; ++il) {
-            const BlockId id = pool_.allocate();
-            BlockMeta & m = pool_.meta(id);
-            m.seq = seq;
-            m.layer = il;
-            m.k_codec = layout_.k_codec;
-            m.v_codec = layout_.v_codec;
-            m.n_bytes = uint32_t(written_block_bytes());
-            m.home = BlockHome::prefix_store;  // loaded when attention needs it
-            m.chain = chain;
-            m.persisted = true;
-            m.pos.resize(layout_.n_slots());
-            for (uint32_t g = 0; g < block_shape_.n_head_kv; ++g) {
-                for (uint32_t sl = 0; sl < bt; ++sl) m.pos[layout_.pos_index(g, sl)] = first_pos + int32_t(sl);
+        const uint32_t depth = uint32_t(s.chains.size());
+        ++state_.counters.prefix_lookups;
+        if (share_live(seq, chain, depth, live)) {
+            for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+                state_.pool.retain(live[il]);
+                s.layers[il].push(live[il]);
+                s.layers[il].slots_used += bt;
             }
-            if (collects_mass(s)) m.importance.assign(layout_.n_slots(), 0.0f);
-            s.blocks[il].push_back(id);
-            s.slots_used[il] += bt;
+            state_.counters.shared_blocks += state_.shape.n_layer;
+        } else if (prefix && prefix->contains(chain, state_.shape.n_layer)) {
+            const int32_t first_pos = int32_t(s.n_tokens());
+            const KvBlockLayout & L = state_.layout;
+            for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+                const BlockId id = state_.pool.allocate();
+                BlockMeta & m = state_.pool.meta(id);
+                m.owner = seq;
+                m.layer = il;
+                m.k_codec = L.k_codec;
+                m.v_codec = L.v_codec;
+                m.n_bytes = uint32_t(L.block_bytes());
+                m.place.home = BlockHome::prefix_store;  // loaded when attention needs it
+                m.chain = chain;
+                m.persisted = true;
+                m.pos.resize(L.n_slots());
+                for (uint32_t g = 0; g < state_.block_shape.n_head_kv; ++g) {
+                    for (uint32_t sl = 0; sl < bt; ++sl) m.pos[L.pos_index(g, sl)] = first_pos + int32_t(sl);
+                }
+                s.layers[il].push(id);
+                s.layers[il].slots_used += bt;
+            }
+            prefix->touch(chain);
+        } else {
+            break;
         }
-        prefix_->touch(chain);
-        counters_.prefix_hits += shape_.n_layer;
+        state_.counters.prefix_hits += state_.shape.n_layer;
         s.tokens.insert(s.tokens.end(), block_tokens.begin(), block_tokens.end());
         s.chains.push_back(chain);
-        s.n_committed += bt;
         s.next_pos += int32_t(bt);
         restored += bt;
     }
-    counters_.restored_tokens += restored;
-    if (computed_tokens_ > 0) counters_.prefill_ms_saved = counters_.prefill_ms * double(counters_.restored_tokens) / computed_tokens_;
-    publish_stats();
+    state_.counters.restored_tokens += restored;
+    update_saved();
     return restored;
+}
+
+void KvPrefixCache::note_prefill(uint32_t n_tokens, double ms) {
+    state_.counters.prefill_ms += ms;
+    computed_tokens_ += n_tokens;
+    update_saved();
+}
+
+void KvPrefixCache::update_saved() {
+    KvStats & c = state_.counters;
+    if (computed_tokens_ > 0) c.prefill_ms_saved = c.prefill_ms * double(c.restored_tokens) / computed_tokens_;
 }
 
 }  // namespace lr

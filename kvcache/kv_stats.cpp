@@ -59,7 +59,7 @@ std::string to_json(const KvStats & s) {
                   (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens, (unsigned long long)s.narrowed_blocks,
                   (unsigned long long)s.rows_read, (unsigned long long)s.mirror_bytes, (unsigned long long)s.faults);
     out += buf;
-    out += "\"sequences\":" + std::to_string(s.n_sequences) + ",\"layer_kinds\":[";
+    out += "\"shared_blocks\":" + std::to_string(s.shared_blocks) + ",\"sequences\":" + std::to_string(s.n_sequences) + ",\"layer_kinds\":[";
     for (size_t i = 0; i < s.layer_kinds.size(); ++i) {
         const KvLayerKindStats & k = s.layer_kinds[i];
         std::snprintf(buf, sizeof buf, "%s{\"kind\":\"%s\",\"layers\":%u,\"bytes\":%llu,\"tokens_kept\":%llu}", i ? "," : "",

@@ -98,7 +98,7 @@ public:
     Result<double> decode(KvCache & kv, uint32_t at, uint32_t n) {
         const std::vector<int32_t> tokens = bench_tokens(n, model_.hparams().n_vocab, 99 + at);
         const auto t0 = std::chrono::steady_clock::now();
-        for (uint32_t i = 0; i < n; ++i) LR_RETURN_IF_ERROR(graph_.forward({.tokens = std::span(&tokens[i], 1)}, kv, 0, logits_));
+        for (uint32_t i = 0; i < n; ++i) LR_RETURN_IF_ERROR(graph_.forward(kv, 0, std::span(&tokens[i], 1), false, logits_));
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
 
@@ -108,7 +108,7 @@ private:
         const uint32_t ub = graph_.max_tokens();
         for (size_t i = 0; i < tokens.size(); i += ub) {
             const size_t n = std::min<size_t>(ub, tokens.size() - i);
-            LR_RETURN_IF_ERROR(graph_.forward({.tokens = std::span(tokens).subspan(i, n)}, kv, 0, logits_));
+            LR_RETURN_IF_ERROR(graph_.forward(kv, 0, std::span(tokens).subspan(i, n), false, logits_));
         }
         return {};
     }

@@ -52,7 +52,8 @@ struct KvStats {
     // Prefix cache.
     uint64_t prefix_lookups = 0;
     uint64_t prefix_hits = 0;       // blocks restored
-    uint64_t restored_tokens = 0;
+    uint64_t restored_tokens = 0;   // from the prefix store or shared with another sequence
+    uint64_t shared_blocks = 0;     // taken from another live sequence (copy-on-write)
     double prefill_ms = 0;          // time spent computing prefill
     double prefill_ms_saved = 0;    // estimated prefill time the restored tokens saved
 

@@ -1,5 +1,6 @@
 #include "llama_graph.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lr {
@@ -23,7 +24,13 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens) 
     return g;
 }
 
-Status LlamaGraph::run_layers(KvCache & kv, SeqId seq, int64_t n) {
+uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
+    // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up, logits.
+    return sizeof(float) * (uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_kv()) +
+                            2 * uint64_t(hp.n_ff) + hp.n_vocab);
+}
+
+Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
     const ModelHParams & hp = model_->hparams();
     const ModelWeights & w = model_->weights();
     Backend & b = model_->backend();
@@ -50,9 +57,7 @@ Status LlamaGraph::run_layers(KvCache & kv, SeqId seq, int64_t n) {
         .head_dim = int32_t(hp.head_dim),
         .scale = 1.0f / std::sqrt(float(hp.head_dim)),
     };
-    const std::span<const int32_t> positions = kv.pending_positions(seq);
-    const int32_t * pos = positions.data();
-    const bool query_aware = kv.wants_query(seq);
+    const int32_t * pos = plan.positions().data();
 
     b.get_rows(w.token_embd, tokens_.data(), n, x);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -67,17 +72,9 @@ Status LlamaGraph::run_layers(KvCache & kv, SeqId seq, int64_t n) {
         if (L.bv) b.add_bias(v, *L.bv, n);
         b.rope(q, n, hp.n_head, pos, rope);
         b.rope(k, n, hp.n_head_kv, pos, rope);
-        const float * q_last = nullptr;
-        if (query_aware) {
-            q_host_.resize(hp.n_embd_q());
-            b.copy_to_host(q_host_.data(), q + (n - 1) * hp.n_embd_q(), q_host_.size() * sizeof(float));
-            b.synchronize();
-            q_last = q_host_.data();
-        }
-        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(seq, il, q_last, hp.n_head));
+        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(plan, il, q + (n - 1) * hp.n_embd_q()));
         b.kv_write(view, k, v, pos, n);
         b.attention(q, n, pos, view, attn_params, attn);
-        kv.end_layer(seq, il);
         b.matmul(L.wo, attn, n, xn);
         b.add(x, xn, n * hp.n_embd);
         // Feed-forward block (SwiGLU).
@@ -91,30 +88,30 @@ Status LlamaGraph::run_layers(KvCache & kv, SeqId seq, int64_t n) {
     return {};
 }
 
-Status LlamaGraph::forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::vector<float> & logits_out) {
+Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std::vector<float> & logits_out) {
     const ModelHParams & hp = model_->hparams();
-    const int64_t n = static_cast<int64_t>(ubatch.tokens.size());
+    const int64_t n = plan.n_tokens();
     if (n == 0) return error(StatusCode::invalid_argument, "empty ubatch");
     if (n > max_tokens_) {
         return error(StatusCode::invalid_argument, "ubatch of " + std::to_string(n) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
     }
-    for (int32_t t : ubatch.tokens) {
+    for (int32_t t : plan.tokens()) {
         if (t < 0 || uint32_t(t) >= hp.n_vocab) {
+            kv.discard(plan);
             return error(StatusCode::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
         }
     }
-    LR_RETURN_IF_ERROR(kv.reserve(seq, ubatch.tokens, ubatch.observation));
-    tokens_.assign(ubatch.tokens.begin(), ubatch.tokens.end());
-    if (Status s = run_layers(kv, seq, n); !s.ok()) {
-        kv.rollback(seq);
+    tokens_.assign(plan.tokens().begin(), plan.tokens().end());
+    if (Status s = run_layers(kv, plan, n); !s.ok()) {
+        kv.discard(plan);
         return s;
     }
-    kv.commit(seq);
+    kv.apply(plan);
 
     // Logits only for the rows asked for.
     Backend & b = model_->backend();
     const ModelWeights & w = model_->weights();
-    const int64_t n_out = ubatch.all_logits ? n : 1;
+    const int64_t n_out = all_logits ? n : 1;
     const float * rows = x_.as<float>() + (n - n_out) * hp.n_embd;
     b.rms_norm(rows, w.output_norm, hp.rms_eps, n_out, xn_.as<float>());
     b.matmul(w.output, xn_.as<float>(), n_out, logits_.as<float>());
@@ -122,6 +119,16 @@ Status LlamaGraph::forward(const Ubatch & ubatch, KvCache & kv, SeqId seq, std::
     b.copy_to_host(logits_out.data(), logits_.as<float>(), logits_out.size() * sizeof(float));
     b.synchronize();
     return {};
+}
+
+Status LlamaGraph::forward(KvCache & kv, SeqId seq, std::span<const int32_t> tokens, bool all_logits, std::vector<float> & logits_out) {
+    if (tokens.empty()) return error(StatusCode::invalid_argument, "empty ubatch");
+    if (tokens.size() > max_tokens_) {
+        return error(StatusCode::invalid_argument, "ubatch of " + std::to_string(tokens.size()) + " tokens does not fit the graph (" +
+                     std::to_string(max_tokens_) + ")");
+    }
+    LR_ASSIGN_OR_RETURN(UbatchPlan plan, kv.plan(seq, {.tokens = tokens, .max_tokens = uint32_t(tokens.size())}));
+    return forward(plan, all_logits, kv, logits_out);
 }
 
 }  // namespace lr

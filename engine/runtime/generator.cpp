@@ -46,7 +46,7 @@ Result<GenerateResult> generate(Session & session, const GenerateParams & params
             result.reason = StopReason::end_of_generation;
             break;
         }
-        if (session.config().kv.policy != KvPolicy::streaming && session.tokens().size() >= session.n_ctx()) {
+        if (session.room() == 0) {
             result.reason = StopReason::context_full;
             break;
         }

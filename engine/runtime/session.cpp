@@ -6,15 +6,12 @@
 namespace lr {
 
 ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes) {
-    // Activations of one ubatch token: the forward pass's buffers (residual, norms, q/k/v,
-    // attention output, feed-forward gate and up, logits), in f32.
-    const uint64_t f = sizeof(float);
     return {.n_layer = hp.n_layer,
             .n_head_kv = hp.n_head_kv,
             .head_dim = hp.head_dim,
             .n_ctx_train = hp.n_ctx_train,
             .weight_bytes = weight_bytes,
-            .scratch_bytes_per_token = f * (3 * uint64_t(hp.n_embd) + 2 * hp.n_embd_q() + 2 * hp.n_embd_kv() + 2 * uint64_t(hp.n_ff) + hp.n_vocab)};
+            .scratch_bytes_per_token = LlamaGraph::scratch_bytes_per_token(hp)};
 }
 
 Status validate(const SessionConfig & config, const ModelHParams & hp) {
@@ -67,15 +64,12 @@ Status Session::append_all_logits(std::span<const int32_t> tokens, std::vector<f
 Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * all_logits, const ProgressFn & progress,
                          std::stop_token stop) {
     if (tokens.empty()) return {};
-    const KvSettings & kv = config_.kv;
-    const bool streaming = kv.policy == KvPolicy::streaming;
-    if (!streaming && tokens_.size() + tokens.size() > config_.n_ctx) {
+    if (tokens.size() > kv_->room(kSeq)) {
         return error(StatusCode::context_full, "the context holds " + std::to_string(config_.n_ctx) + " tokens: " +
                      std::to_string(tokens_.size()) + " are used and " + std::to_string(tokens.size()) +
                      " more do not fit; start a new chat, raise -c, or enable a cache policy");
     }
     const uint32_t n_vocab = model_->hparams().n_vocab;
-    const uint32_t chunk = graph_.max_tokens();
     PrefillProgress p{.n_total = static_cast<uint32_t>(tokens.size())};
     size_t at = 0;
     if (!all_logits) {
@@ -89,19 +83,14 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
             if (progress) progress(p);
         }
     }
-    // SnapKV votes with the attention of the prompt's last obs_window tokens: they get
-    // ubatches of their own.
-    const bool snapkv_prompt = kv.policy == KvPolicy::snapkv && tokens.size() > 1;
-    const size_t observe_from = snapkv_prompt && tokens.size() > kv.obs_window ? tokens.size() - kv.obs_window : 0;
     using Clock = std::chrono::steady_clock;
     while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
-        size_t n = std::min<size_t>(chunk, tokens.size() - at);
-        if (snapkv_prompt && at < observe_from) n = std::min(n, observe_from - at);
-        const std::span<const int32_t> part = tokens.subspan(at, n);
         const auto t0 = Clock::now();
-        Status s = graph_.forward({.tokens = part, .all_logits = all_logits != nullptr, .observation = snapkv_prompt && at >= observe_from},
-                                  *kv_, kSeq, chunk_logits_);
+        LR_ASSIGN_OR_RETURN(UbatchPlan plan,
+                            kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = tokens.size() > 1}));
+        const size_t n = plan.n_tokens();
+        Status s = graph_.forward(plan, all_logits != nullptr, *kv_, chunk_logits_);
         if (s.code() == StatusCode::corrupt_data) {
             if (const std::optional<uint32_t> lost = kv_->take_lost_position(kSeq)) {
                 // A KV block could not be read back: recompute what was lost, then retry.
@@ -113,6 +102,7 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         }
         if (!s.ok()) return s;
         kv_->note_prefill(uint32_t(n), std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        const std::span<const int32_t> part = tokens.subspan(at, n);
         tokens_.insert(tokens_.end(), part.begin(), part.end());
         if (all_logits) all_logits->insert(all_logits->end(), chunk_logits_.begin(), chunk_logits_.end());
         if (at + n == tokens.size()) last_logits_.assign(chunk_logits_.end() - n_vocab, chunk_logits_.end());
@@ -120,7 +110,6 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         p.n_done += static_cast<uint32_t>(n);
         if (progress) progress(p);
     }
-    if (snapkv_prompt) kv_->finish_prompt(kSeq);
     return {};
 }
 

@@ -41,6 +41,9 @@ public:
     const SessionConfig & config() const { return config_; }
     uint32_t n_ctx() const { return config_.n_ctx; }
     const std::vector<int32_t> & tokens() const { return tokens_; }
+    // Tokens that may still be appended (UINT32_MAX when the cache policy renumbers positions
+    // to run past the context).
+    uint32_t room() const { return kv_->room(kSeq); }
     KvCache & kv_cache() { return *kv_; }
 
     // Evaluates `tokens` after the current ones. logits() then holds the last token's.

@@ -100,7 +100,7 @@ private slots:
             auto kv = KvCache::create(KvCacheConfig{.max_tokens = 512}, m->kv_shape(), *gpu_);
             QVERIFY(kv.ok());
             std::vector<float> all;
-            QVERIFY(graph->forward({.tokens = r.prompt_tokens, .all_logits = true}, **kv, 0, all).ok());
+            QVERIFY(graph->forward(**kv, 0, r.prompt_tokens, true, all).ok());
             for (size_t p = 0; p < r.prompt_position_logits.size(); ++p) {
                 worst = std::max(worst, max_abs_diff(all.data() + p * n_vocab, r.prompt_position_logits[p]));
             }
@@ -110,7 +110,7 @@ private slots:
                 if (top2_gap(r.steps[step].logits) > 2 * tolerance) QCOMPARE(argmax(last, n_vocab), r.steps[step].argmax);
                 if (step >= r.generated.size()) break;
                 const int32_t token = r.generated[step];
-                QVERIFY(graph->forward({.tokens = std::span(&token, 1)}, **kv, 0, last).ok());
+                QVERIFY(graph->forward(**kv, 0, std::span(&token, 1), false, last).ok());
             }
         }
         qInfo("max |d| vs llama.cpp %.3g", double(worst));

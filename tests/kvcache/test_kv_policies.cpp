@@ -46,14 +46,16 @@ struct SyntheticCache {
     }
 
     // Appends n tokens; mass(position, head) is the attention each cached slot receives.
-    void append(uint32_t n, const std::function<float(int32_t, uint32_t)> & mass, bool observation = false) {
+    // prompt_end: they end a prompt (SnapKV's observation window, then its selection).
+    void append(uint32_t n, const std::function<float(int32_t, uint32_t)> & mass, bool prompt_end = false) {
         std::vector<int32_t> tokens(n, 5);
-        QVERIFY(kv->reserve(0, tokens, observation).ok());
-        auto view = kv->layer_view(0, 0);
+        auto plan = kv->plan(0, {.tokens = tokens, .max_tokens = n, .prompt = prompt_end});
+        QVERIFY(plan.ok());
+        QCOMPARE(plan->n_tokens(), n);
+        auto view = kv->layer_view(*plan, 0, nullptr);
         QVERIFY(view.ok());
         std::vector<float> k(size_t(n) * kHeads * kDim, 0.25f), v = k;
-        const auto pos = kv->pending_positions(0);
-        backend.kv_write(*view, k.data(), v.data(), pos.data(), n);
+        backend.kv_write(*view, k.data(), v.data(), plan->positions().data(), n);
         if (view->attn_mass) {
             for (uint32_t b = 0; b < view->n_blocks(); ++b) {
                 const auto * bpos = reinterpret_cast<const int32_t *>(view->blocks[b].data + view->layout(b).pos_offset());
@@ -65,8 +67,7 @@ struct SyntheticCache {
                 }
             }
         }
-        kv->end_layer(0, 0);
-        kv->commit(0);
+        kv->apply(*plan);
     }
 
     std::vector<float> retention() const { return kv->retention(0); }
@@ -260,7 +261,6 @@ private slots:
         c.append(56, [](int32_t, uint32_t) { return 0.0f; });
         // The observation window votes for position 30 (head 0) and 40 (head 1).
         c.append(8, [](int32_t p, uint32_t g) { return (g == 0 && p == 30) || (g == 1 && p == 40) ? 1.0f : 0.001f; }, true);
-        c.kv->finish_prompt(0);
         const std::vector<float> r = c.retention();
         QCOMPARE(sum(r), 24.0f);  // the budget, in each head
         for (int p = 56; p < 64; ++p) QCOMPARE(r[size_t(p)], 1.0f);  // the window itself
@@ -442,20 +442,21 @@ private slots:
             key(8 + t, 1, 1) = -3;
         }
         const std::vector<int32_t> tokens(n, 5);
-        QVERIFY(c.kv->reserve(0, tokens).ok());
-        auto prefill = c.kv->layer_view(0, 0);
+        auto prompt = c.kv->plan(0, {.tokens = tokens, .max_tokens = n, .prompt = true});
+        QVERIFY(prompt.ok());
+        auto prefill = c.kv->layer_view(*prompt, 0, nullptr);
         QVERIFY(prefill.ok());
-        c.backend.kv_write(*prefill, k.data(), v.data(), c.kv->pending_positions(0).data(), n);
-        c.kv->end_layer(0, 0);
-        c.kv->commit(0);
+        c.backend.kv_write(*prefill, k.data(), v.data(), prompt->positions().data(), n);
+        c.kv->apply(*prompt);
 
         const int32_t next = 5;
-        QVERIFY(c.kv->reserve(0, std::span(&next, 1)).ok());
-        QVERIFY(c.kv->wants_query(0));
+        auto step = c.kv->plan(0, {.tokens = std::span(&next, 1), .max_tokens = 1});
+        QVERIFY(step.ok());
+        QVERIFY(step->reads_by_query());
         std::vector<float> q(size_t(kHeads) * kDim, 0.0f);
         q[0] = 1;         // head 0 looks along channel 0
         q[kDim + 1] = 1;  // head 1 along channel 1
-        auto view = c.kv->layer_view(0, 0, q.data(), kHeads);
+        auto view = c.kv->layer_view(*step, 0, q.data());
         QVERIFY(view.ok());
         QCOMPARE(view->page_tokens, 4u);
         QCOMPARE(view->read_pages.size(), size_t(view->n_blocks()) * kHeads);
@@ -473,7 +474,7 @@ private slots:
         QCOMPARE(pages_read[1], (std::set<int32_t>{5, 10}));
         QCOMPARE(view->n_blocks(), 5u);  // blocks 1, 2, 3, 5 and the new token's
         for (uint32_t g = 0; g < kHeads; ++g) QCOMPARE(view->read_pages[4 * kHeads + g], 0b11u);  // both pages
-        c.kv->rollback(0);
+        c.kv->discard(*step);
     }
 
     // Pages must split the KV block into at most 32 (one bit each in the kernels' masks).

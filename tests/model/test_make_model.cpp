@@ -60,7 +60,7 @@ std::vector<double> next_token_probs(const QString & path, QString & failure) {
         return {};
     }
     std::vector<float> logits;
-    const Status s = graph->forward({.tokens = kPrompt}, **kv, 0, logits);
+    const Status s = graph->forward(**kv, 0, kPrompt, false, logits);
     if (!s.ok()) {
         failure = QString::fromStdString(s.message());
         return {};

@@ -54,8 +54,7 @@ Comparison compare_with_reference(const QString & model_path, const QString & lo
         std::vector<float> all;
         for (size_t at = 0; at < run.prompt_tokens.size(); at += ubatch_tokens) {
             const size_t n = std::min<size_t>(ubatch_tokens, run.prompt_tokens.size() - at);
-            Status s = graph->forward({.tokens = std::span(run.prompt_tokens).subspan(at, n), .all_logits = true},
-                                      **kv, 0, logits);
+            Status s = graph->forward(**kv, 0, std::span(run.prompt_tokens).subspan(at, n), true, logits);
             if (!s.ok()) {
                 c.first_mismatch = QString::fromStdString(s.message());
                 c.max_prompt_diff = INFINITY;
@@ -77,7 +76,7 @@ Comparison compare_with_reference(const QString & model_path, const QString & lo
             }
             if (step >= run.generated.size()) break;
             const int32_t token = run.generated[step];
-            Status s = graph->forward({.tokens = std::span(&token, 1)}, **kv, 0, last);
+            Status s = graph->forward(**kv, 0, std::span(&token, 1), false, last);
             if (!s.ok()) {
                 c.first_mismatch = QString::fromStdString(s.message());
                 c.max_step_diff = INFINITY;

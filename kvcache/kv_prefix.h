@@ -1,0 +1,55 @@
+#pragma once
+// The prefix cache: full blocks of a pure prefix (no eviction, renumbering or re-encoding)
+// are keyed by a hash chain over the cache identity and their tokens. A sequence that
+// begins with the tokens of another live sequence shares those blocks (copy-on-write);
+// blocks persisted in the background to the prefix store on disk are restored by a later
+// session with the same beginning instead of being recomputed.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kvcache/kv_placement.h"
+
+namespace lr {
+
+class KvPrefixCache {
+public:
+    KvPrefixCache(KvCacheState & state, KvPlacement & placement);
+    ~KvPrefixCache();  // waits for the writes in flight
+
+    // The chains of the sequence's blocks that became full since its last `n_full_before`
+    // full blocks, and their persisting (in the background) when a prefix store exists.
+    void note_full_blocks(SeqId seq, uint32_t n_full_before);
+    // Settles the writes that finished (all of them when `wait`): their blocks count as
+    // persisted; a refused write disables persisting (reported once).
+    void collect(bool wait);
+
+    // Takes whole blocks of `upcoming` (the tokens after the sequence's own) from a live
+    // sequence that holds them, else from the prefix store, leaving at least `keep_last`
+    // tokens to compute. Only when the sequence ends on a block boundary and is a pure prefix.
+    // Returns the tokens taken; they are part of the sequence.
+    uint32_t restore(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last);
+
+    // Estimated prefill time the restored tokens saved, from the time spent computing.
+    void note_prefill(uint32_t n_tokens, double ms);
+
+private:
+    // The blocks of every layer a live sequence other than `seq` holds for `chain` at `depth`.
+    bool share_live(SeqId seq, uint64_t chain, uint32_t depth, std::vector<BlockId> & out) const;
+    void update_saved();
+
+    KvCacheState & state_;
+    KvPlacement & placement_;
+    uint64_t chain_seed_ = 0;  // chain_0: the model file, the codecs, the block shape
+    bool writes_ok_ = true;    // false after the prefix store refused a write
+    struct PersistJob {
+        IoThread::JobId job;
+        BlockId block;
+        uint64_t chain;
+    };
+    std::vector<PersistJob> persisting_;  // writes in flight
+    uint32_t computed_tokens_ = 0;
+};
+
+}  // namespace lr
