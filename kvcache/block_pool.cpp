@@ -40,6 +40,12 @@ uint64_t BlockPool::mirror_bytes() const {
     return bytes;
 }
 
+size_t BlockPool::n_pinned() const {
+    size_t n = 0;
+    for (const BlockMeta & m : blocks_) n += m.place.pins > 0;
+    return n;
+}
+
 PinnedBlocks & PinnedBlocks::operator=(PinnedBlocks && o) noexcept {
     if (this != &o) {
         release();

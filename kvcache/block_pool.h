@@ -68,6 +68,8 @@ public:
     size_t n_blocks_used() const { return blocks_.size() - free_.size(); }
     // Host RAM of the live blocks' mirrors (positions, key bounds).
     uint64_t mirror_bytes() const;
+    // Blocks pinned now (none between ubatches).
+    size_t n_pinned() const;
 
 private:
     std::vector<BlockMeta> blocks_;

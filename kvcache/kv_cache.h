@@ -87,6 +87,7 @@ public:
     // in slot order: what the cache holds, for measurements and tests.
     std::vector<std::pair<KvCodec, KvCodec>> layer_codecs(SeqId seq, uint32_t il) const;
     Result<std::vector<float>> layer_rows(SeqId seq, uint32_t il, uint32_t head, bool keys);
+    size_t pinned_blocks() const { return state_.pool.n_pinned(); }  // 0 between ubatches
     void note_prefill(uint32_t n_tokens, double ms);  // time spent computing tokens (stats)
     void flush();                                     // waits for the prefix cache's writes
 
