@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/api/text_span.h"
 #include "engine/common/status.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -29,6 +30,28 @@ struct DecodeOptions {
     bool clean_spaces = false;
 };
 
+// Where encoding a text can start again when more text is appended to it: encoding the
+// longer text gives the first n_tokens tokens of the shorter one, then what encoding the
+// longer text from `byte` on gives (Tokenizer::encode_extended). A fresh start (0) is
+// always valid; later points are the start of the last special token (when no special
+// token could straddle the end) or, for SentencePiece, just after the last character no
+// longer token contains.
+struct ResumePoint {
+    size_t n_tokens = 0;    // tokens before `byte` (a BOS added by add_special included)
+    size_t byte = 0;        // where encoding restarts
+    bool mid_text = false;  // inside a run of text: no SentencePiece space prefix there
+};
+
+// A text's tokens with the bytes of the text each one stands for.
+struct EncodedText {
+    std::vector<int32_t> tokens;
+    // Per token, in order and without overlap. Tokens the text does not spell (a BOS or
+    // EOS added by add_special, SentencePiece's space prefix on its own) are empty at
+    // their place; a token that spells part of a character (byte tokens) covers its bytes.
+    std::vector<TextSpan> spans;
+    ResumePoint resume;
+};
+
 class Tokenizer {
 public:
     // Builds the tokenizer for `vocab` (from load_vocab). Fails on duplicate token texts,
@@ -45,6 +68,14 @@ public:
     // Invalid UTF-8 is accepted (byte tokens for SentencePiece, U+FFFD for BPE, as
     // llama.cpp). Linear-ish in the text: megabytes take well under a second per MB.
     std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+
+    // As encode(), with each token's bytes in `text` and the resume point.
+    EncodedText encode_with_offsets(std::string_view text, bool add_special, bool parse_special) const;
+
+    // What encode_with_offsets(text) gives, when `text` starts with the text `prefix` was
+    // encoded from (same flags): only text[prefix.resume.byte...] is encoded. The caller
+    // guarantees the prefix; that is what makes a long document's turns cheap.
+    EncodedText encode_extended(const EncodedText & prefix, std::string_view text, bool add_special, bool parse_special) const;
 
     // The text of one token: spaces unescaped, byte tokens as their byte (so a piece may
     // be part of a UTF-8 character). Control/unknown tokens give "" unless
