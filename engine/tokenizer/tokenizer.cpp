@@ -179,10 +179,12 @@ struct Tokenizer::Impl {
     std::vector<std::string> pieces;  // token_to_piece(id, render_special = true)
 
     std::string make_piece(int32_t id) const;
-    // Appends the tokens of `text`; with `spans` their bytes (offset by `base`); with `resume`
-    // the last resume point (spans needed).
+    // Appends the tokens of `text`; with `spans` their bytes, and with `points` its
+    // candidate resume points (spans needed).
     void encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out, std::vector<TextSpan> * spans,
-                ResumePoint * resume) const;
+                std::vector<ResumePoint> * points) const;
+    // The last of `e`'s points that is a resume point of text[0, limit) (else the start).
+    ResumePoint resume_point(const EncodedText & e, std::string_view text, size_t limit, const EncodeFlags & flags) const;
     void encode_spm_fragment(std::string_view raw, size_t base, bool prefixed, std::vector<int32_t> & out,
                              std::vector<TextSpan> * spans) const;
     void encode_bpe_fragment(std::string_view text, size_t base, std::vector<int32_t> & out, std::vector<TextSpan> * spans) const;
@@ -260,18 +262,20 @@ void Tokenizer::Impl::encode_bpe_fragment(std::string_view text, size_t base, st
 }
 
 void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out,
-                             std::vector<TextSpan> * spans, ResumePoint * resume) const {
+                             std::vector<TextSpan> * spans, std::vector<ResumePoint> * points) const {
     const auto push = [&](int32_t id, TextSpan span) {
         out.push_back(id);
         if (spans) spans->push_back(span);
     };
+    const auto candidate = [&](ResumePoint p) {
+        if (points->size() == EncodedText::kResumePointsKept) points->erase(points->begin());
+        points->push_back(p);
+    };
     if (flags.add_bos && vocab.add_bos) push(vocab.bos_id, {0, 0});
-    ResumePoint last{.n_tokens = out.size(), .byte = 0, .mid_text = flags.mid_text};
-    const ResumePoint fresh = last;
     bool prev_special = !flags.mid_text;  // the start of the input counts as "after a special token"
     for (const Fragment & f : specials.split(text, flags.parse_special)) {
         if (f.is_token()) {
-            last = {.n_tokens = out.size(), .byte = f.offset};
+            if (points) candidate({.n_tokens = out.size(), .byte = f.offset});
             push(f.token, {f.offset, f.offset + f.length});
             prev_special = true;
             continue;
@@ -284,19 +288,29 @@ void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, s
         const size_t first = out.size();
         encode_spm_fragment(raw, f.offset, vocab.add_space_prefix && prev_special, out, spans);
         prev_special = false;
-        if (!resume) continue;
-        // Just after the last character nothing merges across (not ' ': it is escaped).
-        for (size_t i = raw.size(); i-- > 0;) {
+        if (!points) continue;
+        // Just after each character nothing merges across (not ' ': it is escaped).
+        size_t n = first;
+        for (size_t i = 0; i < raw.size(); ++i) {
             if (raw[i] == ' ' || !spm->isolates(raw[i])) continue;
             const size_t byte = f.offset + i + 1;
-            size_t n = out.size();
-            while (n > first && (*spans)[n - 1].begin >= byte) --n;
-            last = {.n_tokens = n, .byte = byte, .mid_text = true};
-            break;
+            while (n < out.size() && (*spans)[n].begin < byte) ++n;
+            candidate({.n_tokens = n, .byte = byte, .mid_text = true});
         }
     }
     if (flags.add_eos && vocab.add_eos) push(vocab.eos_id, {text.size(), text.size()});
-    if (resume) *resume = specials.may_straddle_end(text, last.byte, flags.parse_special) ? fresh : last;
+}
+
+ResumePoint Tokenizer::Impl::resume_point(const EncodedText & e, std::string_view text, size_t limit, const EncodeFlags & flags) const {
+    for (auto it = e.resume_points.rbegin(); it != e.resume_points.rend(); ++it) {
+        if (it->byte > limit) continue;
+        // A special token must be all there, and no special token may start before it
+        // and run past the limit.
+        if (!it->mid_text && e.spans[it->n_tokens].end > limit) continue;
+        if (specials.may_straddle_end(text.substr(0, limit), it->byte, flags.parse_special)) continue;
+        return *it;
+    }
+    return {.n_tokens = flags.add_bos && vocab.add_bos ? 1u : 0u, .byte = 0, .mid_text = flags.mid_text};
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -353,29 +367,38 @@ EncodedText Tokenizer::encode_with_offsets(std::string_view text, bool add_speci
     e.tokens.reserve(text.size() / 3 + 2);
     e.spans.reserve(text.size() / 3 + 2);
     impl_->encode(text, {.add_bos = add_special, .add_eos = add_special, .parse_special = parse_special}, e.tokens, &e.spans,
-                  &e.resume);
+                  &e.resume_points);
     return e;
 }
 
-EncodedText Tokenizer::encode_extended(const EncodedText & prefix, std::string_view text, bool add_special,
-                                       bool parse_special) const {
-    const ResumePoint & r = prefix.resume;
+EncodedText Tokenizer::encode_reusing(const EncodedText & earlier, std::string_view earlier_text, std::string_view text,
+                                      bool add_special, bool parse_special) const {
+    const EncodeFlags flags{.add_bos = add_special, .add_eos = add_special, .parse_special = parse_special};
+    const size_t common = size_t(std::mismatch(earlier_text.begin(), earlier_text.end(), text.begin(), text.end()).first - earlier_text.begin());
+    const ResumePoint r = impl_->resume_point(earlier, earlier_text, common, flags);
     EncodedText rest;
     impl_->encode(text.substr(r.byte), {.add_eos = add_special, .parse_special = parse_special, .mid_text = r.mid_text}, rest.tokens,
-                  &rest.spans, &rest.resume);
-    // Resuming at a special token assumes the longer text still has it there.
-    if (r.byte > 0 && !r.mid_text && (rest.tokens.empty() || rest.tokens[0] != prefix.tokens[r.n_tokens])) {
+                  &rest.spans, &rest.resume_points);
+    // Resuming at a special token assumes the new text has it there too.
+    if (r.byte > 0 && !r.mid_text && (rest.tokens.empty() || rest.tokens[0] != earlier.tokens[r.n_tokens])) {
         return encode_with_offsets(text, add_special, parse_special);
     }
     EncodedText e;
-    e.tokens.assign(prefix.tokens.begin(), prefix.tokens.begin() + std::ptrdiff_t(r.n_tokens));
+    e.reused_bytes = r.byte;
+    e.tokens.assign(earlier.tokens.begin(), earlier.tokens.begin() + std::ptrdiff_t(r.n_tokens));
     e.tokens.insert(e.tokens.end(), rest.tokens.begin(), rest.tokens.end());
-    e.spans.assign(prefix.spans.begin(), prefix.spans.begin() + std::ptrdiff_t(r.n_tokens));
+    e.spans.assign(earlier.spans.begin(), earlier.spans.begin() + std::ptrdiff_t(r.n_tokens));
     for (const TextSpan & t : rest.spans) e.spans.push_back({r.byte + t.begin, r.byte + t.end});
-    e.resume = rest.resume.byte == 0 ? r
-                                     : ResumePoint{.n_tokens = r.n_tokens + rest.resume.n_tokens,
-                                                   .byte = r.byte + rest.resume.byte,
-                                                   .mid_text = rest.resume.mid_text};
+    for (const ResumePoint & p : earlier.resume_points) {
+        if (p.byte < r.byte) e.resume_points.push_back(p);
+    }
+    if (r.mid_text && r.byte > 0) e.resume_points.push_back(r);  // a special token's start is among rest's
+    for (const ResumePoint & p : rest.resume_points) {
+        e.resume_points.push_back({.n_tokens = r.n_tokens + p.n_tokens, .byte = r.byte + p.byte, .mid_text = p.mid_text});
+    }
+    if (e.resume_points.size() > EncodedText::kResumePointsKept) {
+        e.resume_points.erase(e.resume_points.begin(), e.resume_points.end() - EncodedText::kResumePointsKept);
+    }
     return e;
 }
 

@@ -30,12 +30,11 @@ struct DecodeOptions {
     bool clean_spaces = false;
 };
 
-// Where encoding a text can start again when more text is appended to it: encoding the
-// longer text gives the first n_tokens tokens of the shorter one, then what encoding the
-// longer text from `byte` on gives (Tokenizer::encode_extended). A fresh start (0) is
-// always valid; later points are the start of the last special token (when no special
-// token could straddle the end) or, for SentencePiece, just after the last character no
-// longer token contains.
+// A place where encoding a text can start again, whatever follows the text up to it:
+// encoding text[0, byte) + anything gives the first n_tokens tokens of text[0, byte), then
+// what encoding from `byte` on gives. The start of a special token (when no special token
+// could straddle the end) and, for SentencePiece, just after a character no longer token
+// contains ('\n' in Llama's vocabulary) are such places; so is the start.
 struct ResumePoint {
     size_t n_tokens = 0;    // tokens before `byte` (a BOS added by add_special included)
     size_t byte = 0;        // where encoding restarts
@@ -49,7 +48,12 @@ struct EncodedText {
     // EOS added by add_special, SentencePiece's space prefix on its own) are empty at
     // their place; a token that spells part of a character (byte tokens) covers its bytes.
     std::vector<TextSpan> spans;
-    ResumePoint resume;
+    // Candidate resume points, in order: the last kResumePointsKept of the text.
+    std::vector<ResumePoint> resume_points;
+    // encode_reusing: the bytes at the start whose tokens were taken over, not encoded.
+    size_t reused_bytes = 0;
+
+    static constexpr size_t kResumePointsKept = 16;
 };
 
 class Tokenizer {
@@ -69,13 +73,14 @@ public:
     // llama.cpp). Linear-ish in the text: megabytes take well under a second per MB.
     std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
 
-    // As encode(), with each token's bytes in `text` and the resume point.
+    // As encode(), with each token's bytes in `text` and candidate resume points.
     EncodedText encode_with_offsets(std::string_view text, bool add_special, bool parse_special) const;
 
-    // What encode_with_offsets(text) gives, when `text` starts with the text `prefix` was
-    // encoded from (same flags): only text[prefix.resume.byte...] is encoded. The caller
-    // guarantees the prefix; that is what makes a long document's turns cheap.
-    EncodedText encode_extended(const EncodedText & prefix, std::string_view text, bool add_special, bool parse_special) const;
+    // What encode_with_offsets(text) gives, reusing `earlier`, the encoding of `earlier_text`
+    // (same flags): only the text from the last resume point before the two texts differ is
+    // encoded. A long document's conversation turns tokenize little this way.
+    EncodedText encode_reusing(const EncodedText & earlier, std::string_view earlier_text, std::string_view text, bool add_special,
+                               bool parse_special) const;
 
     // The text of one token: spaces unescaped, byte tokens as their byte (so a piece may
     // be part of a UTF-8 character). Control/unknown tokens give "" unless

@@ -1,8 +1,9 @@
-// Token offsets and resumed encoding: each token's bytes in the text (SentencePiece and
-// byte-level BPE, on llama.cpp's test vectors), and encode_extended() giving exactly the
+// Token offsets and reused encodings: each token's bytes in the text (SentencePiece and
+// byte-level BPE, on llama.cpp's test vectors), and encode_reusing() giving exactly the
 // tokens and offsets of encoding the whole text, at every kind of boundary.
 #include <QtTest>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -105,9 +106,10 @@ private slots:
         if (well_formed) QCOMPARE(covered, text);
     }
 
-    // encode_extended from the prefix's resume point gives what encoding the whole text gives,
-    // tokens and spans, at every kind of boundary and in every vocabulary.
-    void extendedEqualsWhole_data() {
+    // encode_reusing gives what encoding the whole text gives, tokens and spans, at every
+    // kind of boundary and in every vocabulary; reusing a text that departs from the new one
+    // before its end too.
+    void reusedEqualsWhole_data() {
         QTest::addColumn<QString>("vocab");
         QTest::addColumn<QByteArray>("prefix");
         QTest::addColumn<QByteArray>("suffix");
@@ -125,54 +127,62 @@ private slots:
             }
         }
     }
-    void extendedEqualsWhole() {
+    void reusedEqualsWhole() {
         QFETCH(QString, vocab);
         QFETCH(QByteArray, prefix);
         QFETCH(QByteArray, suffix);
         const Tokenizer * t = tok(vocab);
         QVERIFY(t);
         const std::string whole = to_std(prefix + suffix);
-        for (const bool parse_special : {true, false}) {
-            const EncodedText expected = t->encode_with_offsets(whole, true, parse_special);
-            const EncodedText head = t->encode_with_offsets(to_std(prefix), true, parse_special);
-            QVERIFY(head.resume.byte <= size_t(prefix.size()) && head.resume.n_tokens <= head.tokens.size());
-            const EncodedText got = t->encode_extended(head, whole, true, parse_special);
-            QCOMPARE(ids_to_string(got.tokens), ids_to_string(expected.tokens));
-            QVERIFY(got.spans == expected.spans);
-            QCOMPARE(got.tokens, t->encode(whole, true, parse_special));
+        // The earlier text: the prefix alone, and the prefix followed by something else.
+        for (const std::string & earlier : {to_std(prefix), to_std(prefix) + "<|im_start|>assistant\n\nOther text."}) {
+            for (const bool parse_special : {true, false}) {
+                const EncodedText expected = t->encode_with_offsets(whole, true, parse_special);
+                const EncodedText head = t->encode_with_offsets(earlier, true, parse_special);
+                const EncodedText got = t->encode_reusing(head, earlier, whole, true, parse_special);
+                QCOMPARE(ids_to_string(got.tokens), ids_to_string(expected.tokens));
+                QVERIFY(got.spans == expected.spans);
+                QCOMPARE(got.tokens, t->encode(whole, true, parse_special));
+                const size_t common = size_t(std::mismatch(earlier.begin(), earlier.end(), whole.begin(), whole.end()).first - earlier.begin());
+                QVERIFY(got.reused_bytes <= common);
+            }
         }
     }
 
-    // Where encoding resumes: just after SentencePiece's isolated newline, at the last special
-    // token of a chat prefix, from the start when nothing is safe.
+    // Where encoding resumes when the text goes on: just after SentencePiece's isolated
+    // newline, at the last special token of a chat prefix, at the special token where two
+    // chat turns part, from the start when nothing is safe.
     void resumePoints_data() {
         QTest::addColumn<QString>("vocab");
+        QTest::addColumn<QByteArray>("earlier");
         QTest::addColumn<QByteArray>("text");
-        QTest::addColumn<int>("byte");
-        QTest::addColumn<bool>("midText");
-        QTest::newRow("spm newline") << "data/tokenizer/ggml-vocab-llama-spm.gguf" << QByteArray("Hello\nworld") << 6 << true;
-        QTest::newRow("stories newline") << "models/stories260K.gguf" << QByteArray("System: a story.\n") << 17 << true;
-        QTest::newRow("spm no cut") << "data/tokenizer/ggml-vocab-llama-spm.gguf" << QByteArray("Hello world") << 0 << false;
-        QTest::newRow("qwen2 im_end") << "data/tokenizer/ggml-vocab-qwen2.gguf" << QByteArray("<|im_start|>system\nDoc<|im_end|>\n") << 22 << false;
-        QTest::newRow("llama3 eot") << "data/tokenizer/ggml-vocab-llama-bpe.gguf"
-                                    << QByteArray("<|start_header_id|>system<|end_header_id|>\n\nDoc<|eot_id|>") << 47 << false;
-        QTest::newRow("bpe no special") << "data/tokenizer/ggml-vocab-gpt-2.gguf" << QByteArray("Hello\nworld\n") << 0 << false;
-        // The start of a special token's text at the end does not move the resume point back.
-        QTest::newRow("qwen2 special cut at the end") << "data/tokenizer/ggml-vocab-qwen2.gguf" << QByteArray("a<|im_end|>b<|im_") << 1 << false;
+        QTest::addColumn<int>("reused");
+        const QByteArray spm = "data/tokenizer/ggml-vocab-llama-spm.gguf";
+        const QByteArray im = "<|im_start|>system\nDoc<|im_end|>\n";
+        const QByteArray eot = "<|start_header_id|>system<|end_header_id|>\n\nDoc<|eot_id|>";
+        QTest::newRow("spm newline") << QString(spm) << QByteArray("Hello\nworld") << QByteArray("Hello\nworld, again") << 6;
+        QTest::newRow("stories newline") << "models/stories260K.gguf" << QByteArray("System: a story.\n") << QByteArray("System: a story.\nUser: hi") << 17;
+        QTest::newRow("spm no cut") << QString(spm) << QByteArray("Hello world") << QByteArray("Hello world again") << 0;
+        QTest::newRow("qwen2 im_end") << "data/tokenizer/ggml-vocab-qwen2.gguf" << im << im + "<|im_start|>user\nQ" << 22;
+        QTest::newRow("llama3 eot") << "data/tokenizer/ggml-vocab-llama-bpe.gguf" << eot << eot + "<|start_header_id|>user" << 47;
+        // Llama 3's older template ends every prompt with the assistant's header: the turns
+        // part after <|start_header_id|>, where encoding resumes.
+        QTest::newRow("llama3 turns part") << "data/tokenizer/ggml-vocab-llama-bpe.gguf" << eot + "<|start_header_id|>assistant<|end_header_id|>\n\n"
+                                           << eot + "<|start_header_id|>user<|end_header_id|>\n\nQ" << 57;
+        QTest::newRow("bpe no special") << "data/tokenizer/ggml-vocab-gpt-2.gguf" << QByteArray("Hello\nworld\n") << QByteArray("Hello\nworld\nmore") << 0;
+        QTest::newRow("qwen2 special cut at the end") << "data/tokenizer/ggml-vocab-qwen2.gguf" << QByteArray("a<|im_end|>b<|im_")
+                                                      << QByteArray("a<|im_end|>b<|im_start|>") << 1;
     }
     void resumePoints() {
         QFETCH(QString, vocab);
+        QFETCH(QByteArray, earlier);
         QFETCH(QByteArray, text);
-        QFETCH(int, byte);
-        QFETCH(bool, midText);
+        QFETCH(int, reused);
         const Tokenizer * t = tok(vocab);
         QVERIFY(t);
-        const EncodedText e = t->encode_with_offsets(to_std(text), true, true);
-        QCOMPARE(int(e.resume.byte), byte);
-        QCOMPARE(e.resume.mid_text, midText);
-        // The tokens before the resume point end at it.
-        if (e.resume.n_tokens > 0) QVERIFY(e.spans[e.resume.n_tokens - 1].end <= e.resume.byte);
-        if (e.resume.n_tokens < e.tokens.size()) QVERIFY(e.spans[e.resume.n_tokens].begin >= e.resume.byte);
+        const EncodedText e = t->encode_reusing(t->encode_with_offsets(to_std(earlier), true, true), to_std(earlier), to_std(text), true, true);
+        QCOMPARE(int(e.reused_bytes), reused);
+        QCOMPARE(e.tokens, t->encode(to_std(text), true, true));
     }
 };
 
