@@ -15,7 +15,7 @@
 
 namespace lr::app {
 
-// The model compiled into the program, as a model path.
+// The model compiled into the program, as a model path (the engine's kBundledModelName).
 inline constexpr const char * kBundledModelPath = "bundled:stories260K";
 
 struct ChatTurn {
