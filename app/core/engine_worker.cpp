@@ -21,7 +21,11 @@ EngineWorker::EngineWorker(EngineFactory factory) : m_factory(std::move(factory)
 EngineWorker::~EngineWorker() = default;
 
 void EngineWorker::start() {
-    if (!m_engine) m_engine = m_factory();
+    try {
+        if (!m_engine) m_engine = m_factory();
+    } catch (...) {
+        // The next request makes it again, inside run()'s barrier, and says what failed.
+    }
 }
 
 void EngineWorker::run(const EngineRequest & request) {
@@ -43,7 +47,7 @@ void EngineWorker::run(const EngineRequest & request) {
 }
 
 void EngineWorker::dispatch(const EngineRequest & request, JobKind kind) {
-    start();
+    if (!m_engine) m_engine = m_factory();
     send(request.id, JobStarted{});
     if (kind != JobKind::loadModel && !m_engine->hasModel()) {
         send(request.id, JobError{.kind = kind, .errorKind = JobErrorKind::noModel,

@@ -6,6 +6,7 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/common/assert.h"
 #include "engine/model/layer_weight_bytes.h"
 #include "engine/model/model.h"
 #include "engine/runtime/generator.h"
@@ -127,6 +128,7 @@ const std::string & Engine::backend_note() const { return impl_->backend_note; }
 
 MachinePlan Engine::plan_memory(uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & kv) const {
     const Impl & m = *impl_;
+    LR_ASSERT(m.model);
     MachinePlan out;
     out.kv_dir = resolve_kv_dir(kv);
     MachineMemory machine = probe_machine_memory(out.kv_dir);

@@ -74,7 +74,7 @@ public:
     const std::string & backend_note() const;
 
     // What the loaded model needs at n_ctx with these cache settings here (free RAM, disk
-    // and VRAM as they are now).
+    // and VRAM as they are now). Needs a model (an assert).
     MachinePlan plan_memory(uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & kv) const;
 
     // --- the session ---------------------------------------------------------------------

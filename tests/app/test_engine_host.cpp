@@ -249,6 +249,16 @@ private slots:
         QCOMPARE(next.streamed(), QStringLiteral("Hello, world."));
     }
 
+    // The engine itself cannot be made: each job fails and says why.
+    void anEngineThatCannotBeMadeFailsTheJob() {
+        EngineHost host([]() -> std::unique_ptr<InferenceEngine> { throw std::runtime_error("no engine today"); });
+        Spies l(host.loadModel({.path = QStringLiteral("fake.gguf")}));
+        QVERIFY(l.failed.wait(5000));
+        QCOMPARE(l.started.count(), 0);
+        QCOMPARE(l.failed.at(0).at(0).value<JobError>().message, QStringLiteral("The engine failed: no engine today."));
+        QTRY_VERIFY(!host.isBusy());
+    }
+
     void modelLoadErrorNamesTheProblem() {
         m_script->failLoadWith = QStringLiteral("x.gguf: cannot open the file");
         Spies l(m_host->loadModel({.path = QStringLiteral("x.gguf")}));
