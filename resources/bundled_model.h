@@ -6,11 +6,11 @@
 #include <span>
 #include <string>
 
+#include "engine/api/model_info.h"  // kBundledModelName: what -m accepts and messages show for it
+
 namespace lr {
 
 // The GGUF bytes of the bundled model.
 std::span<const uint8_t> bundled_model_bytes();
-// What -m accepts and messages show for it.
-inline constexpr const char * kBundledModelName = "bundled:stories260K";
 
 }  // namespace lr

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "app/core/model_list_model.h"
+#include "ui/layer_kind_text.h"
 #include "ui/theme.h"
 #include "ui/tier_bar.h"
 
@@ -91,6 +92,13 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
         layout->addWidget(m_tiers[i]);
     }
 
+    layout->addWidget(sectionTitle(tr("By layer kind"), this));
+    m_layerKinds = new QWidget(this);
+    auto * kinds = new QVBoxLayout(m_layerKinds);
+    kinds->setContentsMargins(0, 0, 0, 0);
+    kinds->setSpacing(2);
+    layout->addWidget(m_layerKinds);
+
     layout->addWidget(sectionTitle(tr("Context"), this));
     m_context = new QProgressBar(this);
     m_context->setAccessibleName(tr("Context used"));
@@ -142,6 +150,30 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
 
 QLabel * CachePanel::valueLabel(const QString & key) const { return m_values.value(key); }
 
+QStringList CachePanel::layerKindRows() const {
+    QStringList rows;
+    for (const QLabel * l : m_layerKindRows) rows << l->text();
+    return rows;
+}
+
+void CachePanel::showLayerKinds(const std::vector<KvLayerKindStats> & kinds) {
+    while (m_layerKindRows.size() > qsizetype(kinds.size())) delete m_layerKindRows.takeLast();
+    while (m_layerKindRows.size() < qsizetype(kinds.size())) {
+        auto * row = new QLabel(m_layerKinds);
+        row->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        m_layerKinds->layout()->addWidget(row);
+        m_layerKindRows << row;
+    }
+    const QLocale locale;
+    for (size_t i = 0; i < kinds.size(); ++i) {
+        const KvLayerKindStats & k = kinds[i];
+        QLabel * row = m_layerKindRows[qsizetype(i)];
+        const QString layers = k.n_layers == 1 ? tr("1 layer") : tr("%1 layers").arg(k.n_layers);
+        row->setText(tr("%1: %2, %3").arg(layerKindTitle(k.kind), layers, app::formatBytes(k.bytes)));
+        row->setToolTip(tr("Positions each of these layers keeps: %1").arg(locale.toString(qulonglong(k.tokens_kept))));
+    }
+}
+
 int CachePanel::chartPoints() const { return int(m_movedSeries->count()); }
 
 void CachePanel::setBackend(const QString & backend) {
@@ -161,6 +193,7 @@ void CachePanel::showNumbers() {
     if (!have) {
         m_policy->setText(tr("Policy: \u2014"));
         for (TierBar * t : m_tiers) t->setAbsent(tr("No session yet."));
+        showLayerKinds({});
         m_context->setRange(0, 1);
         m_context->setValue(0);
         m_context->setFormat(tr("no session"));
@@ -178,6 +211,7 @@ void CachePanel::showNumbers() {
                                       .arg(QString::fromLatin1(t.name)));
         }
     }
+    showLayerKinds(kv.layer_kinds);
     m_context->setRange(0, int(std::max<uint32_t>(s.contextLimit, 1)));
     m_context->setValue(int(s.contextUsed));
     m_context->setFormat(tr("%1 of %2 tokens").arg(locale.toString(s.contextUsed), locale.toString(s.contextLimit)));

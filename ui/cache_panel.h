@@ -1,6 +1,7 @@
 #pragma once
 // The live KV cache panel (the right dock): a bar per tier (VRAM or the RAM arena, host
-// RAM, disk; absent tiers shown as absent), hit rate and bytes moved over time (Qt Charts),
+// RAM, disk; absent tiers shown as absent), a row per kind of layer memory the model has
+// ("Full attention: 22 layers, 12.3 MiB"), hit rate and bytes moved over time (Qt Charts),
 // prefill and decode speed, context used of the limit, evictions and restored tokens, the
 // policy and codecs. Fed by CacheSnapshot values a few times a second; samples the latest
 // one for the charts four times a second.
@@ -43,11 +44,14 @@ public:
     const std::optional<app::CacheSnapshot> & snapshot() const { return m_snapshot; }
     TierBar * tierBar(int tier) const { return m_tiers[tier]; }
     QLabel * valueLabel(const QString & key) const;
+    // The per-layer-kind rows' texts, in order.
+    QStringList layerKindRows() const;
     int chartPoints() const;
 
 private:
     void sample();
     void showNumbers();
+    void showLayerKinds(const std::vector<KvLayerKindStats> & kinds);
 
     std::optional<app::CacheSnapshot> m_snapshot;
     std::optional<app::CacheSnapshot> m_previousSample;
@@ -55,6 +59,8 @@ private:
     QLabel * m_policy;
     QLabel * m_empty;
     TierBar * m_tiers[3];
+    QWidget * m_layerKinds;          // one QLabel per layer kind
+    QList<QLabel *> m_layerKindRows;
     QProgressBar * m_context;
     QHash<QString, QLabel *> m_values;
     QChartView * m_hitView;

@@ -140,12 +140,15 @@ void DocumentPanel::setState(const app::DocumentState & s) {
                 status = tr("Measuring\u2026");
             }
             break;
-        case DocumentPhase::inContext: status = tr("In the context"); break;
+        case DocumentPhase::inContext:
+            status = s.restoredTokens > 0 ? tr("In the context (restored from the prefix cache)") : tr("In the context");
+            break;
         case DocumentPhase::tooLong: status = tr("Not in the context: too long"); break;
         case DocumentPhase::stopped: status = tr("Not in the context: reading stopped"); break;
         case DocumentPhase::failed: status = tr("Could not be used"); break;
         case DocumentPhase::none: break;
     }
+    if (s.summarizing) status += tr(" \u00b7 being summarized\u2026");
     facts << status;
     m_status->setText(facts.join(QStringLiteral("  \u00b7  ")));
 

@@ -76,7 +76,7 @@ bool LongreadApp::start() {
     m_engine = std::make_unique<app::EngineHost>(std::move(factory));
     if (!m_options.modelPath.isEmpty()) m_settings.setLastModel(m_options.modelPath);
     m_controller = std::make_unique<app::SessionController>(*m_db, *m_engine, m_settings);
-    m_window = std::make_unique<MainWindow>(*m_controller, *m_engine, m_settings);
+    m_window = std::make_unique<MainWindow>(*m_controller, m_settings);
     m_window->show();
     m_controller->start();
     if (!m_options.documentPath.isEmpty()) {

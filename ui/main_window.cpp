@@ -47,8 +47,8 @@ QScrollArea * scrolled(QWidget * inner, QWidget * parent) {
 
 }  // namespace
 
-MainWindow::MainWindow(app::SessionController & controller, app::EngineHost & engine, app::AppSettings & settings, QWidget * parent)
-    : QMainWindow(parent), m_controller(controller), m_engine(engine), m_settings(settings), m_icons(palette().color(QPalette::WindowText)) {
+MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & settings, QWidget * parent)
+    : QMainWindow(parent), m_controller(controller), m_settings(settings), m_icons(palette().color(QPalette::WindowText)) {
     setWindowTitle(tr("Longread"));
     setWindowIcon(m_icons.icon(QStringLiteral("longread"), QColor()));
     setAcceptDrops(true);
@@ -304,8 +304,8 @@ void MainWindow::connectController() {
     connect(&c, &app::SessionController::retentionChanged, m_retention, [this](const app::RetentionSnapshot & r) { m_retention->setRetention(r); });
     connect(&c, &app::SessionController::errorOccurred, this, &MainWindow::showBanner);
     connect(&c, &app::SessionController::storageFailed, this, &MainWindow::showBanner);
-    connect(&m_engine, &app::EngineHost::cacheSnapshot, m_cache, &CachePanel::setSnapshot);
-    connect(&m_engine, &app::EngineHost::busyChanged, this, &MainWindow::updateActivity);
+    connect(&c, &app::SessionController::cacheSnapshot, m_cache, &CachePanel::setSnapshot);
+    connect(&c, &app::SessionController::engineBusyChanged, this, &MainWindow::updateActivity);
     connect(m_bannerClose, &QToolButton::clicked, this, [this] { showBanner(QString()); });
 }
 

@@ -7,7 +7,6 @@
 #include <QMainWindow>
 
 #include "app/core/app_settings.h"
-#include "app/core/engine_host.h"
 #include "app/core/session_controller.h"
 #include "ui/icon_provider.h"
 
@@ -30,7 +29,7 @@ class RetentionView;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    MainWindow(app::SessionController & controller, app::EngineHost & engine, app::AppSettings & settings, QWidget * parent = nullptr);
+    MainWindow(app::SessionController & controller, app::AppSettings & settings, QWidget * parent = nullptr);
     ~MainWindow() override;
 
     enum CacheTab { LiveTab, RetentionTab, SettingsTab };
@@ -68,7 +67,6 @@ private:
     void showShortcuts();
 
     app::SessionController & m_controller;
-    app::EngineHost & m_engine;
     app::AppSettings & m_settings;
     IconProvider m_icons;
     ConversationListView * m_conversations;

@@ -7,6 +7,7 @@
 #include <QTextCursor>
 #include <QVBoxLayout>
 
+#include "ui/layer_kind_text.h"
 #include "ui/theme.h"
 
 namespace lr::ui {
@@ -48,6 +49,10 @@ RetentionView::RetentionView(QWidget * parent) : QWidget(parent) {
     m_summary->setWordWrap(true);
     m_summary->setAccessibleName(tr("Retention summary"));
     layout->addWidget(m_summary);
+    m_layers = new QLabel(this);
+    m_layers->setWordWrap(true);
+    m_layers->setAccessibleName(tr("Layers shown"));
+    layout->addWidget(m_layers);
     m_legend = new QLabel(this);
     m_legend->setFont(theme::captionFont(font()));
     layout->addWidget(m_legend);
@@ -66,6 +71,7 @@ void RetentionView::setRetention(const std::optional<app::RetentionSnapshot> & r
     const QLocale locale;
     if (!retention || retention->documentText.isEmpty()) {
         m_summary->setText(tr("No document in this conversation. Open one to see which of its parts the KV cache keeps."));
+        m_layers->clear();
         m_text->clear();
         m_runs.clear();
         return;
@@ -84,6 +90,7 @@ void RetentionView::setRetention(const std::optional<app::RetentionSnapshot> & r
                                .arg(100.0 * r.keptFraction(), 0, 'f', 0)
                                .arg(r.policy.toHtmlEscaped(), locale.toString(qRound(r.keptFraction() * tokens)), locale.toString(tokens)));
     }
+    m_layers->setText(tr("Shaded by what the cache of the model's %1 keeps.").arg(layerKindLayers(r.layerKind)));
     if (!sameText) m_text->setPlainText(r.documentText);
     m_runs = runs(r);
     applyShading();

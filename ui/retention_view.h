@@ -1,7 +1,8 @@
 #pragma once
 // The document's text shaded by what the KV cache still holds of it: what the model still
-// "remembers". Each token's span is tinted by the fraction of layers and heads that keep
-// it (kept: the accent tint; evicted: faded). While the policy keeps everything, the whole
+// "remembers". Each token's span is tinted by the fraction of the layers' heads that keep
+// it (kept: the accent tint; evicted: faded); the view names the kind of layers whose cache
+// it shades ("full-attention layers"). While the policy keeps everything, the whole
 // document is kept and the view says so; a document outside the context is all faded.
 
 #include <QWidget>
@@ -35,6 +36,7 @@ public:
     static std::vector<Run> runs(const app::RetentionSnapshot & retention);
 
     QLabel * summaryLabel() const { return m_summary; }
+    QLabel * layersLabel() const { return m_layers; }
     QPlainTextEdit * textView() const { return m_text; }
     const std::vector<Run> & shownRuns() const { return m_runs; }
 
@@ -44,6 +46,7 @@ private:
     std::optional<app::RetentionSnapshot> m_retention;
     std::vector<Run> m_runs;
     QLabel * m_summary;
+    QLabel * m_layers;  // which layers' cache the shading shows
     QLabel * m_legend;
     QPlainTextEdit * m_text;
 };

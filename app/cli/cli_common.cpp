@@ -5,8 +5,7 @@
 #include <sstream>
 
 #include "app/cli/commands.h"
-#include "engine/model/layer_weight_bytes.h"
-#include "resources/bundled_model.h"
+#include "engine/backend/backend_factory.h"
 
 namespace lr::cli {
 
@@ -89,47 +88,30 @@ std::optional<Args> parse_flags(const std::vector<std::string> & argv, const std
     return std::move(*args);
 }
 
-Result<LoadedModel> load_model(const Args & args) {
+Status load_model(const Args & args, Engine & engine) {
     LR_ASSIGN_OR_RETURN(long long threads, args.get_int("-t", 0, 0, 1024));
     LR_ASSIGN_OR_RETURN(long long gpu_layers, args.get_int("--gpu-layers", -1, 0, 1 << 20));
-    const std::string backend_name = args.get_or("--backend", "auto");
-    const std::optional<BackendChoice> choice = backend_choice_from_name(backend_name);
-    if (!choice) return error(StatusCode::invalid_argument, "unknown --backend '" + backend_name + "' (auto, cpu, cuda)");
-    const std::string path = args.get_or("-m", kBundledModelName);
-    BackendOptions options{.choice = *choice, .n_threads = int(threads), .gpu_layers = gpu_layers};
-    LayerWeightBytes weight_bytes;
-    if (*choice != BackendChoice::cpu) {
-        // The layer sizes, for --gpu-layers. A file that does not open is reported by
-        // Model::load below.
-        Result<gguf::GgufFile> file = path == kBundledModelName ? gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName)
-                                                                : gguf::GgufFile::open(path);
-        if (file.ok()) {
-            weight_bytes = layer_weight_bytes(*file);
-            options.weights = &weight_bytes;
-        }
-    }
-    BackendSelection selection = create_backend(options);
-    if (!selection.note.empty()) std::fprintf(stderr, "note: %s\n", selection.note.c_str());
-    LoadedModel loaded;
-    loaded.backend = std::move(selection.backend);
-    loaded.gpu_plan = selection.plan;
-    Result<std::shared_ptr<const Model>> model = path == kBundledModelName
-                                                     ? Model::load_from_memory(bundled_model_bytes(), kBundledModelName, *loaded.backend)
-                                                     : Model::load(path, *loaded.backend);
-    if (!model.ok()) return model.status();
-    loaded.model = *model;
-    return loaded;
+    const std::string backend = args.get_or("--backend", "auto");
+    if (!backend_choice_from_name(backend)) return error(StatusCode::invalid_argument, "unknown --backend '" + backend + "' (auto, cpu, cuda)");
+    const Result<ModelInfo> info =
+        engine.load({.path = args.get_or("-m", kBundledModelName), .backend = backend, .n_threads = int(threads), .gpu_layers = gpu_layers});
+    if (!engine.backend_note().empty()) std::fprintf(stderr, "note: %s\n", engine.backend_note().c_str());
+    return info.status();
 }
 
-Result<SessionConfig> session_config(const Args & args, const Model & model) {
-    SessionConfig config;
+Result<SessionOptions> session_options(const Args & args, const Model & model) {
+    SessionOptions options;
     LR_ASSIGN_OR_RETURN(long long n_ctx, args.get_int("-c", 0, 0, 1 << 24));
     LR_ASSIGN_OR_RETURN(long long chunk, args.get_int("--chunk", 256, 1, 8192));
-    config.n_ctx = uint32_t(n_ctx);
-    config.chunk_tokens = uint32_t(chunk);
-    LR_ASSIGN_OR_RETURN(config.kv, kv_settings(args));
-    LR_RETURN_IF_ERROR(validate(config, model.hparams()));
-    return config;
+    options.n_ctx = uint32_t(n_ctx);
+    options.chunk_tokens = uint32_t(chunk);
+    LR_ASSIGN_OR_RETURN(options.kv, kv_settings(args));
+    LR_RETURN_IF_ERROR(validate(session_config(options), model.hparams()));
+    return options;
+}
+
+SessionConfig session_config(const SessionOptions & options) {
+    return {.n_ctx = options.n_ctx, .chunk_tokens = options.chunk_tokens, .kv = options.kv};
 }
 
 Result<SamplerParams> sampler_params(const Args & args) {

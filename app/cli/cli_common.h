@@ -1,27 +1,20 @@
 #pragma once
-// What several commands share: loading the model (-m, or the bundled one), the backend
-// (-t, --backend, --gpu-layers), the session settings (-c, --chunk) and the sampler flags.
+// What several commands share: loading the model through the engine facade (-m, or the
+// bundled one; -t, --backend, --gpu-layers), the session settings (-c, --chunk) and the
+// sampler flags.
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "app/cli/cli_args.h"
-#include "engine/backend/backend.h"
-#include "engine/backend/backend_factory.h"
 #include "engine/model/model.h"
+#include "engine/runtime/engine.h"
 #include "engine/runtime/session.h"
 #include "engine/sampling/sampler.h"
 
 namespace lr::cli {
-
-struct LoadedModel {
-    std::unique_ptr<Backend> backend;
-    std::shared_ptr<const Model> model;
-    std::optional<GpuOffloadPlan> gpu_plan;  // where the weights went, with CUDA
-};
 
 std::vector<FlagSpec> model_flags();     // -m -t --backend --gpu-layers
 std::vector<FlagSpec> session_flags();   // -c --chunk
@@ -34,10 +27,13 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
 std::optional<Args> parse_flags(const std::vector<std::string> & argv, const std::vector<FlagSpec> & specs, std::string_view usage,
                                 int & exit_code);
 
-// Picks the backend (--backend; a CUDA backend that cannot be used gives a one-line note on
-// stderr and the CPU), then loads the model on it.
-Result<LoadedModel> load_model(const Args & args);
-Result<SessionConfig> session_config(const Args & args, const Model & model);
+// Loads the model into `engine` on the backend --backend asks for (a CUDA backend that
+// cannot be used gives a one-line note on stderr and the CPU).
+Status load_model(const Args & args, Engine & engine);
+// -c, --chunk and the KV flags, checked against the model.
+Result<SessionOptions> session_options(const Args & args, const Model & model);
+// The same as a session's configuration (for sessions of their own).
+SessionConfig session_config(const SessionOptions & options);
 Result<SamplerParams> sampler_params(const Args & args);
 Result<KvSettings> kv_settings(const Args & args);
 // --kv-stats prints the cache's stats to stderr; --kv-stats-json FILE writes them as JSON.

@@ -168,10 +168,10 @@ int run_bench(const Argv & argv) {
         if (!parsed.ok()) return fail(parsed.status().message());
         depths = *parsed;
     }
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    const Model & model = *loaded->model;
-    const auto * cpu = dynamic_cast<const CpuBackend *>(loaded->backend.get());
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    const Model & model = *engine.model();
+    const auto * cpu = dynamic_cast<const CpuBackend *>(&engine.backend());
     const int n_threads = cpu ? cpu->n_threads() : 1;
 
     uint32_t max_depth = uint32_t(*n_prompt);
@@ -222,7 +222,7 @@ int run_bench(const Argv & argv) {
     const double roofline = bw / double(weight_bytes);
     const double tg_med = median(tg);
     const uint64_t rss = peak_rss_bytes();
-    const std::string backend_name = loaded->backend->name();
+    const std::string backend_name = engine.backend().name();
     if (args->has("--json")) {
         std::string out = "{\"model\":" + json_string(model.file().path()) + ",\"backend\":" + json_string(backend_name) +
                           ",\"threads\":" + std::to_string(n_threads) + ",\"n_prompt\":" + std::to_string(*n_prompt) +

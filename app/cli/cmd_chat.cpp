@@ -8,7 +8,6 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/interrupt.h"
-#include "engine/runtime/chat_session.h"
 
 namespace lr::cli {
 
@@ -25,40 +24,36 @@ int run_chat(const Argv & argv) {
     if (!sampler.ok()) return fail(sampler.status().message());
     auto n_predict = args->get_int("-n", -1, -1, 1 << 24);
     if (!n_predict.ok()) return fail(n_predict.status().message());
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    auto config = session_config(*args, *loaded->model);
-    if (!config.ok()) return fail(config.status().message());
-    auto session = Session::create(loaded->model, *config);
-    if (!session.ok()) return fail(session.status().message());
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    auto options = session_options(*args, *engine.model());
+    if (!options.ok()) return fail(options.status().message());
+    if (Status s = engine.use_session(*options); !s.ok()) return fail(s.message());
 
-    ChatSession chat(**session);
-    if (args->has("-s")) chat.messages().push_back({"system", *args->get("-s")});
+    Conversation chat;
+    if (args->has("-s")) chat.turns.push_back({"system", *args->get("-s")});
     const bool tty = isatty(STDIN_FILENO);
     std::fprintf(stderr, "Longread chat with %s (context %u tokens, template %s). Ctrl-C stops a reply; /reset starts over; /exit quits.\n",
-                 loaded->model->hparams().name.c_str(), (*session)->n_ctx(),
-                 std::string(chat::chat_family_name(loaded->model->chat_template().family())).c_str());
+                 engine.model_info().name.c_str(), engine.snapshot().context_limit, engine.model_info().chat_template.c_str());
     InterruptWatcher interrupt;
-    GenerateParams params{.max_tokens = int32_t(*n_predict), .sampler = *sampler};
+    const ReplyParams params{.generate = {.max_tokens = int32_t(*n_predict), .sampler = *sampler}};
     std::string line;
     for (;;) {
         if (tty) std::fprintf(stderr, "\n> ");
         if (!std::getline(std::cin, line)) break;
         if (line == "/exit" || line == "/quit") break;
         if (line == "/reset") {
-            chat.messages().erase(std::remove_if(chat.messages().begin(), chat.messages().end(),
-                                                 [](const chat::ChatMessage & m) { return m.role != "system"; }),
-                                  chat.messages().end());
+            std::erase_if(chat.turns, [](const ChatTurn & t) { return t.role != "system"; });
             std::fprintf(stderr, "(new conversation)\n");
             continue;
         }
         if (line.empty()) continue;
         const std::stop_token stop = interrupt.arm();
-        auto result = chat.reply(line, params, [](int32_t, std::string_view piece) {
+        auto result = engine.reply(chat, line, params, {}, [](int32_t, std::string_view piece) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
             return true;
-        }, {}, stop);
+        }, stop);
         interrupt.disarm();
         std::printf("\n");
         std::fflush(stdout);
@@ -67,6 +62,9 @@ int run_chat(const Argv & argv) {
             if (result.status().code() == StatusCode::context_full) continue;
             return 1;
         }
+        // The reply stays in the conversation, also when stopped (partial, or empty).
+        chat.turns.push_back({"user", line});
+        chat.turns.push_back({"assistant", result->text});
         if (result->reason == StopReason::cancelled) std::fprintf(stderr, "(stopped)\n");
         if (result->reason == StopReason::context_full) {
             std::fprintf(stderr, "(the context is full: /reset to start over, or restart with a larger -c)\n");

@@ -59,10 +59,11 @@ int run_eval_kv(const Argv & argv) {
     if (!windows.ok()) return fail(windows.status().message());
     auto text = read_text_file(*args->get("-f"));
     if (!text.ok()) return fail(text.status().message());
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    if (uint32_t(*n_ctx) > loaded->model->hparams().n_ctx_train) return fail("-c exceeds the model's trained context");
-    const std::vector<int32_t> tokens = loaded->model->tokenizer().encode(*text, true, false);
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    const std::shared_ptr<const Model> model = engine.model();
+    if (uint32_t(*n_ctx) > model->hparams().n_ctx_train) return fail("-c exceeds the model's trained context");
+    const std::vector<int32_t> tokens = model->tokenizer().encode(*text, true, false);
     const bool json = args->has("--json");
 
     std::vector<KvSettings> runs;
@@ -88,7 +89,7 @@ int run_eval_kv(const Argv & argv) {
         runs.push_back(*kv);
     }
     if (!json) {
-        std::printf("eval-kv: %s, %zu tokens, windows of %lld\n\n", loaded->model->hparams().name.c_str(), tokens.size(), *n_ctx);
+        std::printf("eval-kv: %s, %zu tokens, windows of %lld\n\n", model->hparams().name.c_str(), tokens.size(), *n_ctx);
         std::printf("| %-44s | %8s | %8s | %9s | %7s | %7s | %7s | %6s |\n", "policy", "PPL", "dPPL", "KL", "top-1", "KV", "read", "speed");
         std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(10, '-').c_str(),
                     std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str(),
@@ -97,7 +98,7 @@ int run_eval_kv(const Argv & argv) {
     InterruptWatcher interrupt;
     const std::stop_token stop = interrupt.arm();
     for (const KvSettings & s : runs) {
-        auto e = evaluate_kv_policy(loaded->model, tokens, uint32_t(*n_ctx), s, size_t(*windows),
+        auto e = evaluate_kv_policy(model, tokens, uint32_t(*n_ctx), s, size_t(*windows),
                                     [&](size_t done, size_t total) { std::fprintf(stderr, "\r%s: %zu/%zu windows   ", describe(s).c_str(), done, total); },
                                     stop);
         std::fprintf(stderr, "\r%80s\r", "");

@@ -49,26 +49,26 @@ int run_generate(const Argv & argv) {
     if (!n_predict.ok()) return fail(n_predict.status().message());
     auto text = prompt_text(*args);
     if (!text.ok()) return fail(text.status().message());
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    auto config = session_config(*args, *loaded->model);
-    if (!config.ok()) return fail(config.status().message());
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    auto options = session_options(*args, *engine.model());
+    if (!options.ok()) return fail(options.status().message());
 
-    const Tokenizer & tok = loaded->model->tokenizer();
+    const Tokenizer & tok = engine.model()->tokenizer();
     const std::vector<int32_t> prompt = tok.encode(*text, !args->has("--no-bos"), false);
     if (prompt.empty()) return fail("the prompt is empty (give -p TEXT or -f FILE)");
-    auto session = Session::create(loaded->model, *config);
-    if (!session.ok()) return fail(session.status().message());
-    if (prompt.size() >= (*session)->n_ctx()) {
+    if (Status s = engine.use_session(*options); !s.ok()) return fail(s.message());
+    Session & session = *engine.session();
+    if (prompt.size() >= session.n_ctx()) {
         return fail("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
-                    std::to_string((*session)->n_ctx()) + ": shorten it or raise -c");
+                    std::to_string(session.n_ctx()) + ": shorten it or raise -c");
     }
 
     InterruptWatcher interrupt;
     const std::stop_token stop = interrupt.arm();
     const bool json = args->has("--json");
     const auto t0 = std::chrono::steady_clock::now();
-    Status s = (*session)->append(prompt, {}, stop);
+    Status s = session.append(prompt, {}, stop);
     const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (s.code() == StatusCode::cancelled) return fail("stopped");
     if (!s.ok()) return fail(s.message());
@@ -77,7 +77,7 @@ int run_generate(const Argv & argv) {
         std::fflush(stdout);
     }
     GenerateParams params{.max_tokens = int32_t(*n_predict), .sampler = *sampler};
-    auto result = generate(**session, params, [&](int32_t, std::string_view piece) {
+    auto result = generate(session, params, [&](int32_t, std::string_view piece) {
         if (!json) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
@@ -92,7 +92,7 @@ int run_generate(const Argv & argv) {
     } else {
         std::printf("\n");
     }
-    if (Status st = report_kv_stats(*args, (*session)->kv_stats()); !st.ok()) return fail(st.message());
+    if (Status st = report_kv_stats(*args, session.kv_stats()); !st.ok()) return fail(st.message());
     std::fprintf(stderr, "\n[%s] prompt %zu tokens in %.0f ms (%.1f tok/s), generated %zu tokens in %.0f ms (%.1f tok/s)\n",
                  stop_reason_name(result->reason), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1000.0),
                  result->tokens.size(), result->decode_ms,
@@ -113,11 +113,11 @@ int run_logits(const Argv & argv) {
     if (prompts.empty()) return fail("give at least one prompt with -p");
     auto n_gen = args->get_int("-n", 8, 0, 1 << 16);
     if (!n_gen.ok()) return fail(n_gen.status().message());
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    auto config = session_config(*args, *loaded->model);
-    if (!config.ok()) return fail(config.status().message());
-    const Model & model = *loaded->model;
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    auto options = session_options(*args, *engine.model());
+    if (!options.ok()) return fail(options.status().message());
+    const Model & model = *engine.model();
     const Tokenizer & tok = model.tokenizer();
     const uint32_t n_vocab = model.hparams().n_vocab;
 
@@ -125,7 +125,7 @@ int run_logits(const Argv & argv) {
                       ",\"n_gen\":" + std::to_string(*n_gen) + ",\"add_bos\":true,\"results\":[";
     for (size_t ip = 0; ip < prompts.size(); ++ip) {
         const std::vector<int32_t> tokens = tok.encode(prompts[ip], true, false);
-        auto session = Session::create(loaded->model, *config);
+        auto session = Session::create(engine.model(), session_config(*options));
         if (!session.ok()) return fail(session.status().message());
         std::vector<float> logits;
         Status s = (*session)->append_all_logits(tokens, logits);

@@ -5,10 +5,23 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/runtime/session.h"
-#include "engine/api/memory_plan.h"
+#include "engine/backend/backend_factory.h"
 
 namespace lr::cli {
+namespace {
+
+// A layer kind as the memory lines name it.
+const char * layer_kind_label(KvLayerKind kind) {
+    switch (kind) {
+        case KvLayerKind::full: return "full attn";
+        case KvLayerKind::sliding_window: return "sliding";
+        case KvLayerKind::shared: return "shared";
+        case KvLayerKind::recurrent: return "recurrent";
+    }
+    return "?";
+}
+
+}  // namespace
 
 int run_tokenize(const Argv & argv) {
     const std::vector<FlagSpec> specs = join({model_flags(), {
@@ -24,9 +37,9 @@ int run_tokenize(const Argv & argv) {
     if (!args) return exit_code;
     auto text = prompt_text(*args);
     if (!text.ok()) return fail(text.status().message());
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    const Tokenizer & tok = loaded->model->tokenizer();
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    const Tokenizer & tok = engine.model()->tokenizer();
     const std::vector<int32_t> ids = tok.encode(*text, !args->has("--no-bos"), args->has("--parse-special"));
     if (args->has("--ids")) {
         std::printf("[");
@@ -46,9 +59,9 @@ int run_info(const Argv & argv) {
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "info [-m MODEL] [-c N]", exit_code);
     if (!args) return exit_code;
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    const Model & model = *loaded->model;
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    const Model & model = *engine.model();
     const ModelHParams & hp = model.hparams();
     const gguf::GgufFile & file = model.file();
     auto n_ctx = args->get_int("-c", hp.n_ctx_train, 1, 1 << 24);
@@ -76,7 +89,7 @@ int run_info(const Argv & argv) {
     const BackendInventory inventory = probe_backends();
     std::string compiled;
     for (const std::string & b : inventory.compiled) compiled += (compiled.empty() ? "" : ", ") + b;
-    std::printf("backends:      %s compiled in; running on %s\n", compiled.c_str(), loaded->backend->name().c_str());
+    std::printf("backends:      %s compiled in; running on %s\n", compiled.c_str(), engine.backend().name().c_str());
     if (inventory.devices.empty()) std::printf("cuda devices:  none (%s)\n", inventory.cuda_problem.c_str());
     for (const GpuDevice & d : inventory.devices) {
         std::printf("cuda device %d: %s, compute %d.%d, %d SMs, %s (%s free)", d.index, d.name.c_str(), d.cc_major, d.cc_minor, d.n_sm,
@@ -84,23 +97,25 @@ int run_info(const Argv & argv) {
         if (d.peak_bandwidth_gbs > 0) std::printf(", %.0f GB/s", d.peak_bandwidth_gbs);
         std::printf("\n");
     }
-    if (const std::optional<GpuOffloadPlan> & g = loaded->gpu_plan) {
+    if (const GpuOffloadPlan * g = engine.gpu_plan()) {
         std::printf("gpu layers:    %u of %u in VRAM (%s of weights)%s\n", g->n_gpu_layers, g->n_layer, format_bytes(g->weight_vram_bytes).c_str(),
                     g->n_gpu_layers < g->n_layer ? ", the others streamed from page-locked RAM" : "");
     }
-    const bool on_gpu = loaded->backend->kind() == BackendKind::cuda;
 
     // What the memory planner predicts with these cache settings on this machine.
     auto kv = kv_settings(*args);
     if (!kv.ok()) return fail(kv.status().message());
-    const std::string dir = resolve_kv_dir(*kv);
-    MachineMemory machine = probe_machine_memory(dir);
-    machine.free_vram_bytes = loaded->backend->device_memory().free_bytes;
-    const KvTierCapacities caps = resolve_capacities(*kv, machine, model.weights().n_bytes, on_gpu);
-    const MemoryPlan plan = plan_memory(memory_shape(model), uint32_t(*n_ctx), 256, *kv, caps);
+    const MachinePlan forecast = engine.plan_memory(uint32_t(*n_ctx), 256, *kv);
+    const MemoryPlan & plan = forecast.plan;
+    const KvTierCapacities & caps = forecast.capacities;
+    const std::string & dir = forecast.kv_dir;
     std::printf("memory at -c %lld (%s):\n", *n_ctx, describe(*kv).c_str());
-    std::printf("  weights       %s (%s)\n", format_bytes(plan.weight_bytes).c_str(), on_gpu ? "uploaded to the GPU" : "mapped from the file");
+    std::printf("  weights       %s (%s)\n", format_bytes(plan.weight_bytes).c_str(),
+                forecast.weights_on_device ? "uploaded to the GPU" : "mapped from the file");
     std::printf("  KV cache      %s (%s per token at f16)\n", format_bytes(plan.kv_bytes).c_str(), format_bytes(plan.kv_bytes_per_token).c_str());
+    for (const KvLayerKindPlan & k : plan.layer_kinds) {
+        std::printf("    %-12s%u layers, %s\n", layer_kind_label(k.kind), k.n_layers, format_bytes(k.kv_bytes).c_str());
+    }
     std::printf("    device      %s of %s\n", format_bytes(plan.kv_device_bytes).c_str(), format_bytes(caps.device_bytes).c_str());
     std::printf("    host RAM    %s of %s\n", format_bytes(plan.kv_host_bytes).c_str(), format_bytes(caps.host_bytes).c_str());
     std::printf("    disk        %s of %s (%s)\n", format_bytes(plan.kv_disk_bytes).c_str(), format_bytes(caps.disk_bytes).c_str(), dir.c_str());

@@ -25,16 +25,17 @@ int run_perplexity(const Argv & argv) {
     if (!n_ctx.ok()) return fail(n_ctx.status().message());
     auto chunk = args->get_int("--chunk", 256, 1, 8192);
     if (!chunk.ok()) return fail(chunk.status().message());
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    if (uint32_t(*n_ctx) > loaded->model->hparams().n_ctx_train) {
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    const std::shared_ptr<const Model> model = engine.model();
+    if (uint32_t(*n_ctx) > model->hparams().n_ctx_train) {
         return fail("-c " + std::to_string(*n_ctx) + " exceeds the model's trained context (" +
-                    std::to_string(loaded->model->hparams().n_ctx_train) + ")");
+                    std::to_string(model->hparams().n_ctx_train) + ")");
     }
-    const std::vector<int32_t> tokens = loaded->model->tokenizer().encode(*text, true, false);
+    const std::vector<int32_t> tokens = model->tokenizer().encode(*text, true, false);
     std::fprintf(stderr, "%zu tokens, %lld windows of %lld\n", tokens.size(), (long long)(tokens.size() / size_t(*n_ctx)), *n_ctx);
     InterruptWatcher interrupt;
-    auto result = compute_perplexity(loaded->model, tokens, uint32_t(*n_ctx), {.chunk_tokens = uint32_t(*chunk)},
+    auto result = compute_perplexity(model, tokens, uint32_t(*n_ctx), {.chunk_tokens = uint32_t(*chunk)},
                                      [](size_t done, size_t total) { std::fprintf(stderr, "\r[%zu/%zu]", done, total); },
                                      interrupt.arm());
     std::fprintf(stderr, "\n");

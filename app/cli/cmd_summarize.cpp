@@ -5,7 +5,6 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/interrupt.h"
-#include "engine/runtime/summarizer.h"
 
 namespace lr::cli {
 
@@ -37,19 +36,18 @@ int run_summarize(const Argv & argv) {
     params.answer_tokens = uint32_t(*answer);
     if (args->has("--instruction")) params.instruction = *args->get("--instruction");
 
-    auto loaded = load_model(*args);
-    if (!loaded.ok()) return fail(loaded.status().message());
-    auto config = session_config(*args, *loaded->model);
-    if (!config.ok()) return fail(config.status().message());
-    auto session = Session::create(loaded->model, *config);
-    if (!session.ok()) return fail(session.status().message());
+    Engine engine;
+    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
+    auto options = session_options(*args, *engine.model());
+    if (!options.ok()) return fail(options.status().message());
+    if (Status s = engine.use_session(*options); !s.ok()) return fail(s.message());
 
     const bool json = args->has("--json");
     const bool quiet = args->has("-q");
     InterruptWatcher interrupt;
     const std::stop_token stop = interrupt.arm();
     int last_pass = -1;
-    auto result = summarize(**session, *text, params, [&](const SummaryProgress & p) {
+    auto result = engine.summarize(*text, params, [&](const SummaryProgress & p) {
         if (quiet || int(p.passes_done) == last_pass || p.method == SummaryMethod::one_pass) return;
         last_pass = int(p.passes_done);
         std::fprintf(stderr, "map-reduce: pass %u of ~%u (%s, level %u, chunk %u of %u)\n", p.passes_done + 1, p.passes_total,

@@ -1,5 +1,6 @@
 #pragma once
-// Where the current conversation's document stands, for the document panel.
+// Where the current conversation's document stands, for the document panel (the value
+// DocumentLifecycle moves through its phases).
 
 #include <QMetaType>
 #include <QString>
@@ -29,6 +30,8 @@ struct DocumentState {
     qint64 tokens = -1;           // -1: not measured yet
     ContextMeasure measure;       // valid once measured
     PrefillStatus progress;       // while reading
+    uint32_t restoredTokens = 0;  // inContext: read from the prefix cache rather than computed
+    bool summarizing = false;     // a summary of it is being written
     QString message;              // why it failed / does not fit, or a note about the file
 
     // Whether chat requests put the document in the context.

@@ -3,11 +3,11 @@
 namespace lr::app {
 
 EngineHost::EngineHost(EngineFactory factory, QObject * parent) : QObject(parent) {
-    qRegisterMetaType<EngineJob>();
+    qRegisterMetaType<EngineRequest>();
+    qRegisterMetaType<JobEvent>();
     qRegisterMetaType<ModelInfo>();
     qRegisterMetaType<ContextMeasure>();
-    qRegisterMetaType<PrefillStatus>();
-    qRegisterMetaType<SummaryStatus>();
+    qRegisterMetaType<JobProgress>();
     qRegisterMetaType<JobResult>();
     qRegisterMetaType<JobError>();
     qRegisterMetaType<CacheSnapshot>();
@@ -18,23 +18,9 @@ EngineHost::EngineHost(EngineFactory factory, QObject * parent) : QObject(parent
     m_worker->moveToThread(&m_thread);
 
     constexpr auto queued = Qt::QueuedConnection;
-    connect(this, &EngineHost::jobSubmitted, m_worker, &EngineWorker::run, queued);
-    connect(m_worker, &EngineWorker::jobStarted, this, &EngineHost::jobStarted, queued);
-    connect(m_worker, &EngineWorker::modelLoaded, this, &EngineHost::modelLoaded, queued);
-    connect(m_worker, &EngineWorker::contextMeasured, this, &EngineHost::contextMeasured, queued);
-    connect(m_worker, &EngineWorker::prefillProgress, this, &EngineHost::prefillProgress, queued);
-    connect(m_worker, &EngineWorker::tokenGenerated, this, &EngineHost::tokenGenerated, queued);
-    connect(m_worker, &EngineWorker::summaryProgress, this, &EngineHost::summaryProgress, queued);
+    connect(this, &EngineHost::requestSubmitted, m_worker, &EngineWorker::run, queued);
+    connect(m_worker, &EngineWorker::jobEvent, this, &EngineHost::dispatch, queued);
     connect(m_worker, &EngineWorker::cacheSnapshot, this, &EngineHost::cacheSnapshot, queued);
-    connect(m_worker, &EngineWorker::retentionChanged, this, &EngineHost::retentionChanged, queued);
-    connect(m_worker, &EngineWorker::finished, this, [this](quint64 id, const JobResult & result) {
-        onDone(id);
-        emit finished(id, result);
-    }, queued);
-    connect(m_worker, &EngineWorker::failed, this, [this](quint64 id, const JobError & error) {
-        onDone(id);
-        emit failed(id, error);
-    }, queued);
     m_thread.start();
     QMetaObject::invokeMethod(m_worker, &EngineWorker::start, queued);
 }
@@ -47,33 +33,36 @@ EngineHost::~EngineHost() {
     delete m_worker;
 }
 
-quint64 EngineHost::submit(EngineJob job) {
-    job.id = m_nextId++;
-    std::stop_source source;
-    job.stop = source.get_token();
+EngineJob * EngineHost::submit(JobKind kind, EngineRequest::Variant request) {
+    std::stop_source stop;
+    const quint64 id = m_nextId++;
+    auto * job = new EngineJob(kind, stop, this);
     const bool wasBusy = isBusy();
-    m_jobs.emplace(job.id, std::move(source));
-    emit jobSubmitted(job, QPrivateSignal());
+    m_jobs.emplace(id, InFlight{job, stop});
+    emit requestSubmitted({.id = id, .stop = stop.get_token(), .request = std::move(request)}, QPrivateSignal());
     if (!wasBusy) emit busyChanged(true);
-    return job.id;
+    return job;
 }
 
-quint64 EngineHost::loadModel(const LoadModelRequest & request) { return submit({.request = request}); }
-quint64 EngineHost::prefill(const PrefillRequest & request) { return submit({.request = request}); }
-quint64 EngineHost::chat(const ChatRequest & request) { return submit({.request = request}); }
-quint64 EngineHost::summarize(const SummarizeRequest & request) { return submit({.request = request}); }
+EngineJob * EngineHost::loadModel(const LoadModelRequest & request) { return submit(JobKind::loadModel, request); }
+EngineJob * EngineHost::prefill(const PrefillRequest & request) { return submit(JobKind::prefill, request); }
+EngineJob * EngineHost::chat(const ChatRequest & request) { return submit(JobKind::chat, request); }
+EngineJob * EngineHost::summarize(const SummarizeRequest & request) { return submit(JobKind::summarize, request); }
 
 void EngineHost::requestStop() {
-    for (auto & [id, source] : m_jobs) source.request_stop();
+    for (auto & [id, job] : m_jobs) job.stop.request_stop();
 }
 
-void EngineHost::requestStop(quint64 id) {
-    if (auto it = m_jobs.find(id); it != m_jobs.end()) it->second.request_stop();
-}
-
-void EngineHost::onDone(quint64 id) {
-    m_jobs.erase(id);
-    if (m_jobs.empty()) emit busyChanged(false);
+void EngineHost::dispatch(const JobEvent & event) {
+    auto it = m_jobs.find(event.jobId);
+    if (it == m_jobs.end()) return;
+    // The job's receivers may delete it or submit more: the host's bookkeeping comes first.
+    const QPointer<EngineJob> job = it->second.job;
+    if (event.isLast()) {
+        m_jobs.erase(it);
+        if (m_jobs.empty()) emit busyChanged(false);
+    }
+    if (job) job->deliver(event);
 }
 
 }  // namespace lr::app

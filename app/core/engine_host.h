@@ -1,18 +1,22 @@
 #pragma once
 // The engine thread, seen from the GUI thread. EngineHost owns a QThread and the
-// EngineWorker living in it; requests go over one queued signal as values, results come
-// back as queued signals. The GUI never waits for the engine.
+// EngineWorker living in it. Each request goes to the worker as a value over one queued
+// signal and comes back as an EngineJob: what the engine thread says about it returns as
+// JobEvent values over one queued signal, which the host hands to that job. The GUI never
+// waits for the engine.
 //
 // Stop does not travel through the event queue (the engine thread is busy in a long call
-// and would see it only afterwards): each job gets a std::stop_source, and requestStop()
-// triggers them; the engine checks the token once per prefill chunk or generated token.
+// and would see it only afterwards): each job has a std::stop_source whose token the engine
+// checks once per prefill chunk or generated token.
 
 #include <QObject>
+#include <QPointer>
 #include <QThread>
 
 #include <map>
 #include <stop_token>
 
+#include "app/core/engine_job.h"
 #include "app/core/engine_worker.h"
 
 namespace lr::app {
@@ -26,42 +30,38 @@ public:
     // Stops what runs, then joins the thread.
     ~EngineHost() override;
 
-    // Each returns the job's id; jobs run one at a time, in order.
-    quint64 loadModel(const LoadModelRequest & request);
-    quint64 prefill(const PrefillRequest & request);
-    quint64 chat(const ChatRequest & request);
-    quint64 summarize(const SummarizeRequest & request);
+    // Each submits a request and returns its job, a child of the host that the caller
+    // deletes (deleteLater() once it finished or failed, or abandon() it). Requests run
+    // one at a time, in order.
+    EngineJob * loadModel(const LoadModelRequest & request);
+    EngineJob * prefill(const PrefillRequest & request);
+    EngineJob * chat(const ChatRequest & request);
+    EngineJob * summarize(const SummarizeRequest & request);
 
     // Stops the running job and every queued one, each within one chunk or token.
     void requestStop();
-    // Stops one job (running or queued).
-    void requestStop(quint64 id);
     bool isBusy() const { return !m_jobs.empty(); }
     int jobsInFlight() const { return int(m_jobs.size()); }
 
 signals:
-    void jobStarted(quint64 id);
-    void modelLoaded(quint64 id, const lr::app::ModelInfo & info);
-    void contextMeasured(quint64 id, const lr::app::ContextMeasure & measure);
-    void prefillProgress(quint64 id, const lr::app::PrefillStatus & status);
-    void tokenGenerated(quint64 id, const QString & text);
-    void summaryProgress(quint64 id, const lr::app::SummaryStatus & status);
-    void finished(quint64 id, const lr::app::JobResult & result);
-    void failed(quint64 id, const lr::app::JobError & error);
     void cacheSnapshot(const lr::app::CacheSnapshot & snapshot);
-    void retentionChanged(const lr::app::RetentionSnapshot & retention);
     void busyChanged(bool busy);
 
     // To the worker (queued); not for other receivers.
-    void jobSubmitted(const lr::app::EngineJob & job, QPrivateSignal);
+    void requestSubmitted(const lr::app::EngineRequest & request, QPrivateSignal);
 
 private:
-    quint64 submit(EngineJob job);
-    void onDone(quint64 id);
+    struct InFlight {
+        QPointer<EngineJob> job;  // null once its caller deleted it
+        std::stop_source stop;
+    };
+
+    EngineJob * submit(JobKind kind, EngineRequest::Variant request);
+    void dispatch(const JobEvent & event);
 
     QThread m_thread;
     EngineWorker * m_worker = nullptr;  // lives in m_thread; deleted after it stops
-    std::map<quint64, std::stop_source> m_jobs;
+    std::map<quint64, InFlight> m_jobs;
     quint64 m_nextId = 1;
 };
 

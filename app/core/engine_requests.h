@@ -15,7 +15,7 @@
 
 namespace lr::app {
 
-// The model compiled into the program, as a model path.
+// The model compiled into the program, as a model path (the engine's kBundledModelName).
 inline constexpr const char * kBundledModelPath = "bundled:stories260K";
 
 struct ChatTurn {
@@ -60,13 +60,14 @@ struct SummarizeRequest {
     EngineSettings settings;
 };
 
-// One job as the engine thread receives it.
-struct EngineJob {
+// One request as the engine thread receives it.
+struct EngineRequest {
+    using Variant = std::variant<LoadModelRequest, PrefillRequest, ChatRequest, SummarizeRequest>;
     quint64 id = 0;
-    std::stop_token stop;  // from the EngineHost's stop source for this job
-    std::variant<LoadModelRequest, PrefillRequest, ChatRequest, SummarizeRequest> request;
+    std::stop_token stop;  // from the stop source of the request's EngineJob
+    Variant request;
 };
 
 }  // namespace lr::app
 
-Q_DECLARE_METATYPE(lr::app::EngineJob)
+Q_DECLARE_METATYPE(lr::app::EngineRequest)

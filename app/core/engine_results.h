@@ -4,9 +4,12 @@
 #include <QMetaType>
 #include <QString>
 
+#include <optional>
+
+#include "app/core/retention_snapshot.h"
 #include "engine/api/generation.h"
-#include "engine/api/summary.h"
 #include "engine/api/memory_plan.h"
+#include "engine/api/summary.h"
 
 namespace lr::app {
 
@@ -50,6 +53,12 @@ struct SummaryStatus {
     double etaMs = -1;
 };
 
+// Where a job is: the prompt it reads, and for a summary its passes.
+struct JobProgress {
+    PrefillStatus prefill;                 // loads: none; prefill and chat: the prompt
+    std::optional<SummaryStatus> summary;  // summaries: the passes (and each pass's prompt)
+};
+
 enum class JobKind { loadModel, prefill, chat, summarize };
 
 struct JobResult {
@@ -64,6 +73,7 @@ struct JobResult {
     QString method;                // summaries: SummaryResult::describe()
     ContextMeasure measure;        // prefill: the conversation's size
     ModelInfo model;               // loadModel
+    std::optional<RetentionSnapshot> retention;  // prefill, and chat with a document: what the cache keeps of it
 };
 
 enum class JobErrorKind {
@@ -79,6 +89,7 @@ struct JobError {
     JobErrorKind errorKind = JobErrorKind::engine;
     QString message;
     ContextMeasure measure;  // contextFull: the sizes
+    std::optional<RetentionSnapshot> retention;  // a document that does not fit: nothing of it kept
 };
 
 // "end", "max_tokens", "context_full", "stopped", "sink": written to the database, never rename.
@@ -91,5 +102,6 @@ Q_DECLARE_METATYPE(lr::app::ModelInfo)
 Q_DECLARE_METATYPE(lr::app::ContextMeasure)
 Q_DECLARE_METATYPE(lr::app::PrefillStatus)
 Q_DECLARE_METATYPE(lr::app::SummaryStatus)
+Q_DECLARE_METATYPE(lr::app::JobProgress)
 Q_DECLARE_METATYPE(lr::app::JobResult)
 Q_DECLARE_METATYPE(lr::app::JobError)

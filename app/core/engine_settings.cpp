@@ -17,17 +17,6 @@ uint32_t count(const QJsonObject & json, const char * key, uint32_t fallback) {
 
 }  // namespace
 
-bool EngineSettings::sameSession(const EngineSettings & o) const {
-    const KvSettings & a = kv;
-    const KvSettings & b = o.kv;
-    return contextTokens == o.contextTokens && chunkTokens == o.chunkTokens && a.policy == b.policy &&
-           a.keep_ratio == b.keep_ratio && a.budget_tokens == b.budget_tokens && a.recent_ratio == b.recent_ratio &&
-           a.sink_tokens == b.sink_tokens && a.k_bits == b.k_bits && a.v_bits == b.v_bits &&
-           a.host_bits == b.host_bits && a.disk_bits == b.disk_bits &&
-           a.residual_tokens == b.residual_tokens && a.block_tokens == b.block_tokens && a.device_mib == b.device_mib &&
-           a.host_mib == b.host_mib && a.disk_mib == b.disk_mib && a.dir == b.dir && a.prefix_cache == b.prefix_cache;
-}
-
 QString validationError(const EngineSettings & s) {
     if (Status st = validate(s.kv); !st.ok()) return QString::fromStdString(st.message());
     if (s.chunkTokens == 0 || s.chunkTokens > 8192) return QStringLiteral("the prefill chunk must be 1 to 8192 tokens");
@@ -39,7 +28,7 @@ QString validationError(const EngineSettings & s) {
     return {};
 }
 
-SessionConfig makeSessionConfig(const EngineSettings & settings) {
+SessionOptions sessionOptions(const EngineSettings & settings) {
     return {.n_ctx = settings.contextTokens, .chunk_tokens = settings.chunkTokens, .kv = settings.kv};
 }
 

@@ -3,17 +3,16 @@
 // chunk, sampling. Snapshotted into every request (the engine thread never reads settings
 // objects), stored per conversation as JSON, defaults kept by AppSettings.
 //
-// makeSessionConfig() is the one place that maps these settings onto the engine's
-// SessionConfig.
+// sessionOptions() is the one place that maps these settings onto the engine's session.
 
 #include <QJsonObject>
 #include <QMetaType>
 #include <QString>
 
-#include "engine/runtime/session.h"
-#include "engine/sampling/sampler.h"
 #include "engine/api/kv_settings.h"
 #include "engine/api/memory_plan.h"
+#include "engine/api/sampling.h"
+#include "engine/api/session_options.h"
 
 namespace lr::app {
 
@@ -24,16 +23,14 @@ struct EngineSettings {
     int32_t maxReplyTokens = 1024; // <= 0: until the context is full
     uint32_t summaryTokens = 384;  // length of each summary pass at most
     SamplerParams sampler;
-
-    // Settings that need a new engine Session when they change (the rest apply per call).
-    bool sameSession(const EngineSettings & other) const;
 };
 
 // Ranges and combinations, with a message naming the setting (empty when valid).
 QString validationError(const EngineSettings & settings);
 
-// The one mapping of EngineSettings onto the engine's session configuration.
-SessionConfig makeSessionConfig(const EngineSettings & settings);
+// The one mapping of EngineSettings onto the engine's session (which is rebuilt only when
+// these change: same_session).
+SessionOptions sessionOptions(const EngineSettings & settings);
 
 // The planner's estimate for a model at the settings' context, on this machine now (or on
 // `machine`, probed once for many models).

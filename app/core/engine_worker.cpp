@@ -5,8 +5,8 @@ namespace {
 
 QString text(const Status & s) { return QString::fromStdString(s.message()); }
 
-JobKind kindOf(const EngineJob & job) {
-    switch (job.request.index()) {
+JobKind kindOf(const EngineRequest & request) {
+    switch (request.request.index()) {
         case 0: return JobKind::loadModel;
         case 1: return JobKind::prefill;
         case 2: return JobKind::chat;
@@ -21,27 +21,48 @@ EngineWorker::EngineWorker(EngineFactory factory) : m_factory(std::move(factory)
 EngineWorker::~EngineWorker() = default;
 
 void EngineWorker::start() {
-    if (!m_engine) m_engine = m_factory();
+    try {
+        if (!m_engine) m_engine = m_factory();
+    } catch (...) {
+        // The next request makes it again, inside run()'s barrier, and says what failed.
+    }
 }
 
-void EngineWorker::run(const EngineJob & job) {
-    start();
-    emit jobStarted(job.id);
-    const JobKind kind = kindOf(job);
+void EngineWorker::run(const EngineRequest & request) {
+    const JobKind kind = kindOf(request);
+    // The barrier: nothing the engine throws crosses the thread.
+    const auto failWith = [&](const QString & message) {
+        send(request.id, JobError{.kind = kind, .errorKind = JobErrorKind::engine, .message = message});
+    };
+    try {
+        dispatch(request, kind);
+    } catch (const std::bad_alloc & e) {
+        failWith(QStringLiteral("The engine ran out of memory: %1. Lower the context or the prefill chunk, or close other programs.")
+                     .arg(QString::fromLocal8Bit(e.what())));
+    } catch (const std::exception & e) {
+        failWith(QStringLiteral("The engine failed: %1.").arg(QString::fromLocal8Bit(e.what())));
+    } catch (...) {
+        failWith(QStringLiteral("The engine failed with an unknown error."));
+    }
+}
+
+void EngineWorker::dispatch(const EngineRequest & request, JobKind kind) {
+    if (!m_engine) m_engine = m_factory();
+    send(request.id, JobStarted{});
     if (kind != JobKind::loadModel && !m_engine->hasModel()) {
-        emit failed(job.id, {.kind = kind, .errorKind = JobErrorKind::noModel,
-                             .message = QStringLiteral("No model is loaded: open a model, or use the bundled one.")});
+        send(request.id, JobError{.kind = kind, .errorKind = JobErrorKind::noModel,
+                                  .message = QStringLiteral("No model is loaded: open a model, or use the bundled one.")});
         return;
     }
     std::visit(
-        [&](const auto & request) {
-            using T = std::decay_t<decltype(request)>;
-            if constexpr (std::is_same_v<T, LoadModelRequest>) runLoad(job.id, request, job.stop);
-            if constexpr (std::is_same_v<T, PrefillRequest>) runPrefill(job.id, request, job.stop);
-            if constexpr (std::is_same_v<T, ChatRequest>) runChat(job.id, request, job.stop);
-            if constexpr (std::is_same_v<T, SummarizeRequest>) runSummarize(job.id, request, job.stop);
+        [&](const auto & r) {
+            using T = std::decay_t<decltype(r)>;
+            if constexpr (std::is_same_v<T, LoadModelRequest>) runLoad(request.id, r, request.stop);
+            if constexpr (std::is_same_v<T, PrefillRequest>) runPrefill(request.id, r, request.stop);
+            if constexpr (std::is_same_v<T, ChatRequest>) runChat(request.id, r, request.stop);
+            if constexpr (std::is_same_v<T, SummarizeRequest>) runSummarize(request.id, r, request.stop);
         },
-        job.request);
+        request.request);
     maybeSnapshot(true);
 }
 
@@ -52,7 +73,7 @@ void EngineWorker::fail(quint64 id, JobKind kind, const Status & status, const C
         case StatusCode::invalid_argument: e.errorKind = JobErrorKind::invalidSettings; break;
         default: e.errorKind = kind == JobKind::loadModel ? JobErrorKind::model : JobErrorKind::engine; break;
     }
-    emit failed(id, e);
+    send(id, std::move(e));
 }
 
 ProgressFn EngineWorker::prefillReporter(quint64 id, JobResult & result, Clock::time_point started) {
@@ -68,7 +89,7 @@ ProgressFn EngineWorker::prefillReporter(quint64 id, JobResult & result, Clock::
         result.promptTokens = computed;
         result.restoredTokens = p.n_restored;
         result.prefillMs = elapsedMs;
-        emit prefillProgress(id, s);
+        send(id, JobProgress{.prefill = s});
         maybeSnapshot();
     };
 }
@@ -84,24 +105,23 @@ void EngineWorker::maybeSnapshot(bool force) {
     emit cacheSnapshot(s);
 }
 
-void EngineWorker::sendRetention(qint64 conversationId, const ConversationContext & context) {
+RetentionSnapshot EngineWorker::retentionOf(qint64 conversationId, const ConversationContext & context) const {
     RetentionSnapshot r = m_engine->retention(context);
     r.conversationId = conversationId;
-    emit retentionChanged(r);
+    return r;
 }
 
 void EngineWorker::runLoad(quint64 id, const LoadModelRequest & request, std::stop_token stop) {
     Result<ModelInfo> info = m_engine->loadModel(request, stop);
     if (!info.ok()) {
         if (info.status().code() == StatusCode::cancelled) {
-            emit finished(id, {.kind = JobKind::loadModel, .reason = StopReason::cancelled});
+            send(id, JobResult{.kind = JobKind::loadModel, .reason = StopReason::cancelled});
         } else {
             fail(id, JobKind::loadModel, info.status());
         }
         return;
     }
-    emit modelLoaded(id, *info);
-    emit finished(id, {.kind = JobKind::loadModel, .model = *info});
+    send(id, JobResult{.kind = JobKind::loadModel, .model = *info});
 }
 
 void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::stop_token stop) {
@@ -110,7 +130,7 @@ void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::s
         fail(id, JobKind::prefill, measure.status());
         return;
     }
-    emit contextMeasured(id, *measure);
+    send(id, *measure);
     if (!measure->fits) {
         const ContextMeasure & m = *measure;
         const QString message =
@@ -120,8 +140,8 @@ void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::s
                 .arg(m.promptTokens)
                 .arg(m.contextLimit)
                 .arg(m.reserveTokens);
-        sendRetention(request.conversationId, request.context);
-        emit failed(id, {.kind = JobKind::prefill, .errorKind = JobErrorKind::contextFull, .message = message, .measure = m});
+        send(id, JobError{.kind = JobKind::prefill, .errorKind = JobErrorKind::contextFull, .message = message, .measure = m,
+                          .retention = retentionOf(request.conversationId, request.context)});
         return;
     }
     JobResult result{.kind = JobKind::prefill, .measure = *measure};
@@ -132,15 +152,15 @@ void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::s
         fail(id, JobKind::prefill, s, *measure);
         return;
     }
-    sendRetention(request.conversationId, request.context);
-    emit finished(id, result);
+    result.retention = retentionOf(request.conversationId, request.context);
+    send(id, std::move(result));
 }
 
 void EngineWorker::runChat(quint64 id, const ChatRequest & request, std::stop_token stop) {
     JobResult result{.kind = JobKind::chat};
     const Clock::time_point started = Clock::now();
     auto sink = [&](int32_t, std::string_view piece) {
-        if (!piece.empty()) emit tokenGenerated(id, QString::fromUtf8(piece.data(), qsizetype(piece.size())));
+        if (!piece.empty()) send(id, GeneratedText{QString::fromUtf8(piece.data(), qsizetype(piece.size()))});
         maybeSnapshot();
         return true;
     };
@@ -155,8 +175,8 @@ void EngineWorker::runChat(quint64 id, const ChatRequest & request, std::stop_to
     result.generatedTokens = uint32_t(r->tokens.size());
     result.decodeMs = r->decode_ms;
     if (result.generatedTokens > 0 && r->decode_ms > 0) m_decodeRate = result.generatedTokens * 1000.0 / r->decode_ms;
-    if (request.context.hasDocument()) sendRetention(request.conversationId, request.context);
-    emit finished(id, result);
+    if (request.context.hasDocument()) result.retention = retentionOf(request.conversationId, request.context);
+    send(id, std::move(result));
 }
 
 void EngineWorker::runSummarize(quint64 id, const SummarizeRequest & request, std::stop_token stop) {
@@ -174,12 +194,12 @@ void EngineWorker::runSummarize(quint64 id, const SummarizeRequest & request, st
         if (p.passes_done > 0 && p.passes_total > p.passes_done) {
             s.etaMs = s.elapsedMs / p.passes_done * (p.passes_total - p.passes_done);
         }
-        emit summaryProgress(id, s);
+        send(id, JobProgress{.summary = s});
         maybeSnapshot();
     };
     auto sink = [&](int32_t, std::string_view piece) {
         ++result.generatedTokens;
-        if (!piece.empty()) emit tokenGenerated(id, QString::fromUtf8(piece.data(), qsizetype(piece.size())));
+        if (!piece.empty()) send(id, GeneratedText{QString::fromUtf8(piece.data(), qsizetype(piece.size()))});
         return true;
     };
     Result<SummaryResult> r = m_engine->summarize(request, progress, sink, stop);
@@ -191,7 +211,7 @@ void EngineWorker::runSummarize(quint64 id, const SummarizeRequest & request, st
     result.text = QString::fromStdString(r->text);
     result.method = QString::fromStdString(r->describe());
     result.decodeMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-    emit finished(id, result);
+    send(id, std::move(result));
 }
 
 }  // namespace lr::app

@@ -1,7 +1,10 @@
 #pragma once
-// The engine thread's side: runs one job at a time on an InferenceEngine and turns its
-// callbacks into queued signals carrying values. Created by EngineHost and moved to its
-// thread; nothing on the GUI thread calls it directly.
+// The engine thread's side: runs one request at a time on an InferenceEngine and turns its
+// callbacks into JobEvent values, sent in one queued signal. Created by EngineHost and moved
+// to its thread; nothing on the GUI thread calls it directly.
+//
+// An exception barrier: whatever the engine throws (std::bad_alloc included) ends the job
+// as failed with a plain message; it never crosses the thread or ends the program.
 
 #include <QObject>
 
@@ -9,7 +12,9 @@
 #include <functional>
 #include <memory>
 
+#include "app/core/engine_requests.h"
 #include "app/core/inference_engine.h"
+#include "app/core/job_event.h"
 
 namespace lr::app {
 
@@ -26,32 +31,29 @@ public:
 public slots:
     // Creates the engine (on the engine thread).
     void start();
-    void run(const lr::app::EngineJob & job);
+    void run(const lr::app::EngineRequest & request);
 
 signals:
-    void jobStarted(quint64 id);
-    void modelLoaded(quint64 id, const lr::app::ModelInfo & info);
-    void contextMeasured(quint64 id, const lr::app::ContextMeasure & measure);
-    void prefillProgress(quint64 id, const lr::app::PrefillStatus & status);
-    void tokenGenerated(quint64 id, const QString & text);
-    void summaryProgress(quint64 id, const lr::app::SummaryStatus & status);
-    void finished(quint64 id, const lr::app::JobResult & result);
-    void failed(quint64 id, const lr::app::JobError & error);
+    void jobEvent(const lr::app::JobEvent & event);
     void cacheSnapshot(const lr::app::CacheSnapshot & snapshot);
-    void retentionChanged(const lr::app::RetentionSnapshot & retention);
 
 private:
     using Clock = std::chrono::steady_clock;
 
+    void dispatch(const EngineRequest & request, JobKind kind);
     void runLoad(quint64 id, const LoadModelRequest & request, std::stop_token stop);
     void runPrefill(quint64 id, const PrefillRequest & request, std::stop_token stop);
     void runChat(quint64 id, const ChatRequest & request, std::stop_token stop);
     void runSummarize(quint64 id, const SummarizeRequest & request, std::stop_token stop);
+    template <typename T>
+    void send(quint64 id, T what) {
+        emit jobEvent({.jobId = id, .what = std::move(what)});
+    }
     void fail(quint64 id, JobKind kind, const Status & status, const ContextMeasure & measure = {});
-    // A ProgressFn that reports prefillProgress (with rate and ETA) and snapshots.
+    // A ProgressFn that reports the prompt's progress (with rate and ETA) and snapshots.
     ProgressFn prefillReporter(quint64 id, JobResult & result, Clock::time_point started);
     void maybeSnapshot(bool force = false);
-    void sendRetention(qint64 conversationId, const ConversationContext & context);
+    RetentionSnapshot retentionOf(qint64 conversationId, const ConversationContext & context) const;
 
     EngineFactory m_factory;
     std::unique_ptr<InferenceEngine> m_engine;

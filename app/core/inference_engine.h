@@ -13,10 +13,9 @@
 #include "app/core/engine_requests.h"
 #include "app/core/engine_results.h"
 #include "app/core/retention_snapshot.h"
+#include "engine/api/generation.h"
+#include "engine/api/summary.h"
 #include "engine/common/status.h"
-#include "engine/runtime/generator.h"
-#include "engine/runtime/session.h"
-#include "engine/runtime/summarizer.h"
 
 namespace lr::app {
 

@@ -1,23 +1,26 @@
 #pragma once
-// The real engine behind InferenceEngine: a backend (CUDA when a device is usable, else the
-// CPU), the loaded Model, one Session (re-created when the settings that shape it change:
-// applied at the next turn), and the summarizer. Lives on the engine thread.
+// The real engine behind InferenceEngine: the engine facade (engine/runtime/engine.h) seen
+// through the app's values. It loads on a CUDA device when one is usable, else the CPU,
+// keeps one session (rebuilt at the next turn when the settings that shape it change),
+// and converts between the app's Qt values and the engine's. Lives on the engine thread.
 
 #include <memory>
 
 #include "app/core/inference_engine.h"
-#include "engine/backend/backend.h"
-#include "engine/chat/chat_template.h"
+
+namespace lr {
+class Engine;
+}
 
 namespace lr::app {
 
 class LlmEngine final : public InferenceEngine {
 public:
-    LlmEngine() = default;
+    LlmEngine();
     ~LlmEngine() override;
 
     Result<ModelInfo> loadModel(const LoadModelRequest & request, std::stop_token stop) override;
-    bool hasModel() const override { return m_model != nullptr; }
+    bool hasModel() const override;
     Result<ContextMeasure> measure(const ConversationContext & context, const EngineSettings & settings) override;
     Status prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
                    std::stop_token stop) override;
@@ -29,15 +32,11 @@ public:
     RetentionSnapshot retention(const ConversationContext & context) const override;
 
 private:
-    Status ensureSession(const EngineSettings & settings);
-    std::vector<chat::ChatMessage> messagesFor(const ConversationContext & context) const;
-    // Tokens kept free after the context for the next question and its answer.
-    static uint32_t reserveFor(uint32_t contextLimit);
+    // The session for `settings` (validated first, with the app's messages).
+    Status useSession(const EngineSettings & settings);
 
-    std::unique_ptr<Backend> m_backend;
-    std::shared_ptr<const Model> m_model;
-    std::unique_ptr<Session> m_session;
-    EngineSettings m_sessionSettings;
+    std::unique_ptr<Engine> m_engine;
+    EngineSettings m_settings;  // of the last request: what the cache panel describes
 };
 
 }  // namespace lr::app

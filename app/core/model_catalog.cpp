@@ -13,9 +13,7 @@
 
 #include "app/core/engine_requests.h"
 #include "app/core/engine_settings.h"
-#include "app/core/model_file_info.h"
-#include "engine/gguf/gguf_file.h"
-#include "resources/bundled_model.h"
+#include "engine/api/model_info.h"
 
 namespace lr::app {
 namespace {
@@ -25,24 +23,15 @@ bool hasGgufMagic(const QString & path) {
     return f.open(QIODevice::ReadOnly) && f.read(4) == "GGUF";
 }
 
-ModelEntry fromFile(const gguf::GgufFile & file, ModelEntry e) {
-    const Result<ModelHParams> hp = read_hparams(file);
-    e.fileBytes = file.file_size();
-    e.quantization = quantizationName(file);
-    if (hp.ok()) {
-        e.architecture = QString::fromStdString(hp->arch_name);
-        if (e.name.isEmpty()) e.name = QString::fromStdString(hp->name);
-        e.nCtxTrain = hp->n_ctx_train;
-        e.shape = memory_shape(*hp, tensorBytes(file));
-    } else if (auto arch = file.get_string("general.architecture"); arch.ok() && arch->has_value()) {
-        e.architecture = QString::fromStdString(std::string(**arch));
-    }
-    if (std::optional<QString> reason = unsupportedReason(file, hp)) {
-        e.supported = false;
-        e.problem = *reason;
-    } else {
-        e.supported = true;
-    }
+ModelEntry fromSummary(const ModelFileSummary & file, ModelEntry e) {
+    e.fileBytes = file.file_bytes;
+    e.quantization = QString::fromStdString(file.quantization);
+    e.architecture = QString::fromStdString(file.architecture);
+    if (e.name.isEmpty()) e.name = QString::fromStdString(file.name);
+    e.nCtxTrain = file.n_ctx_train;
+    e.shape = file.shape;
+    e.supported = file.supported;
+    e.problem = QString::fromStdString(file.problem);
     return e;
 }
 
@@ -106,7 +95,7 @@ ModelEntry ModelCatalog::inspect(const QString & path, const QString & source) {
     e.path = path;
     e.source = source;
     e.fileBytes = quint64(QFileInfo(path).size());
-    Result<gguf::GgufFile> file = gguf::GgufFile::open(path.toStdString());
+    const Result<ModelFileSummary> file = inspect_model_file(path.toStdString());
     if (!file.ok()) {
         e.name = QFileInfo(path).fileName();
         QString message = QString::fromStdString(file.status().message());
@@ -115,7 +104,7 @@ ModelEntry ModelCatalog::inspect(const QString & path, const QString & source) {
         e.problem = QStringLiteral("not a readable GGUF file: ") + message;
         return e;
     }
-    e = fromFile(*file, e);
+    e = fromSummary(*file, e);
     if (e.name.isEmpty()) e.name = QFileInfo(path).completeBaseName();
     return e;
 }
@@ -124,12 +113,12 @@ ModelEntry ModelCatalog::bundled() {
     ModelEntry e;
     e.path = QString::fromLatin1(kBundledModelPath);
     e.source = QStringLiteral("Bundled");
-    Result<gguf::GgufFile> file = gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName);
+    const Result<ModelFileSummary> file = inspect_bundled_model();
     if (!file.ok()) {
         e.problem = QString::fromStdString(file.status().message());
         return e;
     }
-    e = fromFile(*file, e);
+    e = fromSummary(*file, e);
     e.name = QStringLiteral("stories260K (bundled demo)");
     return e;
 }

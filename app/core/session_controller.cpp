@@ -5,6 +5,8 @@
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "app/core/engine_host.h"
+
 namespace lr::app {
 namespace {
 
@@ -39,14 +41,9 @@ SessionController::SessionController(Database & db, EngineHost & engine, AppSett
     m_settings = m_appSettings.engineDefaults();
     m_flushTimer.setInterval(1000);
     connect(&m_flushTimer, &QTimer::timeout, this, &SessionController::flush);
-    // EngineHost re-emits the worker's queued signals on this thread: direct from here on.
-    connect(&m_engine, &EngineHost::tokenGenerated, this, &SessionController::onToken);
-    connect(&m_engine, &EngineHost::finished, this, &SessionController::onFinished);
-    connect(&m_engine, &EngineHost::failed, this, &SessionController::onFailed);
-    connect(&m_engine, &EngineHost::contextMeasured, this, &SessionController::onContextMeasured);
-    connect(&m_engine, &EngineHost::prefillProgress, this, &SessionController::onPrefillProgress);
-    connect(&m_engine, &EngineHost::summaryProgress, this, &SessionController::onSummaryProgress);
-    connect(&m_engine, &EngineHost::retentionChanged, this, &SessionController::onRetention);
+    connect(&m_document, &DocumentLifecycle::changed, this, &SessionController::documentChanged);
+    connect(&m_engine, &EngineHost::cacheSnapshot, this, &SessionController::cacheSnapshot);
+    connect(&m_engine, &EngineHost::busyChanged, this, &SessionController::engineBusyChanged);
 }
 
 SessionController::~SessionController() {
@@ -73,11 +70,15 @@ void SessionController::start() {
     loadModel(m_appSettings.lastModel());
 }
 
+bool SessionController::isEngineBusy() const { return m_engine.isBusy(); }
+
 void SessionController::loadModel(const QString & path) {
-    if (m_loadJob != 0) m_engine.requestStop(m_loadJob);
+    if (m_loadJob) m_loadJob->abandon();
     m_modelReady = false;
     m_loadingPath = path;
     m_loadJob = m_engine.loadModel({.path = path, .threads = m_appSettings.threads()});
+    connect(m_loadJob, &EngineJob::finished, this, &SessionController::onModelFinished);
+    connect(m_loadJob, &EngineJob::failed, this, &SessionController::onModelFailed);
     emit modelLoading(path);
 }
 
@@ -117,7 +118,7 @@ void SessionController::selectConversation(qint64 id) {
     m_retention.reset();
     emit currentConversationChanged(id);
     emit settingsChanged(m_settings);
-    loadDocumentState();
+    showDocument();
 }
 
 void SessionController::renameConversation(qint64 id, const QString & title) {
@@ -129,14 +130,12 @@ void SessionController::renameConversation(qint64 id, const QString & title) {
 
 void SessionController::deleteConversation(qint64 id) {
     if (m_reply && m_reply->conversationId == id) {
-        m_engine.requestStop(m_reply->jobId);
+        m_reply->job->abandon();
         m_flushTimer.stop();
         m_reply.reset();
         emit replyingChanged(false);
     }
-    for (const auto & [job, conversation] : m_documentJobs) {
-        if (conversation == id) m_engine.requestStop(job);
-    }
+    abandonReading(id);
     if (!stored(m_conversationRepo.remove(id), QStringLiteral("the deletion"))) return;
     const int row = m_conversations.rowOf(id);
     m_conversations.remove(id);
@@ -159,7 +158,7 @@ void SessionController::retitleIfNew(qint64 conversationId, const QString & basi
 
 ConversationContext SessionController::contextFor(qint64 conversationId, qint64 beforeMessageId) const {
     ConversationContext context;
-    if (conversationId == m_current && m_document.usableInContext()) {
+    if (conversationId == m_current && m_document.state().usableInContext()) {
         if (std::optional<DocumentRecord> d = m_documentRepo.forConversation(conversationId)) {
             context.documentTitle = d->title;
             context.documentText = d->text;
@@ -196,21 +195,29 @@ void SessionController::startReply(JobKind kind, const ConversationContext & con
     if (!stored(reply.has_value(), QStringLiteral("the reply"))) return;
     m_messages.append(*reply);
     m_conversations.moveToTop(m_current, reply->createdAt);
-    quint64 job = 0;
+    EngineJob * job = nullptr;
     if (kind == JobKind::chat) {
         job = m_engine.chat({.conversationId = m_current, .context = context, .userText = userText, .settings = m_settings});
     } else {
         const std::optional<DocumentRecord> d = m_documentRepo.forConversation(m_current);
         job = m_engine.summarize({.conversationId = m_current, .title = d ? d->title : QString(), .text = d ? d->text : QString(),
                                   .settings = m_settings});
+        m_document.setSummarizing(m_current, true);
     }
-    m_reply = Reply{.jobId = job, .kind = kind, .conversationId = m_current, .messageId = reply->id};
+    connect(job, &EngineJob::token, this, &SessionController::onToken);
+    connect(job, &EngineJob::progress, this, &SessionController::onReplyProgress);
+    connect(job, &EngineJob::finished, this, &SessionController::onReplyFinished);
+    connect(job, &EngineJob::failed, this, [this](const JobError & error) {
+        endReply(m_reply->text, MessageState::failed, QString(), error.message);
+        emit errorOccurred(error.message);
+    });
+    m_reply = Reply{.job = job, .kind = kind, .conversationId = m_current, .messageId = reply->id};
     m_flushTimer.start();
     emit replyingChanged(true);
 }
 
 void SessionController::stop() {
-    if (m_reply) m_engine.requestStop(m_reply->jobId);
+    if (m_reply) m_reply->job->stop();
 }
 
 QString SessionController::lastPrompt() const {
@@ -251,8 +258,7 @@ void SessionController::resendEdited(const QString & text) {
     sendMessage(text);
 }
 
-void SessionController::onToken(quint64 id, const QString & piece) {
-    if (!m_reply || id != m_reply->jobId) return;
+void SessionController::onToken(const QString & piece) {
     m_reply->text += piece;
     m_reply->dirty = true;
     if (m_reply->conversationId == m_current) m_messages.appendText(m_reply->messageId, piece);
@@ -267,82 +273,64 @@ void SessionController::flush() {
 void SessionController::endReply(const QString & text, MessageState state, const QString & stopReason, const QString & note) {
     const Reply reply = *m_reply;
     m_reply.reset();
+    reply.job->deleteLater();
+    if (reply.kind == JobKind::summarize) m_document.setSummarizing(reply.conversationId, false);
     m_flushTimer.stop();
     stored(m_messageRepo.finish(reply.messageId, text, state, stopReason, note), QStringLiteral("the reply"));
     if (reply.conversationId == m_current) m_messages.finish(reply.messageId, text, state, stopReason, note);
     emit replyingChanged(false);
 }
 
-void SessionController::onFinished(quint64 id, const JobResult & result) {
-    if (m_reply && id == m_reply->jobId) {
-        const QString text = result.text.isEmpty() ? m_reply->text : result.text;
-        const bool stopped = result.reason == StopReason::cancelled;
-        QString note = result.kind == JobKind::summarize ? result.method : speedNote(result);
-        if (result.reason == StopReason::context_full) {
-            note += QStringLiteral(" \u2014 the context is full: start a new conversation or raise the context");
-        } else if (result.reason == StopReason::max_tokens) {
-            note += QStringLiteral(" \u2014 reached the reply length limit");
-        }
-        endReply(text, stopped ? MessageState::stopped : MessageState::finished, stopReasonKey(result.reason), note.trimmed());
-        return;
+void SessionController::onReplyFinished(const JobResult & result) {
+    const QString text = result.text.isEmpty() ? m_reply->text : result.text;
+    const bool stopped = result.reason == StopReason::cancelled;
+    QString note = result.kind == JobKind::summarize ? result.method : speedNote(result);
+    if (result.reason == StopReason::context_full) {
+        note += QStringLiteral(" \u2014 the context is full: start a new conversation or raise the context");
+    } else if (result.reason == StopReason::max_tokens) {
+        note += QStringLiteral(" \u2014 reached the reply length limit");
     }
-    if (id == m_loadJob) {
-        m_loadJob = 0;
-        m_startupLoad = false;
-        if (result.reason == StopReason::cancelled) return;
-        m_model = result.model;
-        m_modelReady = true;
-        m_appSettings.setLastModel(result.model.path);
-        emit modelReady(m_model);
-        // Token counts depend on the model: measure the document again.
-        if (m_document.phase != DocumentPhase::none && m_document.phase != DocumentPhase::loading) requestDocumentRead();
-        return;
-    }
-    if (auto it = m_documentJobs.find(id); it != m_documentJobs.end()) {
-        const qint64 conversation = it->second;
-        m_documentJobs.erase(it);
-        if (conversation != m_current || m_document.phase != DocumentPhase::reading) return;
-        DocumentState s = m_document;
-        s.phase = result.reason == StopReason::cancelled ? DocumentPhase::stopped : DocumentPhase::inContext;
-        s.measure = result.measure;
-        s.message = s.phase == DocumentPhase::stopped
-                        ? QStringLiteral("Reading stopped: the document is not in the chat's context.")
-                        : QString();
-        setDocument(s);
+    endReply(text, stopped ? MessageState::stopped : MessageState::finished, stopReasonKey(result.reason), note.trimmed());
+    onRetention(result.retention);
+}
+
+void SessionController::onModelFinished(const JobResult & result) {
+    m_loadJob->deleteLater();
+    m_loadJob = nullptr;
+    m_startupLoad = false;
+    if (result.reason == StopReason::cancelled) return;
+    m_model = result.model;
+    m_modelReady = true;
+    m_appSettings.setLastModel(result.model.path);
+    emit modelReady(m_model);
+    // Token counts depend on the model: measure the document again.
+    if (m_document.canReadAgain()) requestDocumentRead();
+}
+
+void SessionController::onModelFailed(const JobError & error) {
+    m_loadJob->deleteLater();
+    m_loadJob = nullptr;
+    const bool fallBack = m_startupLoad && m_loadingPath != QLatin1String(kBundledModelPath);
+    m_startupLoad = false;
+    emit modelFailed(error.message);
+    if (fallBack) {
+        emit errorOccurred(QStringLiteral("%1 Using the bundled model instead.").arg(error.message));
+        loadModel(QString::fromLatin1(kBundledModelPath));
     }
 }
 
-void SessionController::onFailed(quint64 id, const JobError & error) {
-    if (m_reply && id == m_reply->jobId) {
-        endReply(m_reply->text, MessageState::failed, QString(), error.message);
-        emit errorOccurred(error.message);
-        return;
-    }
-    if (id == m_loadJob) {
-        m_loadJob = 0;
-        const bool fallBack = m_startupLoad && m_loadingPath != QLatin1String(kBundledModelPath);
-        m_startupLoad = false;
-        emit modelFailed(error.message);
-        if (fallBack) {
-            emit errorOccurred(QStringLiteral("%1 Using the bundled model instead.").arg(error.message));
-            loadModel(QString::fromLatin1(kBundledModelPath));
+void SessionController::onReplyProgress(const JobProgress & progress) {
+    if (!progress.summary) {
+        const PrefillStatus & status = progress.prefill;
+        if (m_reply->conversationId == m_current && status.total > 0) {
+            const QString note = status.done < status.total
+                                     ? QStringLiteral("Reading the prompt: %1 of %2 tokens").arg(status.done).arg(status.total)
+                                     : QString();
+            m_messages.setProgressNote(m_reply->messageId, note);
         }
         return;
     }
-    if (auto it = m_documentJobs.find(id); it != m_documentJobs.end()) {
-        const qint64 conversation = it->second;
-        m_documentJobs.erase(it);
-        if (conversation != m_current) return;
-        DocumentState s = m_document;
-        s.phase = error.errorKind == JobErrorKind::contextFull ? DocumentPhase::tooLong : DocumentPhase::failed;
-        if (error.errorKind == JobErrorKind::contextFull) s.measure = error.measure;
-        s.message = error.message;
-        setDocument(s);
-    }
-}
-
-void SessionController::onSummaryProgress(quint64 id, const SummaryStatus & status) {
-    if (!m_reply || id != m_reply->jobId) return;
+    const SummaryStatus & status = *progress.summary;
     const SummaryProgress & p = status.progress;
     QString note;
     if (p.method == SummaryMethod::one_pass) {
@@ -363,34 +351,21 @@ void SessionController::onSummaryProgress(quint64 id, const SummaryStatus & stat
 
 // --- documents -------------------------------------------------------------------------
 
-void SessionController::setDocument(DocumentState state) {
-    m_document = std::move(state);
-    emit documentChanged(m_document);
+void SessionController::showDocument() {
+    m_document.show(m_current, m_current ? m_documentRepo.forConversation(m_current) : std::nullopt);
+    if (m_document.state().phase == DocumentPhase::reading) requestDocumentRead();
 }
 
-void SessionController::loadDocumentState() {
-    DocumentState s;
-    s.conversationId = m_current;
-    if (m_current != 0) {
-        if (std::optional<DocumentRecord> d = m_documentRepo.forConversation(m_current)) {
-            s.title = d->title;
-            s.path = d->path;
-            s.format = d->format;
-            s.fileBytes = d->fileBytes;
-            s.characters = d->text.size();
-            s.tokens = d->tokenCount;
-            s.phase = DocumentPhase::reading;
-        }
+void SessionController::abandonReading(qint64 conversationId) {
+    if (auto it = m_readingJobs.find(conversationId); it != m_readingJobs.end()) {
+        it->second->abandon();
+        m_readingJobs.erase(it);
     }
-    setDocument(s);
-    if (s.phase == DocumentPhase::reading) requestDocumentRead();
 }
 
 void SessionController::requestDocumentRead() {
     if (m_current == 0) return;
-    for (const auto & [job, conversation] : m_documentJobs) {
-        if (conversation == m_current) m_engine.requestStop(job);
-    }
+    abandonReading(m_current);
     ConversationContext context = contextFor(m_current);
     if (!context.hasDocument()) {
         const std::optional<DocumentRecord> d = m_documentRepo.forConversation(m_current);
@@ -398,24 +373,37 @@ void SessionController::requestDocumentRead() {
         context.documentTitle = d->title;
         context.documentText = d->text;
     }
-    DocumentState s = m_document;
-    s.phase = DocumentPhase::reading;
-    s.progress = {};
-    s.message.clear();
-    setDocument(s);
-    const quint64 job = m_engine.prefill({.conversationId = m_current, .context = context, .settings = m_settings});
-    m_documentJobs[job] = m_current;
+    m_document.startReading();
+    const qint64 conversation = m_current;
+    EngineJob * job = m_engine.prefill({.conversationId = conversation, .context = context, .settings = m_settings});
+    m_readingJobs[conversation] = job;
+    const auto done = [this, conversation, job] {
+        m_readingJobs.erase(conversation);
+        job->deleteLater();
+    };
+    connect(job, &EngineJob::measured, this, [this, conversation](const ContextMeasure & measure) {
+        if (std::optional<DocumentRecord> d = m_documentRepo.forConversation(conversation)) {
+            stored(m_documentRepo.setTokenCount(d->id, measure.documentTokens), QStringLiteral("the token count"));
+        }
+        m_document.measured(conversation, measure);
+    });
+    connect(job, &EngineJob::progress, this, [this, conversation](const JobProgress & p) { m_document.progressed(conversation, p.prefill); });
+    connect(job, &EngineJob::finished, this, [this, conversation, done](const JobResult & result) {
+        done();
+        onRetention(result.retention);
+        m_document.read(conversation, result);
+    });
+    connect(job, &EngineJob::failed, this, [this, conversation, done](const JobError & error) {
+        done();
+        onRetention(error.retention);
+        m_document.readFailed(conversation, error);
+    });
 }
 
 void SessionController::attachDocument(const QString & path) {
     const qint64 conversation = ensureConversation();
     if (conversation == 0) return;
-    DocumentState s;
-    s.conversationId = conversation;
-    s.phase = DocumentPhase::loading;
-    s.title = QFileInfo(path).fileName();
-    s.path = path;
-    setDocument(s);
+    m_document.open(conversation, path);
     auto * watcher = new QFutureWatcher<DocumentLoadResult>(this);
     connect(watcher, &QFutureWatcher<DocumentLoadResult>::finished, this, [this, watcher, conversation] {
         --m_documentLoadsInFlight;
@@ -428,12 +416,7 @@ void SessionController::attachDocument(const QString & path) {
 
 void SessionController::onDocumentLoaded(qint64 conversationId, const DocumentLoadResult & result) {
     if (!result.ok()) {
-        if (conversationId == m_current) {
-            DocumentState s = m_document;
-            s.phase = DocumentPhase::failed;
-            s.message = result.error;
-            setDocument(s);
-        }
+        m_document.openFailed(conversationId, result.error);
         emit errorOccurred(result.error);
         return;
     }
@@ -448,31 +431,23 @@ void SessionController::onDocumentLoaded(qint64 conversationId, const DocumentLo
     if (!stored(record.has_value(), QStringLiteral("the document"))) return;
     retitleIfNew(conversationId, doc.title);
     if (conversationId != m_current) return;
-    loadDocumentState();
-    if (!doc.note.isEmpty()) {
-        DocumentState s = m_document;
-        s.message = doc.note;
-        setDocument(s);
-    }
+    showDocument();
+    if (!doc.note.isEmpty()) m_document.note(doc.note);
 }
 
 void SessionController::removeDocument() {
     if (m_current == 0) return;
-    for (const auto & [job, conversation] : m_documentJobs) {
-        if (conversation == m_current) m_engine.requestStop(job);
-    }
+    abandonReading(m_current);
     stored(m_documentRepo.removeFor(m_current), QStringLiteral("the removal of the document"));
-    loadDocumentState();
+    showDocument();
 }
 
 void SessionController::readDocumentAgain() {
-    if (m_document.phase != DocumentPhase::none && m_document.phase != DocumentPhase::loading) requestDocumentRead();
+    if (m_document.canReadAgain()) requestDocumentRead();
 }
 
 void SessionController::stopReadingDocument() {
-    for (const auto & [job, conversation] : m_documentJobs) {
-        if (conversation == m_current) m_engine.requestStop(job);
-    }
+    if (auto it = m_readingJobs.find(m_current); it != m_readingJobs.end()) it->second->stop();
 }
 
 void SessionController::summarizeDocument() {
@@ -487,38 +462,10 @@ void SessionController::summarizeDocument() {
     startReply(JobKind::summarize, {}, prompt);
 }
 
-void SessionController::onContextMeasured(quint64 id, const ContextMeasure & measure) {
-    auto it = m_documentJobs.find(id);
-    if (it == m_documentJobs.end()) return;
-    if (std::optional<DocumentRecord> d = m_documentRepo.forConversation(it->second)) {
-        stored(m_documentRepo.setTokenCount(d->id, measure.documentTokens), QStringLiteral("the token count"));
-    }
-    if (it->second != m_current) return;
-    DocumentState s = m_document;
-    s.tokens = measure.documentTokens;
-    s.measure = measure;
-    setDocument(s);
-}
-
-void SessionController::onPrefillProgress(quint64 id, const PrefillStatus & status) {
-    if (auto it = m_documentJobs.find(id); it != m_documentJobs.end()) {
-        if (it->second != m_current) return;
-        DocumentState s = m_document;
-        s.progress = status;
-        setDocument(s);
-        return;
-    }
-    if (m_reply && id == m_reply->jobId && m_reply->conversationId == m_current && status.total > 0) {
-        const QString note = status.done < status.total ? QStringLiteral("Reading the prompt: %1 of %2 tokens").arg(status.done).arg(status.total)
-                                                        : QString();
-        m_messages.setProgressNote(m_reply->messageId, note);
-    }
-}
-
-void SessionController::onRetention(const RetentionSnapshot & retention) {
-    if (retention.conversationId != m_current) return;
+void SessionController::onRetention(const std::optional<RetentionSnapshot> & retention) {
+    if (!retention || retention->conversationId != m_current) return;
     m_retention = retention;
-    emit retentionChanged(retention);
+    emit retentionChanged(*retention);
 }
 
 // --- settings --------------------------------------------------------------------------
@@ -530,7 +477,7 @@ void SessionController::setSettings(const EngineSettings & settings) {
     if (m_current != 0) stored(m_settingsRepo.save(m_current, toJson(settings)), QStringLiteral("the settings"));
     emit settingsChanged(m_settings);
     // A document that did not fit may fit the new context: measure it again.
-    if (contextChanged && m_document.phase == DocumentPhase::tooLong) requestDocumentRead();
+    if (contextChanged && m_document.state().phase == DocumentPhase::tooLong) requestDocumentRead();
 }
 
 void SessionController::saveSettingsAsDefaults() { m_appSettings.setEngineDefaults(m_settings); }

@@ -7,6 +7,11 @@
 // about once a second while it streams, and it is saved with its final text and state when
 // it ends: killing the program loses at most the last second of a reply. Switching
 // conversations during a reply lets it finish into its own conversation.
+//
+// Every engine request is an EngineJob whose signals reach the handlers of what it is for
+// (the reply, the model load, one conversation's document): a job that is replaced or no
+// longer wanted is abandoned, so no handler matches job ids. The main window sees the
+// engine through this controller only.
 
 #include <QObject>
 #include <QTimer>
@@ -15,18 +20,23 @@
 #include <optional>
 
 #include "app/core/app_settings.h"
+#include "app/core/cache_snapshot.h"
 #include "app/core/conversation_list_model.h"
 #include "app/core/conversation_repository.h"
 #include "app/core/database.h"
 #include "app/core/document_loader.h"
+#include "app/core/document_lifecycle.h"
 #include "app/core/document_repository.h"
-#include "app/core/document_state.h"
-#include "app/core/engine_host.h"
+#include "app/core/engine_requests.h"
+#include "app/core/engine_results.h"
 #include "app/core/message_list_model.h"
 #include "app/core/message_repository.h"
 #include "app/core/settings_repository.h"
 
 namespace lr::app {
+
+class EngineHost;
+class EngineJob;
 
 class SessionController : public QObject {
     Q_OBJECT
@@ -41,15 +51,16 @@ public:
     qint64 currentConversation() const { return m_current; }
     bool isReplying() const { return m_reply.has_value(); }
     bool isModelReady() const { return m_modelReady; }
-    bool isModelLoading() const { return m_loadJob != 0; }
+    bool isModelLoading() const { return m_loadJob != nullptr; }
+    bool isEngineBusy() const;
     const ModelInfo & model() const { return m_model; }
-    const DocumentState & document() const { return m_document; }
+    const DocumentState & document() const { return m_document.state(); }
     const EngineSettings & settings() const { return m_settings; }
     const std::optional<RetentionSnapshot> & retention() const { return m_retention; }
     // The last user message of the conversation on screen (for edit-and-resend).
     QString lastPrompt() const;
     bool canRegenerate() const;
-    bool canSummarize() const { return m_document.phase != DocumentPhase::none && m_document.phase != DocumentPhase::loading && m_document.phase != DocumentPhase::failed && !isReplying(); }
+    bool canSummarize() const { return m_document.canSummarize() && !isReplying(); }
 
     // How often streaming text is written to the database (tests shorten it).
     void setFlushInterval(int ms) { m_flushTimer.setInterval(ms); }
@@ -93,6 +104,9 @@ signals:
     void summaryProgress(const lr::app::SummaryStatus & status);
     void settingsChanged(const lr::app::EngineSettings & settings);
     void retentionChanged(const lr::app::RetentionSnapshot & retention);
+    // The engine's cache, a few times a second while it works (the cache panel).
+    void cacheSnapshot(const lr::app::CacheSnapshot & snapshot);
+    void engineBusyChanged(bool busy);
     // A problem the user should read (shown above the composer).
     void errorOccurred(const QString & message);
     // A database write failed: what was not saved and why.
@@ -100,7 +114,7 @@ signals:
 
 private:
     struct Reply {
-        quint64 jobId = 0;
+        EngineJob * job = nullptr;
         JobKind kind = JobKind::chat;
         qint64 conversationId = 0;
         qint64 messageId = 0;
@@ -108,13 +122,12 @@ private:
         bool dirty = false;
     };
 
-    void onToken(quint64 id, const QString & piece);
-    void onFinished(quint64 id, const JobResult & result);
-    void onFailed(quint64 id, const JobError & error);
-    void onContextMeasured(quint64 id, const ContextMeasure & measure);
-    void onPrefillProgress(quint64 id, const PrefillStatus & status);
-    void onSummaryProgress(quint64 id, const SummaryStatus & status);
-    void onRetention(const RetentionSnapshot & retention);
+    void onToken(const QString & piece);
+    void onReplyProgress(const JobProgress & progress);
+    void onReplyFinished(const JobResult & result);
+    void onModelFinished(const JobResult & result);
+    void onModelFailed(const JobError & error);
+    void onRetention(const std::optional<RetentionSnapshot> & retention);
     void onDocumentLoaded(qint64 conversationId, const DocumentLoadResult & result);
     void flush();
 
@@ -124,9 +137,10 @@ private:
     ConversationContext contextFor(qint64 conversationId, qint64 beforeMessageId = 0) const;
     void startReply(JobKind kind, const ConversationContext & context, const QString & userText);
     void endReply(const QString & text, MessageState state, const QString & stopReason, const QString & note);
-    void loadDocumentState();
+    void showDocument();
     void requestDocumentRead();
-    void setDocument(DocumentState state);
+    // Stops the reading of `conversationId`'s document, if one runs; its job says nothing more.
+    void abandonReading(qint64 conversationId);
     EngineSettings settingsFor(qint64 conversationId) const;
 
     Database & m_db;
@@ -141,11 +155,11 @@ private:
 
     qint64 m_current = 0;
     EngineSettings m_settings;
-    DocumentState m_document;
+    DocumentLifecycle m_document;
     std::optional<RetentionSnapshot> m_retention;
     std::optional<Reply> m_reply;
-    std::map<quint64, qint64> m_documentJobs;  // reading jobs -> conversation
-    quint64 m_loadJob = 0;
+    std::map<qint64, EngineJob *> m_readingJobs;  // conversation -> the job reading its document
+    EngineJob * m_loadJob = nullptr;
     QString m_loadingPath;
     bool m_startupLoad = false;
     bool m_modelReady = false;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/runtime/chat_session.h"
+#include "engine/runtime/chat_prompt.h"
 
 namespace lr {
 namespace {
@@ -172,13 +172,6 @@ std::string SummaryResult::describe() const {
         out += ": " + std::to_string(n_chunks) + " chunks, " + std::to_string(n_levels) + " reduce level" +
                (n_levels == 1 ? "" : "s") + ", " + std::to_string(n_passes) + " passes";
     }
-    return out;
-}
-
-std::string document_context(std::string_view title, std::string_view text) {
-    std::string out = "You answer questions about the document below. Use only what it says; when it does not say, say so.\n\n";
-    if (!title.empty()) out += "Document: " + std::string(title) + "\n\n";
-    out += text;
     return out;
 }
 

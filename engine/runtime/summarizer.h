@@ -41,10 +41,6 @@ struct SummaryPlan {
 // context_full when the context cannot hold even the instruction and a minimal chunk.
 Result<SummaryPlan> plan_summary(const Model & model, uint32_t n_ctx, std::string_view text, const SummarizeParams & params);
 
-// The text that puts a document in a conversation (as a system message). Chat and the
-// one-pass summary use the same text, so a summary reuses the KV of a document already read.
-std::string document_context(std::string_view title, std::string_view text);
-
 // Summarizes `text` on `session` (whatever it holds is replaced, keeping a common prefix).
 // `sink` receives the final pass's tokens as they come. Errors: context_full when the context
 // is too small to summarize at all, or the engine's errors; stopping is reason cancelled.

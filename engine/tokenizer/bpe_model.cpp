@@ -43,7 +43,8 @@ int32_t BpeModel::piece_id(std::string_view piece, const TokenIndex & tokens) co
     return -1;
 }
 
-void BpeModel::encode_word(std::string_view word, const TokenIndex & tokens, std::vector<int32_t> & out) const {
+void BpeModel::encode_word(std::string_view word, const TokenIndex & tokens, std::vector<int32_t> & out,
+                           std::vector<TextSpan> * spans) const {
     struct Symbol {
         int32_t id;       // token id, extra piece id, or -1 (can take part in no merge)
         uint32_t begin;   // byte offset in `word`
@@ -108,10 +109,14 @@ void BpeModel::encode_word(std::string_view word, const TokenIndex & tokens, std
         const Symbol & s = symbols[static_cast<size_t>(i)];
         if (s.id >= 0 && s.id < n_vocab_) {
             out.push_back(s.id);
+            if (spans) spans->push_back({s.begin, s.begin + s.n_bytes});
             continue;
         }
         for (uint32_t b = 0; b < s.n_bytes; ++b) {
-            if (const auto id = find_token(tokens, word.substr(s.begin + b, 1))) out.push_back(*id);
+            const auto id = find_token(tokens, word.substr(s.begin + b, 1));
+            if (!id) continue;
+            out.push_back(*id);
+            if (spans) spans->push_back({s.begin + b, s.begin + b + 1});
         }
     }
 }

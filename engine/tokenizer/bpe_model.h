@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/api/text_span.h"
 #include "engine/tokenizer/token_index.h"
 
 namespace lr {
@@ -26,8 +27,10 @@ public:
 
     // Appends the tokens of `word` (already in the GPT-2 byte alphabet). A final piece that
     // is not a token falls back to its single bytes that are tokens, as llama.cpp does.
-    // O(n log n) in the word's length.
-    void encode_word(std::string_view word, const TokenIndex & tokens, std::vector<int32_t> & out) const;
+    // With `spans`, also appends the bytes of `word` each token stands for. O(n log n) in
+    // the word's length.
+    void encode_word(std::string_view word, const TokenIndex & tokens, std::vector<int32_t> & out,
+                     std::vector<TextSpan> * spans = nullptr) const;
 
     size_t n_merges() const { return merges_.size(); }
 

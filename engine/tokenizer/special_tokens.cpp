@@ -52,7 +52,7 @@ std::vector<Fragment> SpecialTokenSplitter::split(std::string_view text, bool pa
                     while (left_len > 0 && is_ascii_space(text[base + left_len - 1])) --left_len;
                 }
                 if (left_len > 0) next.push_back({-1, base, left_len});
-                next.push_back({s.id, 0, 0});
+                next.push_back({s.id, match, s.text.size()});
 
                 size_t right = match + s.text.size();
                 const size_t end = base + len;
@@ -67,6 +67,20 @@ std::vector<Fragment> SpecialTokenSplitter::split(std::string_view text, bool pa
         if (found_any) fragments.swap(next);
     }
     return fragments;
+}
+
+bool SpecialTokenSplitter::may_straddle_end(std::string_view text, size_t from, bool parse_special) const {
+    from = std::min(from, text.size());
+    for (const Special & s : specials_) {
+        if (!parse_special && (s.attr & (token_attr::control | token_attr::unknown))) continue;
+        const size_t n = s.text.size();
+        // It would start at `at` < from, and its text would run past the end: text[at...]
+        // is a proper prefix of it.
+        for (size_t at = text.size() + 1 > n ? text.size() + 1 - n : 0; at < from; ++at) {
+            if (std::string_view(s.text).substr(0, text.size() - at) == text.substr(at)) return true;
+        }
+    }
+    return false;
 }
 
 }  // namespace lr

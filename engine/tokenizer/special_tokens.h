@@ -18,7 +18,7 @@ namespace lr {
 // A stretch of the input: raw text to tokenize, or one special token.
 struct Fragment {
     int32_t token = -1;  // >= 0: a special token
-    size_t offset = 0;   // raw text: [offset, offset + length) of the input
+    size_t offset = 0;   // [offset, offset + length) of the input: the raw text, or the token's text
     size_t length = 0;
 
     bool is_token() const { return token >= 0; }
@@ -31,6 +31,10 @@ public:
 
     // Fragments of `text` in order; none for empty text. Raw fragments are never empty.
     std::vector<Fragment> split(std::string_view text, bool parse_special) const;
+
+    // Whether a special token split() looks for could begin before `from` and run past the
+    // end of `text`: then text with more after it may split differently before `from`.
+    bool may_straddle_end(std::string_view text, size_t from, bool parse_special) const;
 
 private:
     struct Special {

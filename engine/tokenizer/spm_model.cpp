@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "engine/common/assert.h"
 #include "engine/tokenizer/sentencepiece_proto.h"
@@ -39,6 +40,8 @@ Result<SpmModel> SpmModel::create(const Vocab & vocab, const TokenIndex & tokens
     SpmModel model;
     model.n_vocab_ = vocab.n_tokens();
     model.unk_id_ = vocab.unk_id;
+    model.text_bytes_.reserve(vocab.tokens.size());
+    for (const TokenData & t : vocab.tokens) model.text_bytes_.push_back(static_cast<uint32_t>(t.text.size()));
     for (int b = 0; b < 256; ++b) {
         // llama.cpp's byte_to_token: "<0xXX>", else the byte as a one-character token.
         const auto byte = static_cast<uint8_t>(b);
@@ -97,28 +100,34 @@ Result<SpmModel> SpmModel::create(const Vocab & vocab, const TokenIndex & tokens
     return model;
 }
 
-void SpmModel::push_byte(uint8_t byte, std::vector<int32_t> & out) const {
-    // NOTE: a vocabulary without the byte token: llama.cpp aborts; Longread drops the byte.
-    if (byte_ids_[byte] >= 0) out.push_back(byte_ids_[byte]);
+bool SpmModel::isolates(char c) const {
+    const auto b = static_cast<uint8_t>(c);
+    return b < 128 && isolated_ascii_[b] != -1;
 }
 
-void SpmModel::encode_valid_run(std::string_view run, std::vector<int32_t> & out) const {
+void SpmModel::push_byte(std::string_view byte, Sink & sink) const {
+    // NOTE: a vocabulary without the byte token: llama.cpp aborts; Longread drops the byte.
+    const int32_t id = byte_ids_[static_cast<uint8_t>(byte[0])];
+    if (id >= 0) sink.push(id, byte);
+}
+
+void SpmModel::encode_valid_run(std::string_view run, Sink & sink) const {
     size_t start = 0;
     for (size_t pos = 0; pos < run.size(); ++pos) {
         const auto c = static_cast<uint8_t>(run[pos]);
         if (c >= 128 || isolated_ascii_[c] == -1) continue;
-        encode_chunk(run.substr(start, pos - start), out);
+        encode_chunk(run.substr(start, pos - start), sink);
         if (isolated_ascii_[c] >= 0) {
-            out.push_back(isolated_ascii_[c]);
+            sink.push(isolated_ascii_[c], run.substr(pos, 1));
         } else {
-            push_byte(c, out);
+            push_byte(run.substr(pos, 1), sink);
         }
         start = pos + 1;
     }
-    encode_chunk(run.substr(start), out);
+    encode_chunk(run.substr(start), sink);
 }
 
-void SpmModel::encode_chunk(std::string_view run, std::vector<int32_t> & out) const {
+void SpmModel::encode_chunk(std::string_view run, Sink & sink) const {
     constexpr size_t cut_after_bytes = 4096;
     if (cut_before_space_) {
         while (run.size() > 2 * cut_after_bytes) {
@@ -128,14 +137,14 @@ void SpmModel::encode_chunk(std::string_view run, std::vector<int32_t> & out) co
                 cut = run.find(escaped_space, cut + 1);
             }
             if (cut == std::string_view::npos) break;
-            encode_with_library(run.substr(0, cut), out);
+            encode_with_library(run.substr(0, cut), sink);
             run.remove_prefix(cut);
         }
     }
-    encode_with_library(run, out);
+    encode_with_library(run, sink);
 }
 
-void SpmModel::encode_with_library(std::string_view run, std::vector<int32_t> & out) const {
+void SpmModel::encode_with_library(std::string_view run, Sink & sink) const {
     if (run.empty()) return;
     std::vector<int> ids;
     const sentencepiece::util::Status st = processor_->Encode(run, &ids);
@@ -144,21 +153,32 @@ void SpmModel::encode_with_library(std::string_view run, std::vector<int32_t> & 
         std::fprintf(stderr, "sentencepiece: %s\n", st.ToString().c_str());
         LR_ASSERT(st.ok());
     }
+    // The pieces spell `run` in order: a vocabulary piece its text, a byte piece one byte,
+    // and the library's unknown piece (unused with byte fallback) what the others leave.
+    size_t unknown_bytes = run.size();
+    for (const int id : ids) unknown_bytes -= id < n_vocab_ ? text_bytes_[static_cast<size_t>(id)] : id > n_vocab_ ? 1 : 0;
+    size_t at = 0;
     for (const int id : ids) {
         if (id < n_vocab_) {
-            out.push_back(id);
+            const size_t n = text_bytes_[static_cast<size_t>(id)];
+            sink.push(id, run.substr(at, n));
+            at += n;
         } else if (id == n_vocab_) {
-            if (unk_id_ >= 0) out.push_back(unk_id_);
+            const size_t n = std::exchange(unknown_bytes, 0);
+            if (unk_id_ >= 0) sink.push(unk_id_, run.substr(at, n));
+            at += n;
         } else {
-            push_byte(static_cast<uint8_t>(id - n_vocab_ - 1), out);
+            push_byte(run.substr(at, 1), sink);
+            at += 1;
         }
     }
 }
 
-void SpmModel::encode(std::string_view escaped, std::vector<int32_t> & out) const {
+void SpmModel::encode(std::string_view escaped, std::vector<int32_t> & out, std::vector<TextSpan> * spans) const {
     // Characters are cut as llama.cpp cuts them (by the lead byte). A run of well-formed
     // ones goes to the library; a malformed one becomes byte tokens. No merge can cross a
     // malformed character (no token contains one), so this matches merging the whole text.
+    Sink sink{out, spans, escaped.data()};
     size_t run_start = 0;
     size_t pos = 0;
     while (pos < escaped.size()) {
@@ -167,12 +187,12 @@ void SpmModel::encode(std::string_view escaped, std::vector<int32_t> & out) cons
             pos += len;
             continue;
         }
-        encode_valid_run(escaped.substr(run_start, pos - run_start), out);
-        for (size_t i = 0; i < len; ++i) push_byte(static_cast<uint8_t>(escaped[pos + i]), out);
+        encode_valid_run(escaped.substr(run_start, pos - run_start), sink);
+        for (size_t i = 0; i < len; ++i) push_byte(escaped.substr(pos + i, 1), sink);
         pos += len;
         run_start = pos;
     }
-    encode_valid_run(escaped.substr(run_start), out);
+    encode_valid_run(escaped.substr(run_start), sink);
 }
 
 }  // namespace lr

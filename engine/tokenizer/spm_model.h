@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/api/text_span.h"
 #include "engine/common/status.h"
 #include "engine/tokenizer/token_index.h"
 #include "engine/tokenizer/vocab.h"
@@ -37,19 +38,39 @@ public:
     SpmModel & operator=(SpmModel &&) noexcept;
     ~SpmModel();
 
-    // Appends the tokens of `escaped` (spaces already U+2581; no special tokens).
-    void encode(std::string_view escaped, std::vector<int32_t> & out) const;
+    // Appends the tokens of `escaped` (spaces already U+2581; no special tokens). With
+    // `spans`, also appends the bytes of `escaped` each token stands for (a byte the
+    // vocabulary has no token for belongs to none).
+    void encode(std::string_view escaped, std::vector<int32_t> & out, std::vector<TextSpan> * spans = nullptr) const;
+
+    // True when no token of two or more bytes contains the ASCII character `c` ('\n' in
+    // Llama's vocabulary): encoding never merges across it, so text cut just after it
+    // encodes to the same tokens in two pieces, whatever follows.
+    bool isolates(char c) const;
 
 private:
+    // Where tokens go: the ids, and with spans their bytes in the text encode() was given.
+    struct Sink {
+        std::vector<int32_t> & out;
+        std::vector<TextSpan> * spans;
+        const char * text;  // encode()'s `escaped`: pieces are views into it
+
+        void push(int32_t id, std::string_view piece) {
+            out.push_back(id);
+            if (spans) spans->push_back({size_t(piece.data() - text), size_t(piece.data() - text) + piece.size()});
+        }
+    };
+
     SpmModel();
-    void encode_valid_run(std::string_view run, std::vector<int32_t> & out) const;
-    void encode_chunk(std::string_view run, std::vector<int32_t> & out) const;
-    void encode_with_library(std::string_view run, std::vector<int32_t> & out) const;
-    void push_byte(uint8_t byte, std::vector<int32_t> & out) const;
+    void encode_valid_run(std::string_view run, Sink & sink) const;
+    void encode_chunk(std::string_view run, Sink & sink) const;
+    void encode_with_library(std::string_view run, Sink & sink) const;
+    void push_byte(std::string_view byte, Sink & sink) const;
 
     std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
     int32_t n_vocab_ = 0;
-    int32_t unk_id_ = -1;                 // the vocabulary's, -1 if none
+    int32_t unk_id_ = -1;
+    std::vector<uint32_t> text_bytes_;    // per token: the bytes of its text, what it stands for in `escaped`                 // the vocabulary's, -1 if none
     std::array<int32_t, 256> byte_ids_{};  // byte -> token ("<0xXX>", else the 1-byte text), -1 if none
     // ASCII characters no token of two or more bytes contains ('\n' in Llama's vocabulary):
     // nothing merges across them, so the text is cut there and each library call stays

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/special_tokens.h"
@@ -117,6 +118,56 @@ std::string clean_up_spaces(std::string_view in) {
     return c;
 }
 
+// Maps offsets in a fragment's escaped text (an optional U+2581 prefix, then the raw text
+// with every ' ' as U+2581) back to offsets in the raw text. Queries must not decrease.
+class EscapedOffsets {
+public:
+    EscapedOffsets(std::string_view raw, bool prefixed) : raw_(raw), escaped_at_(prefixed ? escaped_space.size() : 0) {}
+
+    // Raw bytes wholly before escaped offset `e` (inside a space's U+2581: the space's start).
+    size_t raw(size_t e) {
+        while (at_ < raw_.size()) {
+            const size_t width = raw_[at_] == ' ' ? escaped_space.size() : 1;
+            if (escaped_at_ + width > e) break;
+            escaped_at_ += width;
+            ++at_;
+        }
+        return at_;
+    }
+
+private:
+    std::string_view raw_;
+    size_t at_ = 0;          // raw offset
+    size_t escaped_at_ = 0;  // where raw_[at_] starts in the escaped text
+};
+
+// Byte-level BPE words are spelled in the GPT-2 alphabet, one or two bytes per byte of the
+// word's UTF-8, which re-encodes its code points (U+FFFD for bytes that were not UTF-8).
+// Maps every offset of such a word back to the input text.
+std::vector<size_t> word_offsets(std::span<const uint32_t> cpts, std::span<const size_t> cpt_begin, size_t cpt_end) {
+    std::vector<size_t> out;
+    std::string utf8;
+    for (size_t i = 0; i < cpts.size(); ++i) {
+        utf8.clear();
+        unicode::append_utf8(utf8, cpts[i]);
+        const size_t n_input = (i + 1 < cpts.size() ? cpt_begin[i + 1] : cpt_end) - cpt_begin[i];
+        for (size_t b = 0; b < utf8.size(); ++b) {
+            const size_t width = unicode::byte_to_codepoint(static_cast<uint8_t>(utf8[b])) < 0x80 ? 1 : 2;
+            out.insert(out.end(), width, cpt_begin[i] + std::min(b, n_input));
+        }
+    }
+    out.push_back(cpt_end);
+    return out;
+}
+
+// How one encode call runs.
+struct EncodeFlags {
+    bool add_bos = false;
+    bool add_eos = false;
+    bool parse_special = false;
+    bool mid_text = false;  // the text continues a run of text (a resume point's mid_text)
+};
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -128,7 +179,15 @@ struct Tokenizer::Impl {
     std::vector<std::string> pieces;  // token_to_piece(id, render_special = true)
 
     std::string make_piece(int32_t id) const;
-    void encode_bpe_fragment(std::string_view text, std::vector<int32_t> & out) const;
+    // Appends the tokens of `text`; with `spans` their bytes, and with `points` its
+    // candidate resume points (spans needed).
+    void encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out, std::vector<TextSpan> * spans,
+                std::vector<ResumePoint> * points) const;
+    // The last of `e`'s points that is a resume point of text[0, limit) (else the start).
+    ResumePoint resume_point(const EncodedText & e, std::string_view text, size_t limit, const EncodeFlags & flags) const;
+    void encode_spm_fragment(std::string_view raw, size_t base, bool prefixed, std::vector<int32_t> & out,
+                             std::vector<TextSpan> * spans) const;
+    void encode_bpe_fragment(std::string_view text, size_t base, std::vector<int32_t> & out, std::vector<TextSpan> * spans) const;
 };
 
 std::string Tokenizer::Impl::make_piece(int32_t id) const {
@@ -145,8 +204,32 @@ std::string Tokenizer::Impl::make_piece(int32_t id) const {
     return {};  // unused / undefined tokens render as nothing, as in llama.cpp
 }
 
-void Tokenizer::Impl::encode_bpe_fragment(std::string_view text, std::vector<int32_t> & out) const {
+void Tokenizer::Impl::encode_spm_fragment(std::string_view raw, size_t base, bool prefixed, std::vector<int32_t> & out,
+                                          std::vector<TextSpan> * spans) const {
+    std::string escaped;
+    if (prefixed) escaped.append(escaped_space);
+    escape_spaces(raw, escaped);
+    if (!spans) {
+        spm->encode(escaped, out);
+        return;
+    }
+    const size_t first = spans->size();
+    spm->encode(escaped, out, spans);
+    EscapedOffsets offsets(raw, prefixed);
+    for (size_t i = first; i < spans->size(); ++i) {
+        TextSpan & t = (*spans)[i];
+        t = {base + offsets.raw(t.begin), base + offsets.raw(t.end)};
+    }
+}
+
+void Tokenizer::Impl::encode_bpe_fragment(std::string_view text, size_t base, std::vector<int32_t> & out,
+                                          std::vector<TextSpan> * spans) const {
     const std::vector<uint32_t> cpts = unicode::codepoints_lenient(text);
+    std::vector<size_t> cpt_begin;  // with spans: each code point's offset in `text`
+    if (spans) {
+        cpt_begin.reserve(cpts.size());
+        for (size_t pos = 0; pos < text.size(); pos += unicode::decode_lenient(text, pos).n_bytes) cpt_begin.push_back(pos);
+    }
     const std::vector<size_t> words = split_words(vocab.pre, cpts);
     std::string utf8;
     std::string word;
@@ -154,17 +237,80 @@ void Tokenizer::Impl::encode_bpe_fragment(std::string_view text, std::vector<int
     for (const size_t len : words) {
         utf8.clear();
         for (size_t i = begin; i < begin + len; ++i) unicode::append_utf8(utf8, cpts[i]);
-        begin += len;
         word.clear();
         for (const char c : utf8) unicode::append_utf8(word, unicode::byte_to_codepoint(static_cast<uint8_t>(c)));
+        const size_t first = spans ? spans->size() : 0;
+        bool whole = false;
         if (vocab.ignore_merges) {
             if (const auto id = find_token(index, word)) {
                 out.push_back(*id);
-                continue;
+                if (spans) spans->push_back({0, word.size()});
+                whole = true;
             }
         }
-        bpe.encode_word(word, index, out);
+        if (!whole) bpe.encode_word(word, index, out, spans);
+        if (spans) {
+            const size_t end = begin + len < cpts.size() ? cpt_begin[begin + len] : text.size();
+            const std::vector<size_t> at = word_offsets(std::span(cpts).subspan(begin, len), std::span(cpt_begin).subspan(begin, len), end);
+            for (size_t i = first; i < spans->size(); ++i) {
+                TextSpan & t = (*spans)[i];
+                t = {base + at[t.begin], base + at[t.end]};
+            }
+        }
+        begin += len;
     }
+}
+
+void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out,
+                             std::vector<TextSpan> * spans, std::vector<ResumePoint> * points) const {
+    const auto push = [&](int32_t id, TextSpan span) {
+        out.push_back(id);
+        if (spans) spans->push_back(span);
+    };
+    const auto candidate = [&](ResumePoint p) {
+        if (points->size() == EncodedText::kResumePointsKept) points->erase(points->begin());
+        points->push_back(p);
+    };
+    if (flags.add_bos && vocab.add_bos) push(vocab.bos_id, {0, 0});
+    bool prev_special = !flags.mid_text;  // the start of the input counts as "after a special token"
+    for (const Fragment & f : specials.split(text, flags.parse_special)) {
+        if (f.is_token()) {
+            if (points) candidate({.n_tokens = out.size(), .byte = f.offset});
+            push(f.token, {f.offset, f.offset + f.length});
+            prev_special = true;
+            continue;
+        }
+        const std::string_view raw = text.substr(f.offset, f.length);
+        if (vocab.type != VocabType::spm) {
+            encode_bpe_fragment(raw, f.offset, out, spans);
+            continue;
+        }
+        const size_t first = out.size();
+        encode_spm_fragment(raw, f.offset, vocab.add_space_prefix && prev_special, out, spans);
+        prev_special = false;
+        if (!points) continue;
+        // Just after each character nothing merges across (not ' ': it is escaped).
+        size_t n = first;
+        for (size_t i = 0; i < raw.size(); ++i) {
+            if (raw[i] == ' ' || !spm->isolates(raw[i])) continue;
+            const size_t byte = f.offset + i + 1;
+            while (n < out.size() && (*spans)[n].begin < byte) ++n;
+            candidate({.n_tokens = n, .byte = byte, .mid_text = true});
+        }
+    }
+    if (flags.add_eos && vocab.add_eos) push(vocab.eos_id, {text.size(), text.size()});
+}
+
+ResumePoint Tokenizer::Impl::resume_point(const EncodedText & e, std::string_view text, size_t limit, const EncodeFlags & flags) const {
+    for (auto it = e.resume_points.rbegin(); it != e.resume_points.rend(); ++it) {
+        if (it->byte > limit) continue;
+        // A special token must be all there, and no special token may start before it
+        // and run past the limit.
+        if (!it->mid_text && e.spans[it->n_tokens].end > limit) continue;
+        if (specials.may_straddle_end(text.substr(0, limit), it->byte, flags.parse_special)) continue;
+        return *it;
+    }
+    return {.n_tokens = flags.add_bos && vocab.add_bos ? 1u : 0u, .byte = 0, .mid_text = flags.mid_text};
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -210,38 +356,50 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
-    const Vocab & v = impl_->vocab;
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 2);
-    const std::vector<Fragment> fragments = impl_->specials.split(text, parse_special);
-
-    if (add_special && v.add_bos) out.push_back(v.bos_id);
-    if (v.type == VocabType::spm) {
-        bool prev_special = true;  // the start of the input counts as "after a special token"
-        std::string escaped;
-        for (const Fragment & f : fragments) {
-            if (f.is_token()) {
-                out.push_back(f.token);
-                prev_special = true;
-                continue;
-            }
-            escaped.clear();
-            if (adds_space_prefix() && prev_special) escaped.append(escaped_space);
-            escape_spaces(text.substr(f.offset, f.length), escaped);
-            impl_->spm->encode(escaped, out);
-            prev_special = false;
-        }
-    } else {
-        for (const Fragment & f : fragments) {
-            if (f.is_token()) {
-                out.push_back(f.token);
-            } else {
-                impl_->encode_bpe_fragment(text.substr(f.offset, f.length), out);
-            }
-        }
-    }
-    if (add_special && v.add_eos) out.push_back(v.eos_id);
+    impl_->encode(text, {.add_bos = add_special, .add_eos = add_special, .parse_special = parse_special}, out, nullptr, nullptr);
     return out;
+}
+
+EncodedText Tokenizer::encode_with_offsets(std::string_view text, bool add_special, bool parse_special) const {
+    EncodedText e;
+    e.tokens.reserve(text.size() / 3 + 2);
+    e.spans.reserve(text.size() / 3 + 2);
+    impl_->encode(text, {.add_bos = add_special, .add_eos = add_special, .parse_special = parse_special}, e.tokens, &e.spans,
+                  &e.resume_points);
+    return e;
+}
+
+EncodedText Tokenizer::encode_reusing(const EncodedText & earlier, std::string_view earlier_text, std::string_view text,
+                                      bool add_special, bool parse_special) const {
+    const EncodeFlags flags{.add_bos = add_special, .add_eos = add_special, .parse_special = parse_special};
+    const size_t common = size_t(std::mismatch(earlier_text.begin(), earlier_text.end(), text.begin(), text.end()).first - earlier_text.begin());
+    const ResumePoint r = impl_->resume_point(earlier, earlier_text, common, flags);
+    EncodedText rest;
+    impl_->encode(text.substr(r.byte), {.add_eos = add_special, .parse_special = parse_special, .mid_text = r.mid_text}, rest.tokens,
+                  &rest.spans, &rest.resume_points);
+    // Resuming at a special token assumes the new text has it there too.
+    if (r.byte > 0 && !r.mid_text && (rest.tokens.empty() || rest.tokens[0] != earlier.tokens[r.n_tokens])) {
+        return encode_with_offsets(text, add_special, parse_special);
+    }
+    EncodedText e;
+    e.reused_bytes = r.byte;
+    e.tokens.assign(earlier.tokens.begin(), earlier.tokens.begin() + std::ptrdiff_t(r.n_tokens));
+    e.tokens.insert(e.tokens.end(), rest.tokens.begin(), rest.tokens.end());
+    e.spans.assign(earlier.spans.begin(), earlier.spans.begin() + std::ptrdiff_t(r.n_tokens));
+    for (const TextSpan & t : rest.spans) e.spans.push_back({r.byte + t.begin, r.byte + t.end});
+    for (const ResumePoint & p : earlier.resume_points) {
+        if (p.byte < r.byte) e.resume_points.push_back(p);
+    }
+    if (r.mid_text && r.byte > 0) e.resume_points.push_back(r);  // a special token's start is among rest's
+    for (const ResumePoint & p : rest.resume_points) {
+        e.resume_points.push_back({.n_tokens = r.n_tokens + p.n_tokens, .byte = r.byte + p.byte, .mid_text = p.mid_text});
+    }
+    if (e.resume_points.size() > EncodedText::kResumePointsKept) {
+        e.resume_points.erase(e.resume_points.begin(), e.resume_points.end() - EncodedText::kResumePointsKept);
+    }
+    return e;
 }
 
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/api/text_span.h"
 #include "engine/common/status.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -29,6 +30,32 @@ struct DecodeOptions {
     bool clean_spaces = false;
 };
 
+// A place where encoding a text can start again, whatever follows the text up to it:
+// encoding text[0, byte) + anything gives the first n_tokens tokens of text[0, byte), then
+// what encoding from `byte` on gives. The start of a special token (when no special token
+// could straddle the end) and, for SentencePiece, just after a character no longer token
+// contains ('\n' in Llama's vocabulary) are such places; so is the start.
+struct ResumePoint {
+    size_t n_tokens = 0;    // tokens before `byte` (a BOS added by add_special included)
+    size_t byte = 0;        // where encoding restarts
+    bool mid_text = false;  // inside a run of text: no SentencePiece space prefix there
+};
+
+// A text's tokens with the bytes of the text each one stands for.
+struct EncodedText {
+    std::vector<int32_t> tokens;
+    // Per token, in order and without overlap. Tokens the text does not spell (a BOS or
+    // EOS added by add_special, SentencePiece's space prefix on its own) are empty at
+    // their place; a token that spells part of a character (byte tokens) covers its bytes.
+    std::vector<TextSpan> spans;
+    // Candidate resume points, in order: the last kResumePointsKept of the text.
+    std::vector<ResumePoint> resume_points;
+    // encode_reusing: the bytes at the start whose tokens were taken over, not encoded.
+    size_t reused_bytes = 0;
+
+    static constexpr size_t kResumePointsKept = 16;
+};
+
 class Tokenizer {
 public:
     // Builds the tokenizer for `vocab` (from load_vocab). Fails on duplicate token texts,
@@ -45,6 +72,15 @@ public:
     // Invalid UTF-8 is accepted (byte tokens for SentencePiece, U+FFFD for BPE, as
     // llama.cpp). Linear-ish in the text: megabytes take well under a second per MB.
     std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+
+    // As encode(), with each token's bytes in `text` and candidate resume points.
+    EncodedText encode_with_offsets(std::string_view text, bool add_special, bool parse_special) const;
+
+    // What encode_with_offsets(text) gives, reusing `earlier`, the encoding of `earlier_text`
+    // (same flags): only the text from the last resume point before the two texts differ is
+    // encoded. A long document's conversation turns tokenize little this way.
+    EncodedText encode_reusing(const EncodedText & earlier, std::string_view earlier_text, std::string_view text, bool add_special,
+                               bool parse_special) const;
 
     // The text of one token: spaces unescaped, byte tokens as their byte (so a piece may
     // be part of a UTF-8 character). Control/unknown tokens give "" unless

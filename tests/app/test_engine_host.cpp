@@ -1,7 +1,9 @@
-// EngineHost and EngineWorker with a scripted engine: requests and results cross the thread
-// as values, tokens stream in order, Stop acts within one chunk or token through the stop
-// token (mid-prefill, mid-decode, queued jobs), engine errors arrive as failed(), and the
-// GUI thread's event loop keeps running while the engine is busy.
+// EngineHost, EngineWorker and EngineJob with a scripted engine: requests and results cross
+// the thread as values, each job's signals arrive on its own EngineJob (exact counts), tokens
+// stream in order, Stop acts within one chunk or token through the stop token (mid-prefill,
+// mid-decode, queued jobs), an abandoned job says nothing more, engine errors and anything
+// the engine throws arrive as failed(), and the GUI thread's event loop keeps running while
+// the engine is busy.
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QtTest>
@@ -21,10 +23,27 @@ class TestEngineHost : public QObject {
 
     static ChatRequest chatRequest(const QString & text) { return {.conversationId = 1, .userText = text}; }
     void loadModel() {
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        m_host->loadModel({.path = QStringLiteral("fake.gguf")});
+        QSignalSpy finished(m_host->loadModel({.path = QStringLiteral("fake.gguf")}), &EngineJob::finished);
         QVERIFY(finished.wait(5000));
     }
+    // A chat whose prompt takes 200 chunks of 10 ms.
+    EngineJob * slowPromptChat(const QString & text) {
+        m_script->prefillChunks = 200;
+        m_script->chunkDelayMs = 10;
+        return m_host->chat(chatRequest(text));
+    }
+    // Every signal of one job.
+    struct Spies {
+        explicit Spies(EngineJob * job)
+            : started(job, &EngineJob::started), measured(job, &EngineJob::measured), progress(job, &EngineJob::progress),
+              tokens(job, &EngineJob::token), finished(job, &EngineJob::finished), failed(job, &EngineJob::failed) {}
+        QString streamed() const {
+            QString out;
+            for (const QList<QVariant> & args : tokens) out += args.at(0).toString();
+            return out;
+        }
+        QSignalSpy started, measured, progress, tokens, finished, failed;
+    };
 
 private slots:
     void init() {
@@ -34,39 +53,32 @@ private slots:
     void cleanup() { m_host.reset(); }
 
     void loadThenChatStreamsTokensInOrder() {
-        QSignalSpy started(m_host.get(), &EngineHost::jobStarted);
-        QSignalSpy loaded(m_host.get(), &EngineHost::modelLoaded);
-        QSignalSpy progress(m_host.get(), &EngineHost::prefillProgress);
-        QSignalSpy tokens(m_host.get(), &EngineHost::tokenGenerated);
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        QSignalSpy failed(m_host.get(), &EngineHost::failed);
         QSignalSpy busy(m_host.get(), &EngineHost::busyChanged);
-
-        const quint64 load = m_host->loadModel({.path = QStringLiteral("fake.gguf")});
-        const quint64 chat = m_host->chat(chatRequest(QStringLiteral("hi")));
+        EngineJob * load = m_host->loadModel({.path = QStringLiteral("fake.gguf")});
+        EngineJob * chat = m_host->chat(chatRequest(QStringLiteral("hi")));
+        Spies l(load), c(chat);
+        QCOMPARE(load->kind(), JobKind::loadModel);
+        QCOMPARE(chat->kind(), JobKind::chat);
         QVERIFY(m_host->isBusy());
         QCOMPARE(m_host->jobsInFlight(), 2);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c.finished.count(), 1, 5000);
 
-        QCOMPARE(started.count(), 2);
-        QCOMPARE(loaded.count(), 1);
-        QCOMPARE(loaded.at(0).at(0).value<quint64>(), load);
-        QCOMPARE(loaded.at(0).at(1).value<ModelInfo>().name, QStringLiteral("fake model"));
-        QCOMPARE(progress.count(), 3);
-        QCOMPARE(tokens.count(), 4);
-        QString streamed;
-        for (const QList<QVariant> & args : tokens) {
-            QCOMPARE(args.at(0).value<quint64>(), chat);
-            streamed += args.at(1).toString();
-        }
-        QCOMPARE(streamed, QStringLiteral("Hello, world."));
-        const JobResult result = finished.at(1).at(1).value<JobResult>();
-        QCOMPARE(finished.at(1).at(0).value<quint64>(), chat);
+        QCOMPARE(l.started.count(), 1);
+        QCOMPARE(l.finished.count(), 1);
+        QCOMPARE(l.finished.at(0).at(0).value<JobResult>().model.name, QStringLiteral("fake model"));
+        QCOMPARE(l.progress.count() + l.tokens.count() + l.failed.count() + l.measured.count(), 0);
+        QVERIFY(load->isDone());
+        QCOMPARE(c.started.count(), 1);
+        QCOMPARE(c.measured.count(), 0);
+        QCOMPARE(c.progress.count(), 3);
+        QCOMPARE(c.tokens.count(), 4);
+        QCOMPARE(c.failed.count(), 0);
+        QCOMPARE(c.streamed(), QStringLiteral("Hello, world."));
+        const JobResult result = c.finished.at(0).at(0).value<JobResult>();
         QCOMPARE(result.kind, JobKind::chat);
         QCOMPARE(result.reason, StopReason::end_of_generation);
-        QCOMPARE(result.text, streamed);
+        QCOMPARE(result.text, c.streamed());
         QCOMPARE(result.generatedTokens, 4u);
-        QCOMPARE(failed.count(), 0);
         QCOMPARE(busy.count(), 2);
         QCOMPARE(busy.at(0).at(0).toBool(), true);
         QCOMPARE(busy.at(1).at(0).toBool(), false);
@@ -74,33 +86,75 @@ private slots:
         QCOMPARE(m_script->lastUserText, QStringLiteral("hi"));
     }
 
+    // A prefill's job says how large the conversation is before it reads, then how far it
+    // has read, then what the cache keeps of the document.
+    void aPrefillJobMeasuresThenReads() {
+        loadModel();
+        PrefillRequest r{.conversationId = 3};
+        r.context.documentText = QStringLiteral("a short document");
+        Spies p(m_host->prefill(r));
+        QVERIFY(p.finished.wait(5000));
+        QCOMPARE(p.started.count(), 1);
+        QCOMPARE(p.measured.count(), 1);
+        QCOMPARE(p.progress.count(), 3);
+        QCOMPARE(p.tokens.count(), 0);
+        QCOMPARE(p.failed.count(), 0);
+        QCOMPARE(p.progress.at(2).at(0).value<JobProgress>().prefill.done, 96u);
+        QVERIFY(!p.progress.at(0).at(0).value<JobProgress>().summary.has_value());
+        const JobResult result = p.finished.at(0).at(0).value<JobResult>();
+        QCOMPARE(result.measure.documentTokens, 4u);
+        QVERIFY(result.retention.has_value());
+        QCOMPARE(result.retention->conversationId, qint64(3));
+        QVERIFY(result.retention->inContext);
+    }
+
+    void aSummaryJobReportsItsPasses() {
+        loadModel();
+        Spies s(m_host->summarize({.conversationId = 1, .title = QStringLiteral("t"), .text = QStringLiteral("text")}));
+        QVERIFY(s.finished.wait(5000));
+        QCOMPARE(s.progress.count(), 3);
+        for (const QList<QVariant> & args : s.progress) QVERIFY(args.at(0).value<JobProgress>().summary.has_value());
+        QCOMPARE(s.progress.at(2).at(0).value<JobProgress>().summary->progress.stage, SummaryStage::final);
+        QCOMPARE(s.tokens.count(), 4);
+        QCOMPARE(s.finished.at(0).at(0).value<JobResult>().kind, JobKind::summarize);
+    }
+
+    // An abandoned job is stopped and says nothing more; the host is idle once the engine
+    // has let it go.
+    void anAbandonedJobSaysNothingMore() {
+        loadModel();
+        EngineJob * job = slowPromptChat(QStringLiteral("never mind"));
+        Spies c(job);
+        QVERIFY(c.progress.wait(5000));
+        job->abandon();
+        QTRY_VERIFY_WITH_TIMEOUT(!m_host->isBusy(), 5000);
+        QCOMPARE(c.progress.count(), 1);
+        QCOMPARE(c.finished.count() + c.failed.count() + c.tokens.count(), 0);
+        QVERIFY(m_script->chunksRun.load() < 200);
+    }
+
     void chatWithoutAModelFails() {
-        QSignalSpy failed(m_host.get(), &EngineHost::failed);
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        m_host->chat(chatRequest(QStringLiteral("hi")));
-        QVERIFY(failed.wait(5000));
-        QCOMPARE(failed.count(), 1);
-        QCOMPARE(finished.count(), 0);
-        QCOMPARE(failed.at(0).at(1).value<JobError>().errorKind, JobErrorKind::noModel);
+        Spies c(m_host->chat(chatRequest(QStringLiteral("hi"))));
+        QVERIFY(c.failed.wait(5000));
+        QCOMPARE(c.started.count(), 1);
+        QCOMPARE(c.failed.count(), 1);
+        QCOMPARE(c.finished.count(), 0);
+        QCOMPARE(c.failed.at(0).at(0).value<JobError>().errorKind, JobErrorKind::noModel);
         QCOMPARE(m_script->replies.load(), 0);
     }
 
     void stopActsWithinOneChunkDuringPrefill() {
         loadModel();
-        m_script->prefillChunks = 200;
-        m_script->chunkDelayMs = 10;
-        QSignalSpy progress(m_host.get(), &EngineHost::prefillProgress);
-        QSignalSpy tokens(m_host.get(), &EngineHost::tokenGenerated);
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        m_host->chat(chatRequest(QStringLiteral("a long prompt")));
-        QVERIFY(progress.wait(5000));
+        EngineJob * job = slowPromptChat(QStringLiteral("a long prompt"));
+        Spies c(job);
+        QVERIFY(c.progress.wait(5000));
         const int chunksAtStop = m_script->chunksRun.load();
-        m_host->requestStop();
-        QVERIFY(finished.wait(5000));
+        job->stop();
+        QVERIFY(c.finished.wait(5000));
         // The chunk being evaluated when Stop came may finish; no other starts.
         QVERIFY2(m_script->chunksRun.load() <= chunksAtStop + 1, qPrintable(QString::number(m_script->chunksRun.load())));
-        QCOMPARE(finished.at(0).at(1).value<JobResult>().reason, StopReason::cancelled);
-        QCOMPARE(tokens.count(), 0);
+        QCOMPARE(c.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
+        QCOMPARE(c.tokens.count(), 0);
         QCOMPARE(m_script->tokensRun.load(), 0);
     }
 
@@ -109,19 +163,16 @@ private slots:
         m_script->tokens.clear();
         for (int i = 0; i < 500; ++i) m_script->tokens << QStringLiteral("t%1 ").arg(i);
         m_script->tokenDelayMs = 5;
-        QSignalSpy tokens(m_host.get(), &EngineHost::tokenGenerated);
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        m_host->chat(chatRequest(QStringLiteral("tell me a long story")));
-        QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 3, 5000);
+        EngineJob * job = m_host->chat(chatRequest(QStringLiteral("tell me a long story")));
+        Spies c(job);
+        QTRY_VERIFY_WITH_TIMEOUT(c.tokens.count() >= 3, 5000);
         const int tokensAtStop = m_script->tokensRun.load();
-        m_host->requestStop();
-        QVERIFY(finished.wait(5000));
+        job->stop();
+        QVERIFY(c.finished.wait(5000));
         QVERIFY2(m_script->tokensRun.load() <= tokensAtStop + 1, qPrintable(QString::number(m_script->tokensRun.load())));
-        const JobResult result = finished.at(0).at(1).value<JobResult>();
+        const JobResult result = c.finished.at(0).at(0).value<JobResult>();
         QCOMPARE(result.reason, StopReason::cancelled);
-        QString streamed;
-        for (const QList<QVariant> & args : tokens) streamed += args.at(1).toString();
-        QCOMPARE(result.text, streamed);  // every token generated was delivered, nothing after
+        QCOMPARE(result.text, c.streamed());  // every token generated was delivered, nothing after
         QVERIFY(result.generatedTokens < 500u);
     }
 
@@ -129,54 +180,90 @@ private slots:
         loadModel();
         m_script->prefillChunks = 100;
         m_script->chunkDelayMs = 10;
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        QSignalSpy progress(m_host.get(), &EngineHost::prefillProgress);
-        m_host->chat(chatRequest(QStringLiteral("one")));
-        m_host->chat(chatRequest(QStringLiteral("two")));
-        QVERIFY(progress.wait(5000));
+        Spies one(m_host->chat(chatRequest(QStringLiteral("one"))));
+        Spies two(m_host->chat(chatRequest(QStringLiteral("two"))));
+        QVERIFY(one.progress.wait(5000));
         m_host->requestStop();
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 5000);
-        for (const QList<QVariant> & args : finished) QCOMPARE(args.at(1).value<JobResult>().reason, StopReason::cancelled);
+        QTRY_COMPARE_WITH_TIMEOUT(one.finished.count() + two.finished.count(), 2, 5000);
+        QCOMPARE(one.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
+        QCOMPARE(two.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
         QVERIFY(m_script->chunksRun.load() <= 2);
     }
 
     void stopOneJobLeavesTheOthers() {
         loadModel();
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
         m_script->chunkDelayMs = 5;
-        const quint64 first = m_host->chat(chatRequest(QStringLiteral("one")));
-        const quint64 second = m_host->chat(chatRequest(QStringLiteral("two")));
-        m_host->requestStop(first);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 5000);
-        QCOMPARE(finished.at(0).at(0).value<quint64>(), first);
-        QCOMPARE(finished.at(0).at(1).value<JobResult>().reason, StopReason::cancelled);
-        QCOMPARE(finished.at(1).at(0).value<quint64>(), second);
-        QCOMPARE(finished.at(1).at(1).value<JobResult>().reason, StopReason::end_of_generation);
+        EngineJob * first = m_host->chat(chatRequest(QStringLiteral("one")));
+        EngineJob * second = m_host->chat(chatRequest(QStringLiteral("two")));
+        Spies a(first), b(second);
+        QSignalSpy order(m_host.get(), &EngineHost::busyChanged);
+        first->stop();
+        QTRY_COMPARE_WITH_TIMEOUT(b.finished.count(), 1, 5000);
+        QCOMPARE(a.finished.count(), 1);
+        QCOMPARE(a.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
+        QCOMPARE(b.finished.at(0).at(0).value<JobResult>().reason, StopReason::end_of_generation);
+        QCOMPARE(order.count(), 1);  // idle once both are done
     }
 
     void engineErrorArrivesAsFailed() {
         loadModel();
         m_script->failReplyWith = QStringLiteral("the engine broke");
-        QSignalSpy failed(m_host.get(), &EngineHost::failed);
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
         QSignalSpy busy(m_host.get(), &EngineHost::busyChanged);
-        m_host->chat(chatRequest(QStringLiteral("hi")));
-        QVERIFY(failed.wait(5000));
-        const JobError e = failed.at(0).at(1).value<JobError>();
+        Spies c(m_host->chat(chatRequest(QStringLiteral("hi"))));
+        QVERIFY(c.failed.wait(5000));
+        const JobError e = c.failed.at(0).at(0).value<JobError>();
         QCOMPARE(e.kind, JobKind::chat);
         QCOMPARE(e.errorKind, JobErrorKind::engine);
         QCOMPARE(e.message, QStringLiteral("the engine broke"));
-        QCOMPARE(finished.count(), 0);
+        QCOMPARE(c.finished.count(), 0);
         QCOMPARE(busy.count(), 2);
         QVERIFY(!m_host->isBusy());
     }
 
+    // The exception barrier: what the engine throws ends the job as failed with a plain
+    // message, and the engine thread goes on with the next job.
+    void whatTheEngineThrowsFailsTheJob_data() {
+        QTest::addColumn<QString>("what");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("out of memory") << "bad_alloc" << "The engine ran out of memory: std::bad_alloc. Lower the context";
+        QTest::newRow("std::exception") << "runtime_error" << "The engine failed: a tensor went missing.";
+        QTest::newRow("anything else") << "int" << "The engine failed with an unknown error.";
+    }
+    void whatTheEngineThrowsFailsTheJob() {
+        QFETCH(QString, what);
+        QFETCH(QString, message);
+        loadModel();
+        m_script->throwInReply = what;
+        Spies c(m_host->chat(chatRequest(QStringLiteral("hi"))));
+        QVERIFY(c.failed.wait(5000));
+        QCOMPARE(c.failed.count(), 1);
+        QCOMPARE(c.finished.count(), 0);
+        const JobError e = c.failed.at(0).at(0).value<JobError>();
+        QCOMPARE(e.kind, JobKind::chat);
+        QCOMPARE(e.errorKind, JobErrorKind::engine);
+        QVERIFY2(e.message.startsWith(message), qPrintable(e.message));
+        QTRY_VERIFY(!m_host->isBusy());
+        m_script->throwInReply.clear();
+        Spies next(m_host->chat(chatRequest(QStringLiteral("again"))));
+        QVERIFY(next.finished.wait(5000));
+        QCOMPARE(next.streamed(), QStringLiteral("Hello, world."));
+    }
+
+    // The engine itself cannot be made: each job fails and says why.
+    void anEngineThatCannotBeMadeFailsTheJob() {
+        EngineHost host([]() -> std::unique_ptr<InferenceEngine> { throw std::runtime_error("no engine today"); });
+        Spies l(host.loadModel({.path = QStringLiteral("fake.gguf")}));
+        QVERIFY(l.failed.wait(5000));
+        QCOMPARE(l.started.count(), 0);
+        QCOMPARE(l.failed.at(0).at(0).value<JobError>().message, QStringLiteral("The engine failed: no engine today."));
+        QTRY_VERIFY(!host.isBusy());
+    }
+
     void modelLoadErrorNamesTheProblem() {
         m_script->failLoadWith = QStringLiteral("x.gguf: cannot open the file");
-        QSignalSpy failed(m_host.get(), &EngineHost::failed);
-        m_host->loadModel({.path = QStringLiteral("x.gguf")});
-        QVERIFY(failed.wait(5000));
-        const JobError e = failed.at(0).at(1).value<JobError>();
+        Spies l(m_host->loadModel({.path = QStringLiteral("x.gguf")}));
+        QVERIFY(l.failed.wait(5000));
+        const JobError e = l.failed.at(0).at(0).value<JobError>();
         QCOMPARE(e.kind, JobKind::loadModel);
         QCOMPARE(e.errorKind, JobErrorKind::model);
         QVERIFY(e.message.contains(QStringLiteral("x.gguf")));
@@ -184,31 +271,28 @@ private slots:
 
     void documentThatDoesNotFitIsRefusedWithTheSizes() {
         loadModel();
-        QSignalSpy measured(m_host.get(), &EngineHost::contextMeasured);
-        QSignalSpy failed(m_host.get(), &EngineHost::failed);
-        QSignalSpy retention(m_host.get(), &EngineHost::retentionChanged);
         PrefillRequest r{.conversationId = 7};
         r.context.documentTitle = QStringLiteral("big.txt");
         r.context.documentText = QString(4000, QLatin1Char('a'));  // 1000 fake tokens > 512
-        m_host->prefill(r);
-        QVERIFY(failed.wait(5000));
-        QCOMPARE(measured.count(), 1);
-        const JobError e = failed.at(0).at(1).value<JobError>();
+        Spies p(m_host->prefill(r));
+        QVERIFY(p.failed.wait(5000));
+        QCOMPARE(p.measured.count(), 1);
+        QCOMPARE(p.progress.count(), 0);
+        const JobError e = p.failed.at(0).at(0).value<JobError>();
         QCOMPARE(e.errorKind, JobErrorKind::contextFull);
         QCOMPARE(e.measure.documentTokens, 1000u);
         QVERIFY(!e.measure.fits);
         QVERIFY(e.message.contains(QStringLiteral("1008")));
         QVERIFY(e.message.contains(QStringLiteral("Summarize")));
         QCOMPARE(m_script->prefills.load(), 0);
-        QCOMPARE(retention.count(), 1);
-        QCOMPARE(retention.at(0).at(0).value<RetentionSnapshot>().conversationId, qint64(7));
+        QVERIFY(e.retention.has_value());
+        QCOMPARE(e.retention->conversationId, qint64(7));
     }
 
     void cacheSnapshotsShowAbsentTiersAsAbsent() {
         QSignalSpy snapshots(m_host.get(), &EngineHost::cacheSnapshot);
         loadModel();
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        m_host->chat(chatRequest(QStringLiteral("hi")));
+        QSignalSpy finished(m_host->chat(chatRequest(QStringLiteral("hi"))), &EngineJob::finished);
         QVERIFY(finished.wait(5000));
         QTRY_VERIFY(snapshots.count() >= 2);  // one after each job at least
         const CacheSnapshot s = snapshots.last().at(0).value<CacheSnapshot>();
@@ -225,8 +309,9 @@ private slots:
         loadModel();
         m_script->prefillChunks = 60;
         m_script->chunkDelayMs = 15;
-        QSignalSpy finished(m_host.get(), &EngineHost::finished);
-        QSignalSpy progress(m_host.get(), &EngineHost::prefillProgress);
+        EngineJob * job = m_host->chat(chatRequest(QStringLiteral("read this")));
+        QSignalSpy finished(job, &EngineJob::finished);
+        QSignalSpy progress(job, &EngineJob::progress);
         QTimer ticker;
         ticker.setInterval(5);
         int ticks = 0;
@@ -238,7 +323,6 @@ private slots:
         });
         ticker.start();
         sinceTick.start();
-        m_host->chat(chatRequest(QStringLiteral("read this")));
         QVERIFY(finished.wait(10000));
         ticker.stop();
         qInfo("GUI event loop during a %d-chunk prefill: %d timer ticks, worst gap %lld ms", m_script->prefillChunks, ticks, worstGapMs);

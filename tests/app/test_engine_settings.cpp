@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include "app/core/engine_settings.h"
+#include "engine/runtime/session.h"
 
 using namespace lr;
 using namespace lr::app;
@@ -65,10 +66,10 @@ private slots:
         QCOMPARE(back.kv.v_bits, 4u);
         QCOMPARE(back.kv.host_bits, 8u);
         QCOMPARE(back.kv.disk_bits, 4u);
-        QVERIFY(back.sameSession(s));
+        QVERIFY(same_session(sessionOptions(back), sessionOptions(s)));
         EngineSettings other = back;
         other.kv.disk_bits = 8;
-        QVERIFY(!other.sameSession(s));
+        QVERIFY(!same_session(sessionOptions(other), sessionOptions(s)));
         QCOMPARE(back.kv.device_mib, 512.0);
         QCOMPARE(back.kv.dir, std::string("/tmp/kv"));
         QCOMPARE(back.contextTokens, 2048u);
@@ -95,7 +96,7 @@ private slots:
         s.chunkTokens = 96;
         s.kv.k_bits = 8;
         s.kv.v_bits = 4;
-        const SessionConfig c = makeSessionConfig(s);
+        const SessionOptions c = sessionOptions(s);
         QCOMPARE(c.n_ctx, 1024u);
         QCOMPARE(c.chunk_tokens, 96u);
         QCOMPARE(c.kv.k_codec(), KvCodec::q8);
@@ -107,7 +108,7 @@ private slots:
         EngineSettings s;
         s.kv.policy = KvPolicy::h2o;
         s.kv.keep_ratio = 0.1;
-        QCOMPARE(makeSessionConfig(s).kv.policy, KvPolicy::h2o);
+        QCOMPARE(sessionOptions(s).kv.policy, KvPolicy::h2o);
         // The preview plans what will run: a tenth of the context kept.
         const ModelMemoryShape shape{.n_layer = 2, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 1000, .weight_bytes = 1000};
         QCOMPARE(planFor(shape, s).kv_bytes, kv_bytes_for_tokens(shape, s.kv, 100));
@@ -118,12 +119,12 @@ private slots:
         EngineSettings b = a;
         b.sampler.temperature = 0.1f;
         b.maxReplyTokens = 5;
-        QVERIFY(a.sameSession(b));
+        QVERIFY(same_session(sessionOptions(a), sessionOptions(b)));
         b.chunkTokens = 64;
-        QVERIFY(!a.sameSession(b));
+        QVERIFY(!same_session(sessionOptions(a), sessionOptions(b)));
         EngineSettings c = a;
         c.kv.v_bits = 8;
-        QVERIFY(!a.sameSession(c));
+        QVERIFY(!same_session(sessionOptions(a), sessionOptions(c)));
     }
 
     void memoryShapeFromHyperParameters() {

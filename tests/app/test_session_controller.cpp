@@ -130,9 +130,8 @@ private slots:
     void stopDuringThePrompt() {
         m_script->prefillChunks = 300;
         m_script->chunkDelayMs = 10;
-        QSignalSpy progress(&m_core->engine, &EngineHost::prefillProgress);
         c()->sendMessage(QStringLiteral("hi"));
-        QVERIFY(progress.wait(5000));
+        QTRY_VERIFY_WITH_TIMEOUT(m_script->chunksRun.load() > 0, 5000);  // the prompt is being read
         c()->stop();
         waitIdle();
         const MessageRecord reply = m_core->stored(c()->currentConversation()).back();
@@ -316,14 +315,26 @@ private slots:
     void stopReadingADocument() {
         m_script->prefillChunks = 500;
         m_script->chunkDelayMs = 10;
-        QSignalSpy progress(&m_core->engine, &EngineHost::prefillProgress);
         c()->attachDocument(writeFile(QStringLiteral("slow.txt"), "some text to read slowly"));
-        QVERIFY(progress.wait(5000));
+        QTRY_VERIFY_WITH_TIMEOUT(c()->document().progress.total > 0, 5000);  // reading, with progress
         QCOMPARE(c()->document().phase, DocumentPhase::reading);
-        QVERIFY(c()->document().progress.total > 0);
         c()->stopReadingDocument();
         QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::stopped, 5000);
         QVERIFY(!c()->document().usableInContext());
+    }
+
+    // Reading the document again while it is being read: the new reading is the one that
+    // counts (the first job is abandoned, not reported as stopped).
+    void readingAgainWhileReading() {
+        m_script->prefillChunks = 40;
+        m_script->chunkDelayMs = 5;
+        c()->attachDocument(writeFile(QStringLiteral("again.txt"), "text to read twice"));
+        QTRY_VERIFY_WITH_TIMEOUT(c()->document().progress.total > 0, 5000);
+        c()->readDocumentAgain();
+        QCOMPARE(c()->document().phase, DocumentPhase::reading);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_core->engine.isBusy(), 5000);
+        QCOMPARE(c()->document().phase, DocumentPhase::inContext);
+        QCOMPARE(m_script->prefills.load(), 2);
     }
 
     void deletingTheConversationBeingAnswered() {

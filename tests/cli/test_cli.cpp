@@ -78,6 +78,7 @@ private slots:
         QVERIFY(r.out.contains("architecture:  qwen2"));
         QVERIFY(r.out.contains("Q8_0 x"));
         QVERIFY(r.out.contains("memory at -c 1024"));
+        QVERIFY2(r.out.contains("    full attn   2 layers, "), r.out.constData());  // the plan per layer kind
         QVERIFY(r.out.contains("largest context that fits"));
         QVERIFY(r.out.contains("fits"));
     }

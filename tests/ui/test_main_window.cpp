@@ -217,7 +217,45 @@ private slots:
         QVERIFY(panel->valueLabel(QStringLiteral("hitRate"))->text().contains(QStringLiteral("no block reads")));
         QVERIFY(panel->valueLabel(QStringLiteral("decode"))->text().contains(QStringLiteral("tok/s")));
         QCOMPARE(panel->valueLabel(QStringLiteral("metadata"))->text(), QStringLiteral("3.0 KiB"));
+        QCOMPARE(panel->layerKindRows(), QStringList{QStringLiteral("Full attention: 2 layers, 4.0 KiB")});
         QTRY_VERIFY(panel->chartPoints() >= 3);  // sampled four times a second
+    }
+
+    // A row per kind of layer memory the model has, as the stats give them.
+    void cachePanelRowPerLayerKind_data() {
+        QTest::addColumn<int>("kinds");
+        QTest::addColumn<QStringList>("rows");
+        QTest::newRow("full attention only") << 1 << QStringList{QStringLiteral("Full attention: 22 layers, 12.3 MiB")};
+        QTest::newRow("full and sliding window") << 2
+                                                 << QStringList{QStringLiteral("Full attention: 22 layers, 12.3 MiB"),
+                                                                QStringLiteral("Sliding window: 1 layer, 512.0 KiB")};
+        QTest::newRow("none") << 0 << QStringList{};
+    }
+    void cachePanelRowPerLayerKind() {
+        QFETCH(int, kinds);
+        QFETCH(QStringList, rows);
+        CachePanel panel;
+        CacheSnapshot s{.hasSession = true};
+        const std::vector<KvLayerKindStats> all = {
+            {.kind = KvLayerKind::full, .n_layers = 22, .bytes = uint64_t(12.3 * (1 << 20)), .tokens_kept = 1024},
+            {.kind = KvLayerKind::sliding_window, .n_layers = 1, .bytes = 512 << 10, .tokens_kept = 256}};
+        s.kv.layer_kinds.assign(all.begin(), all.begin() + kinds);
+        panel.setSnapshot(s);
+        QCOMPARE(panel.layerKindRows(), rows);
+        panel.setSnapshot({});  // no session: no rows
+        QVERIFY(panel.layerKindRows().isEmpty());
+    }
+
+    // The retention view names the layers whose cache it shades.
+    void retentionNamesTheLayerKind() {
+        RetentionView view;
+        RetentionSnapshot r{.inContext = true, .perPosition = true, .policy = QStringLiteral("h2o 20%"), .documentText = QStringLiteral("abc def")};
+        r.tokenSpans = {{0, 3}, {4, 7}};
+        r.kept = {1.0f, 0.0f};
+        view.setRetention(r);
+        QCOMPARE(view.layersLabel()->text(), QStringLiteral("Shaded by what the cache of the model's full-attention layers keeps."));
+        view.setRetention(std::nullopt);
+        QVERIFY(view.layersLabel()->text().isEmpty());
     }
 
     void settingsShowThePredictionAndApplyNextTurn() {

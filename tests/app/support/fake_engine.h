@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <memory>
+#include <new>
+#include <stdexcept>
 
 #include "app/core/engine_host.h"
 #include "app/core/inference_engine.h"
@@ -22,6 +24,7 @@ struct FakeScript {
     QStringList tokens = {QStringLiteral("Hello"), QStringLiteral(", "), QStringLiteral("world"), QStringLiteral(".")};
     int tokenDelayMs = 2;
     QString failReplyWith;          // non-empty: reply fails with this message (after the prefill)
+    QString throwInReply;           // "bad_alloc", "runtime_error" or "int": reply throws that (after the prefill)
     QString failLoadWith;           // non-empty: loadModel fails for paths containing failLoadFor
     QString failLoadFor;            // empty: every path
     uint32_t contextLimit = 512;
@@ -83,6 +86,9 @@ public:
         m_script->lastContext = context;
         if (Status s = runPrefill(progress, stop); s.code() == StatusCode::cancelled) return GenerateResult{.reason = StopReason::cancelled};
         if (!m_script->failReplyWith.isEmpty()) return error(StatusCode::internal, m_script->failReplyWith.toStdString());
+        if (m_script->throwInReply == QLatin1String("bad_alloc")) throw std::bad_alloc();
+        if (m_script->throwInReply == QLatin1String("runtime_error")) throw std::runtime_error("a tensor went missing");
+        if (m_script->throwInReply == QLatin1String("int")) throw 42;
         return runTokens(sink, stop);
     }
 
@@ -111,6 +117,8 @@ public:
         s.hasSession = m_loaded;
         s.kv.tiers[0] = {.name = "device", .present = true, .used_bytes = 4096, .capacity_bytes = 1 << 20, .blocks = 2};
         s.kv.mirror_bytes = 3 << 10;
+        s.kv.layer_kinds = {{.kind = KvLayerKind::full, .n_layers = 2, .bytes = 4096, .tokens_kept = 32}};
+        s.kv.n_sequences = 1;
         s.kv.tiers[1] = {.name = "host"};
         s.kv.tiers[2] = {.name = "disk"};
         s.contextLimit = m_script->contextLimit;

@@ -1,0 +1,39 @@
+#include "chat_prompt.h"
+
+namespace lr {
+
+std::string document_context(std::string_view title, std::string_view text) {
+    std::string out = "You answer questions about the document below. Use only what it says; when it does not say, say so.\n\n";
+    if (!title.empty()) out += "Document: " + std::string(title) + "\n\n";
+    out += text;
+    return out;
+}
+
+std::vector<chat::ChatMessage> conversation_messages(const Conversation & conversation, std::string_view user_text) {
+    std::vector<chat::ChatMessage> messages;
+    messages.reserve(conversation.turns.size() + 2);
+    if (conversation.has_document()) {
+        messages.push_back({"system", document_context(conversation.document_title, conversation.document_text)});
+    }
+    for (const ChatTurn & t : conversation.turns) messages.push_back({t.role, t.text});
+    if (!user_text.empty()) messages.push_back({"user", std::string(user_text)});
+    return messages;
+}
+
+std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt) {
+    const Tokenizer & tok = model.tokenizer();
+    chat::ChatRenderOptions options{.add_generation_prompt = add_generation_prompt};
+    if (tok.bos() >= 0) options.bos_token = tok.token_to_piece(tok.bos(), true);
+    if (tok.eos() >= 0) options.eos_token = tok.token_to_piece(tok.eos(), true);
+    return model.chat_template().render_or_fallback(messages, options);
+}
+
+std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages,
+                                        bool add_generation_prompt) {
+    const Tokenizer & tok = model.tokenizer();
+    std::vector<int32_t> tokens = tok.encode(render_chat_text(model, messages, add_generation_prompt), true, true);
+    if (tokens.size() >= 2 && tokens[0] == tok.bos() && tokens[1] == tok.bos()) tokens.erase(tokens.begin());
+    return tokens;
+}
+
+}  // namespace lr

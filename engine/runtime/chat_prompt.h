@@ -1,0 +1,33 @@
+#pragma once
+// The prompt of a conversation: its messages (the document as a system message, then the
+// turns) rendered with the model's chat template, as text and as tokens.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/api/conversation.h"
+#include "engine/chat/chat_template.h"
+#include "engine/model/model.h"
+
+namespace lr {
+
+// The text that puts a document in a conversation (as a system message). Chat and the
+// one-pass summary use the same text, so a summary reuses the KV of a document already read.
+std::string document_context(std::string_view title, std::string_view text);
+
+// The conversation's messages: its document's system message (when it has a document),
+// then its turns, then `user_text` as the last user turn when not empty.
+std::vector<chat::ChatMessage> conversation_messages(const Conversation & conversation, std::string_view user_text = {});
+
+// The model's template applied to `messages` (the model's BOS and EOS texts defined).
+std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt);
+
+// render_chat_text tokenized with special tokens parsed and a single BOS (templates that
+// write the BOS text themselves do not get a second one).
+std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages,
+                                        bool add_generation_prompt);
+
+}  // namespace lr
