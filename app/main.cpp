@@ -17,10 +17,11 @@ int main(int argc, char ** argv) {
     parser.setApplicationDescription(QStringLiteral("Chat with a local LLM about long documents."));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")}, QStringLiteral("GGUF model to load (default: the last one)."),
-                                   QStringLiteral("file"));
+    const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")},
+                                   QStringLiteral("GGUF model to load (default: the last one)."), QStringLiteral("file"));
     parser.addOption(model);
-    parser.addPositionalArgument(QStringLiteral("document"), QStringLiteral("A .txt, .md, .pdf or .html file to open."), QStringLiteral("[document]"));
+    parser.addPositionalArgument(QStringLiteral("document"), QStringLiteral("A .txt, .md, .pdf or .html file to open."),
+                                 QStringLiteral("[document]"));
     parser.process(app);
 
     lr::ui::LongreadApp longread({.settings = lr::app::AppSettings::userStore(),

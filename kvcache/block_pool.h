@@ -36,26 +36,26 @@ struct BlockPlacement {
 };
 
 struct BlockMeta {
-    SeqId owner = 0;               // the sequence that wrote it (others may share it)
+    SeqId owner = 0;  // the sequence that wrote it (others may share it)
     uint32_t layer = 0;
-    uint32_t ref_count = 0;        // sequences holding it; 0 = free
+    uint32_t ref_count = 0;  // sequences holding it; 0 = free
     KvCodec k_codec = KvCodec::f16;
     KvCodec v_codec = KvCodec::f16;
     uint32_t n_bytes = 0;
-    uint64_t chain = 0;            // prefix key when the block is a full block of a pure prefix
-    bool persisted = false;        // a durable copy is in the prefix store
+    uint64_t chain = 0;      // prefix key when the block is a full block of a pure prefix
+    bool persisted = false;  // a durable copy is in the prefix store
     BlockPlacement place;
 
-    std::vector<int32_t> pos;      // [n_head_kv][block_tokens] mirror of the block's positions
-    std::vector<uint16_t> key_min; // [pages][n_head_kv][head_dim] per-channel key bounds (Quest),
-    std::vector<uint16_t> key_max; // as halves rounded outward (half the RAM of floats)
+    std::vector<int32_t> pos;       // [n_head_kv][block_tokens] mirror of the block's positions
+    std::vector<uint16_t> key_min;  // [pages][n_head_kv][head_dim] per-channel key bounds (Quest),
+    std::vector<uint16_t> key_max;  // as halves rounded outward (half the RAM of floats)
 };
 
 class BlockPool {
 public:
-    BlockId allocate();           // ref_count 1, everything else default
+    BlockId allocate();  // ref_count 1, everything else default
     void retain(BlockId id);
-    bool release(BlockId id);     // true when the block became free (it must not be pinned)
+    bool release(BlockId id);  // true when the block became free (it must not be pinned)
 
     BlockMeta & meta(BlockId id) {
         LR_ASSERT(id < blocks_.size());

@@ -24,16 +24,17 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
     for (uint32_t il = 0; il < shape.n_layer; ++il) {
         if (shape.kind(il) != KvLayerKind::full) {
             return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " keeps a " +
-                         std::string(kv_layer_kind_name(shape.kind(il))) + " memory, which this cache does not hold yet");
+                                                           std::string(kv_layer_kind_name(shape.kind(il))) +
+                                                           " memory, which this cache does not hold yet");
         }
     }
     const KvSettings & k = config.settings;
-    for (KvCodec c : {k.k_codec(), k.v_codec(), KvSettings::narrowed(k.k_codec(), k.host_bits),
-                      KvSettings::narrowed(k.v_codec(), k.host_bits), KvSettings::narrowed(k.k_codec(), k.disk_bits),
-                      KvSettings::narrowed(k.v_codec(), k.disk_bits)}) {
+    for (KvCodec c :
+         {k.k_codec(), k.v_codec(), KvSettings::narrowed(k.k_codec(), k.host_bits), KvSettings::narrowed(k.v_codec(), k.host_bits),
+          KvSettings::narrowed(k.k_codec(), k.disk_bits), KvSettings::narrowed(k.v_codec(), k.disk_bits)}) {
         if (!kv_codec_supports(c, shape.head_dim)) {
             return error(StatusCode::invalid_argument, "KV codec " + std::string(kv_codec_name(c)) + " cannot hold heads of " +
-                         std::to_string(shape.head_dim) + " values");
+                                                           std::to_string(shape.head_dim) + " values");
         }
     }
     if (config.settings.policy == KvPolicy::streaming && config.rope.n_rot == 0) {
@@ -51,10 +52,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig & config, c
 }
 
 KvCache::KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend)
-    : state_(config, shape, backend),
-      placement_(state_),
-      prefix_(state_, placement_),
-      editor_(state_, placement_),
+    : state_(config, shape, backend), placement_(state_), prefix_(state_, placement_), editor_(state_, placement_),
       renumbers_by_default_(SelectionPolicy::create(config.settings, state_.block_shape, config.max_tokens)->renumbers()) {}
 
 KvCache::~KvCache() = default;
@@ -133,17 +131,21 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
             p.renumber_ = true;
             if (int64_t(first) + n > int64_t(state_.config.max_position)) {
                 return error(StatusCode::context_full, "the streaming window (" + std::to_string(first) +
-                             " positions) leaves no room in the model's context: lower --kv-budget");
+                                                           " positions) leaves no room in the model's context: lower --kv-budget");
             }
         }
     } else if (size_t(s.n_tokens()) + n > state_.config.max_tokens) {
         return error(StatusCode::context_full, "the context holds " + std::to_string(state_.config.max_tokens) + " tokens; " +
-                     std::to_string(s.n_tokens()) + " are used and " + std::to_string(n) + " more do not fit");
+                                                   std::to_string(s.n_tokens()) + " are used and " + std::to_string(n) +
+                                                   " more do not fit");
     }
     p.tokens_.assign(request.tokens.begin(), request.tokens.begin() + n);
     p.positions_.resize(n);
     for (uint32_t i = 0; i < n; ++i) p.positions_[i] = first + int32_t(i);
-    p.ubatch_ = {.n_held = s.n_tokens(), .n_tokens = n, .first_pos = first, .prompt = request.prompt,
+    p.ubatch_ = {.n_held = s.n_tokens(),
+                 .n_tokens = n,
+                 .first_pos = first,
+                 .prompt = request.prompt,
                  .n_after = uint32_t(request.tokens.size()) - n};
     p.policy_ = s.policy->plan(p.ubatch_);
     p.pins_ = PinnedBlocks(state_.pool);

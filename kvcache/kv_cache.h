@@ -88,8 +88,8 @@ public:
     std::vector<std::pair<KvCodec, KvCodec>> layer_codecs(SeqId seq, uint32_t il) const;
     Result<std::vector<float>> layer_rows(SeqId seq, uint32_t il, uint32_t head, bool keys);
     size_t pinned_blocks() const { return state_.pool.n_pinned(); }  // 0 between ubatches
-    void note_prefill(uint32_t n_tokens, double ms);  // time spent computing tokens (stats)
-    void flush();                                     // waits for the prefix cache's writes
+    void note_prefill(uint32_t n_tokens, double ms);                 // time spent computing tokens (stats)
+    void flush();                                                    // waits for the prefix cache's writes
 
 private:
     KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend);
@@ -104,14 +104,14 @@ private:
     KvPlacement placement_;
     KvPrefixCache prefix_;
     KvLayerEditor editor_;
-    bool renumbers_by_default_;     // the cache's policy runs past the context (streaming)
-    DeviceBuffer mass_;             // attention mass of one ubatch, every layer's view
-    std::vector<float> zeros_;      // host zeros to clear it
+    bool renumbers_by_default_;  // the cache's policy runs past the context (streaming)
+    DeviceBuffer mass_;          // attention mass of one ubatch, every layer's view
+    std::vector<float> zeros_;   // host zeros to clear it
     std::vector<float> mass_host_;
-    std::vector<float> q_host_;     // the query, when the device is not host memory
+    std::vector<float> q_host_;  // the query, when the device is not host memory
 
     mutable std::mutex stats_mutex_;
-    KvStats published_;             // the snapshot stats() returns
+    KvStats published_;  // the snapshot stats() returns
 };
 
 }  // namespace lr

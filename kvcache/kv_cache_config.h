@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "engine/api/kv_layer.h"
+#include "engine/api/kv_settings.h"
+#include "engine/api/memory_plan.h"
 #include "engine/backend/kv_block_layout.h"
 #include "engine/common/status.h"
 #include "kvcache/file_io.h"
-#include "engine/api/kv_settings.h"
-#include "engine/api/memory_plan.h"
 #include "kvcache/rope_shift.h"
 
 namespace lr {
@@ -32,14 +32,14 @@ struct KvModelShape {
 
 struct KvCacheConfig {
     KvSettings settings;
-    uint32_t max_tokens = 4096;    // positions one sequence may hold (the policy's budget counts within)
+    uint32_t max_tokens = 4096;  // positions one sequence may hold (the policy's budget counts within)
     // Resolved tier capacities. Zero device capacity means unbounded (tests, tools).
     KvTierCapacities capacities{.device_bytes = 0, .host_bytes = 0, .disk_bytes = 0};
-    std::string dir;               // cache directory (disk tier, prefix cache); empty: no disk
-    uint64_t model_identity = 0;   // prefix-cache key of the model file; 0: no prefix cache
-    std::shared_ptr<FileIo> io;    // file operations (tests inject faults); null: POSIX
-    uint32_t max_position = 0;     // positions stay below this (trained context); 0: max_tokens
-    RopeShiftParams rope;          // how keys move when streaming renumbers positions
+    std::string dir;              // cache directory (disk tier, prefix cache); empty: no disk
+    uint64_t model_identity = 0;  // prefix-cache key of the model file; 0: no prefix cache
+    std::shared_ptr<FileIo> io;   // file operations (tests inject faults); null: POSIX
+    uint32_t max_position = 0;    // positions stay below this (trained context); 0: max_tokens
+    RopeShiftParams rope;         // how keys move when streaming renumbers positions
 };
 
 // Checks ranges and that the codecs fit the head size; the message names the setting.

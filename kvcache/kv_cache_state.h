@@ -22,7 +22,7 @@ struct KvCacheState {
     KvCacheConfig config;
     KvModelShape shape;
     KvBlockShape block_shape;
-    KvBlockLayout layout;              // of the blocks new tokens are written to (f16, or f32)
+    KvBlockLayout layout;  // of the blocks new tokens are written to (f16, or f32)
     Backend & backend;
     BlockPool pool;
     std::map<SeqId, KvSequence> seqs;

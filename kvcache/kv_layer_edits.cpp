@@ -71,9 +71,9 @@ void KvLayerEditor::evict(SeqId seq, uint32_t il, const Eviction & e) {
                 mass[b * bt + sl] = layer.mass[b].empty() ? 0.0f : layer.mass[b][at];
             }
         }
-        policy.score({.positions = positions, .mass = mass, .end = e.end, .layer = il, .head = g, .n_held = e.n_held,
-                      .prompt_end = e.prompt_end},
-                     scores);
+        policy.score(
+            {.positions = positions, .mass = mass, .end = e.end, .layer = il, .head = g, .n_held = e.n_held, .prompt_end = e.prompt_end},
+            scores);
         select_positions(positions, scores, params, keep);
         for (size_t i = 0; i < n; ++i) {
             if (positions[i] == kInvalidPos || keep[i]) continue;
@@ -196,8 +196,8 @@ Status KvLayerEditor::reencode_aged(SeqId seq, uint32_t il) {
         // Blocks a lower tier narrowed further stay so (re-encoding up gains nothing).
         if (kv_codec_bits(old.k_codec) <= kv_codec_bits(kc) && kv_codec_bits(old.v_codec) <= kv_codec_bits(vc)) continue;
         if (old.place.home != BlockHome::device) continue;  // re-encoded when next resident
-        LR_RETURN_IF_ERROR(recode(seq, il, b, KvSettings::narrowed(old.k_codec, kv_codec_bits(kc)),
-                                  KvSettings::narrowed(old.v_codec, kv_codec_bits(vc))));
+        LR_RETURN_IF_ERROR(
+            recode(seq, il, b, KvSettings::narrowed(old.k_codec, kv_codec_bits(kc)), KvSettings::narrowed(old.v_codec, kv_codec_bits(vc))));
     }
     return {};
 }

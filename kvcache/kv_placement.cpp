@@ -193,10 +193,10 @@ Status KvPlacement::make_room(BlockHome home, uint64_t n_bytes, SeqId active, ui
         settle_prefetches();
     }
     if (t->has_room(n_bytes)) return {};
-    return error(StatusCode::out_of_memory,
-                 "the KV cache is full (device " + format_bytes(device_->capacity_bytes()) + ", host " +
-                     format_bytes(host_ ? host_->capacity_bytes() : 0) + ", disk " + format_bytes(disk_ ? disk_->capacity_bytes() : 0) +
-                     "): lower the context, enable compression (h2o, snapkv, 8-bit KV), or raise a tier budget");
+    return error(StatusCode::out_of_memory, "the KV cache is full (device " + format_bytes(device_->capacity_bytes()) + ", host " +
+                                                format_bytes(host_ ? host_->capacity_bytes() : 0) + ", disk " +
+                                                format_bytes(disk_ ? disk_->capacity_bytes() : 0) +
+                                                "): lower the context, enable compression (h2o, snapkv, 8-bit KV), or raise a tier budget");
 }
 
 Status KvPlacement::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
@@ -213,8 +213,9 @@ Status KvPlacement::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
         host_->grow_capacity(m.n_bytes);
         return {};
     }
-    return error(StatusCode::out_of_memory, "the KV cache is full and there is no lower tier to move blocks to: raise the "
-                                            "RAM or disk budget, lower the context, or enable compression");
+    return error(StatusCode::out_of_memory,
+                 "the KV cache is full and there is no lower tier to move blocks to: raise the "
+                 "RAM or disk budget, lower the context, or enable compression");
 }
 
 Status KvPlacement::narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out) {
@@ -308,8 +309,8 @@ Status KvPlacement::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_
                 host_->grow_capacity(m.n_bytes);
                 return {};
             }
-            return error(StatusCode::out_of_memory, "the KV cache is full and the disk tier failed (" + s.message() +
-                                                        "): lower the context or enable compression");
+            return error(StatusCode::out_of_memory,
+                         "the KV cache is full and the disk tier failed (" + s.message() + "): lower the context or enable compression");
         }
         return s;
     }

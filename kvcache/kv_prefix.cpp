@@ -10,8 +10,13 @@ KvPrefixCache::KvPrefixCache(KvCacheState & state, KvPlacement & placement) : st
     if (state_.config.model_identity != 0) {
         const KvBlockLayout & L = state_.layout;
         const KvBlockShape & b = state_.block_shape;
-        const uint64_t seed[] = {state_.config.model_identity, uint64_t(L.k_codec), uint64_t(L.v_codec), b.block_tokens, b.n_head_kv,
-                                 b.head_dim, L.block_bytes()};
+        const uint64_t seed[] = {state_.config.model_identity,
+                                 uint64_t(L.k_codec),
+                                 uint64_t(L.v_codec),
+                                 b.block_tokens,
+                                 b.n_head_kv,
+                                 b.head_dim,
+                                 L.block_bytes()};
         chain_seed_ = PrefixStore::chain_next(0x4c52, std::span(reinterpret_cast<const int32_t *>(seed), sizeof seed / 4));
     }
 }

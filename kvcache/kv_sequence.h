@@ -37,12 +37,12 @@ struct LayerBlocks {
 };
 
 struct KvSequence {
-    std::vector<LayerBlocks> layers;       // [layer]
-    std::vector<int32_t> tokens;           // appended so far (prefix-cache keys)
-    std::vector<uint64_t> chains;          // prefix chain hash after each full block
-    int32_t next_pos = 0;                  // position of the next token (the token count, unless renumbered)
-    bool pure_prefix = true;               // no eviction, renumbering or re-encoding: persistable, shareable
-    std::optional<uint32_t> lost_from;     // set by a data loss: recompute from here
+    std::vector<LayerBlocks> layers;    // [layer]
+    std::vector<int32_t> tokens;        // appended so far (prefix-cache keys)
+    std::vector<uint64_t> chains;       // prefix chain hash after each full block
+    int32_t next_pos = 0;               // position of the next token (the token count, unless renumbered)
+    bool pure_prefix = true;            // no eviction, renumbering or re-encoding: persistable, shareable
+    std::optional<uint32_t> lost_from;  // set by a data loss: recompute from here
     std::unique_ptr<SelectionPolicy> policy;
 
     uint32_t n_tokens() const { return uint32_t(tokens.size()); }

@@ -7,7 +7,7 @@ namespace lr {
 namespace {
 
 constexpr std::pair<KvPolicy, std::string_view> kPolicyNames[] = {
-    {KvPolicy::none, "none"}, {KvPolicy::h2o, "h2o"}, {KvPolicy::snapkv, "snapkv"},
+    {KvPolicy::none, "none"},           {KvPolicy::h2o, "h2o"},     {KvPolicy::snapkv, "snapkv"},
     {KvPolicy::streaming, "streaming"}, {KvPolicy::quest, "quest"}, {KvPolicy::random, "random"},
 };
 
@@ -60,13 +60,15 @@ Status validate(const KvSettings & s) {
     if (!(s.recent_ratio >= 0 && s.recent_ratio <= 1)) return invalid("recent ratio must be between 0 and 1");
     if (s.sink_tokens > 1024) return invalid("sink tokens must be at most 1024");
     if (s.obs_window == 0 || s.obs_window > 4096) return invalid("the SnapKV observation window must be 1 to 4096 tokens");
-    if (s.pool_kernel == 0 || s.pool_kernel % 2 == 0 || s.pool_kernel > 63) return invalid("the SnapKV pooling kernel must be odd, 1 to 63");
+    if (s.pool_kernel == 0 || s.pool_kernel % 2 == 0 || s.pool_kernel > 63)
+        return invalid("the SnapKV pooling kernel must be odd, 1 to 63");
     if (s.then != KvPolicy::none && s.then != KvPolicy::h2o) return invalid("after snapkv, decoding continues with none or h2o");
     for (uint32_t bits : {s.k_bits, s.v_bits}) {
         if (bits != 32 && bits != 16 && bits != 8 && bits != 4) return invalid("KV bits must be 16, 8 or 4 (32 for exact f32)");
     }
     for (uint32_t bits : {s.host_bits, s.disk_bits}) {
-        if (bits != 0 && bits != 16 && bits != 8 && bits != 4) return invalid("RAM and disk tier bits must be 0 (as the device tier), 16, 8 or 4");
+        if (bits != 0 && bits != 16 && bits != 8 && bits != 4)
+            return invalid("RAM and disk tier bits must be 0 (as the device tier), 16, 8 or 4");
     }
     if (s.block_tokens < 4 || s.block_tokens > 256) return invalid("KV block size must be 4 to 256 tokens");
     if (s.policy == KvPolicy::quest) {

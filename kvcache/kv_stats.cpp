@@ -40,9 +40,11 @@ std::string to_json(const KvStats & s) {
     for (const KvTierStats & t : s.tiers) {
         if (!t.present) continue;
         char buf[256];
-        std::snprintf(buf, sizeof buf, "%s{\"name\":\"%s\",\"used_bytes\":%llu,\"capacity_bytes\":%llu,\"blocks\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu}",
-                      first ? "" : ",", t.name, (unsigned long long)t.used_bytes, (unsigned long long)t.capacity_bytes,
-                      (unsigned long long)t.blocks, (unsigned long long)t.bytes_in, (unsigned long long)t.bytes_out);
+        std::snprintf(
+            buf, sizeof buf,
+            "%s{\"name\":\"%s\",\"used_bytes\":%llu,\"capacity_bytes\":%llu,\"blocks\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu}",
+            first ? "" : ",", t.name, (unsigned long long)t.used_bytes, (unsigned long long)t.capacity_bytes, (unsigned long long)t.blocks,
+            (unsigned long long)t.bytes_in, (unsigned long long)t.bytes_out);
         out += buf;
         first = false;
     }
@@ -59,7 +61,8 @@ std::string to_json(const KvStats & s) {
                   (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens, (unsigned long long)s.narrowed_blocks,
                   (unsigned long long)s.rows_read, (unsigned long long)s.mirror_bytes, (unsigned long long)s.faults);
     out += buf;
-    out += "\"shared_blocks\":" + std::to_string(s.shared_blocks) + ",\"sequences\":" + std::to_string(s.n_sequences) + ",\"layer_kinds\":[";
+    out += "\"shared_blocks\":" + std::to_string(s.shared_blocks) + ",\"sequences\":" + std::to_string(s.n_sequences) +
+           ",\"layer_kinds\":[";
     for (size_t i = 0; i < s.layer_kinds.size(); ++i) {
         const KvLayerKindStats & k = s.layer_kinds[i];
         std::snprintf(buf, sizeof buf, "%s{\"kind\":\"%s\",\"layers\":%u,\"bytes\":%llu,\"tokens_kept\":%llu}", i ? "," : "",

@@ -37,8 +37,7 @@ std::string resolve_kv_dir(const KvSettings & settings) {
     return "/tmp/longread-kv";
 }
 
-KvTierCapacities resolve_capacities(const KvSettings & s, const MachineMemory & machine, uint64_t weight_bytes,
-                                    bool weights_in_vram) {
+KvTierCapacities resolve_capacities(const KvSettings & s, const MachineMemory & machine, uint64_t weight_bytes, bool weights_in_vram) {
     constexpr double kMiB = 1024.0 * 1024.0;
     const uint64_t ram_left = machine.available_ram_bytes > (weights_in_vram ? 0 : weight_bytes)
                                   ? machine.available_ram_bytes - (weights_in_vram ? 0 : weight_bytes)

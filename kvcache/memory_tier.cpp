@@ -31,8 +31,8 @@ std::unique_ptr<MemoryTier> MemoryTier::host(Backend & backend, uint64_t capacit
 }
 
 MemoryTier::MemoryTier(KvTier tier, uint64_t capacity, bool host_addressable, Alloc alloc, Copy to_tier, Copy to_host)
-    : tier_(tier), capacity_(capacity), host_addressable_(host_addressable), alloc_(std::move(alloc)),
-      to_tier_(std::move(to_tier)), to_host_(std::move(to_host)) {}
+    : tier_(tier), capacity_(capacity), host_addressable_(host_addressable), alloc_(std::move(alloc)), to_tier_(std::move(to_tier)),
+      to_host_(std::move(to_host)) {}
 
 Result<TierSlot> MemoryTier::allocate(size_t n_bytes) {
     if (!has_room(n_bytes)) return error(StatusCode::out_of_memory, "KV tier full");

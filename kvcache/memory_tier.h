@@ -52,8 +52,8 @@ private:
     uint64_t used_ = 0;
     uint64_t n_blocks_ = 0;
     uint64_t reserved_ = 0;
-    std::map<uint8_t *, DeviceBuffer> buffers_;          // every slot allocated, live or recycled
-    std::map<size_t, std::vector<uint8_t *>> free_;      // recycled slots by size
+    std::map<uint8_t *, DeviceBuffer> buffers_;      // every slot allocated, live or recycled
+    std::map<size_t, std::vector<uint8_t *>> free_;  // recycled slots by size
 };
 
 }  // namespace lr

@@ -8,18 +8,19 @@
 
 namespace lr {
 
-void page_bounds_portable(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max,
-                          uint32_t d, float * out) {
+void page_bounds_portable(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max, uint32_t d,
+                          float * out) {
     for (uint32_t h = 0; h < group; ++h) {
         float sum = 0;
-        for (uint32_t c = 0; c < d; ++c) sum += q_pos[size_t(h) * d + c] * fp16_to_fp32(max[c]) + q_neg[size_t(h) * d + c] * fp16_to_fp32(min[c]);
+        for (uint32_t c = 0; c < d; ++c)
+            sum += q_pos[size_t(h) * d + c] * fp16_to_fp32(max[c]) + q_neg[size_t(h) * d + c] * fp16_to_fp32(min[c]);
         out[h] = sum;
     }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2,fma,f16c"))) void page_bounds_avx2(const float * q_pos, const float * q_neg, uint32_t group,
-                                                                const uint16_t * min, const uint16_t * max, uint32_t d, float * out) {
+                                                               const uint16_t * min, const uint16_t * max, uint32_t d, float * out) {
     for (uint32_t h = 0; h < group; ++h) {
         const float * qp = q_pos + size_t(h) * d;
         const float * qn = q_neg + size_t(h) * d;

@@ -10,8 +10,8 @@
 
 namespace lr {
 
-void page_bounds_portable(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max,
-                          uint32_t d, float * out);
+void page_bounds_portable(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max, uint32_t d,
+                          float * out);
 #if defined(__x86_64__) && defined(__GNUC__)
 void page_bounds_avx2(const float * q_pos, const float * q_neg, uint32_t group, const uint16_t * min, const uint16_t * max, uint32_t d,
                       float * out);

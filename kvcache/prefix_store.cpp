@@ -38,9 +38,10 @@ Result<std::unique_ptr<PrefixStore>> PrefixStore::open(const std::string & dir, 
     if (ec) return error(StatusCode::io_error, "KV cache directory " + dir + " cannot be created (" + ec.message() + ")");
     std::unique_ptr<PrefixStore> store(new PrefixStore(dir, capacity_bytes, std::move(io)));
     const std::string path = dir + "/prefix-index.sqlite";
-    if (sqlite3_open_v2(path.c_str(), &store->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(path.c_str(), &store->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+        SQLITE_OK) {
         return error(StatusCode::io_error, path + ": cannot open the prefix cache index (" +
-                     std::string(store->db_ ? sqlite3_errmsg(store->db_) : "out of memory") + ")");
+                                               std::string(store->db_ ? sqlite3_errmsg(store->db_) : "out of memory") + ")");
     }
     sqlite3_busy_timeout(store->db_, 10000);  // other Longread processes may hold the write lock briefly
     const char * schema =
@@ -62,8 +63,8 @@ Result<std::unique_ptr<PrefixStore>> PrefixStore::open(const std::string & dir, 
         return error(StatusCode::io_error, path + ": another process has kept the prefix cache index locked for 10 s");
     }
     if (!s.ok()) {
-        return error(StatusCode::corrupt_data, path + ": the prefix cache index is unusable (" + s.message() +
-                     "); delete the directory " + dir + " to start a fresh cache");
+        return error(StatusCode::corrupt_data, path + ": the prefix cache index is unusable (" + s.message() + "); delete the directory " +
+                                                   dir + " to start a fresh cache");
     }
     Stmt used = prepare(store->db_, "SELECT COALESCE(SUM(size), 0) FROM blocks");
     if (sqlite3_step(used.get()) == SQLITE_ROW) store->used_ = uint64_t(sqlite3_column_int64(used.get(), 0));
@@ -202,8 +203,9 @@ Status PrefixStore::write(uint64_t chain, uint32_t layer, uint32_t depth, const 
             sqlite3_bind_int64(del.get(), 2, slot);
             sqlite3_step(del.get());
         } else {
-            Stmt next = prepare(db_, "INSERT INTO size_classes (size, next_slot) VALUES (?, 1) "
-                                     "ON CONFLICT(size) DO UPDATE SET next_slot = next_slot + 1 RETURNING next_slot - 1");
+            Stmt next = prepare(db_,
+                                "INSERT INTO size_classes (size, next_slot) VALUES (?, 1) "
+                                "ON CONFLICT(size) DO UPDATE SET next_slot = next_slot + 1 RETURNING next_slot - 1");
             sqlite3_bind_int64(next.get(), 1, int64_t(n_bytes));
             if (sqlite3_step(next.get()) == SQLITE_ROW) slot = sqlite3_column_int64(next.get(), 0);
         }
@@ -214,8 +216,9 @@ Status PrefixStore::write(uint64_t chain, uint32_t layer, uint32_t depth, const 
 
     Result<int> fd = data_file(n_bytes);
     s = fd.ok() ? io_->pwrite(*fd, src, n_bytes, uint64_t(slot) * n_bytes, "prefix cache in " + dir_) : fd.status();
-    Stmt ins = prepare(db_, s.ok() ? "INSERT OR IGNORE INTO blocks (chain, layer, depth, size, slot, checksum, last_used) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                                   : "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?4, ?5)");
+    Stmt ins = prepare(
+        db_, s.ok() ? "INSERT OR IGNORE INTO blocks (chain, layer, depth, size, slot, checksum, last_used) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    : "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?4, ?5)");
     if (s.ok()) {
         sqlite3_bind_int64(ins.get(), 1, as_sql(chain));
         sqlite3_bind_int64(ins.get(), 2, layer);

@@ -54,7 +54,8 @@ public:
     const std::string & dir() const { return dir_; }
 
 private:
-    PrefixStore(std::string dir, uint64_t capacity, std::shared_ptr<FileIo> io) : dir_(std::move(dir)), capacity_(capacity), io_(std::move(io)) {}
+    PrefixStore(std::string dir, uint64_t capacity, std::shared_ptr<FileIo> io)
+        : dir_(std::move(dir)), capacity_(capacity), io_(std::move(io)) {}
     Status exec(const char * sql);
     Result<int> data_file(size_t n_bytes);
     Status make_room(size_t n_bytes);

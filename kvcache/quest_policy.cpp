@@ -14,7 +14,8 @@ public:
     // Views depend on the query at each decode step (a prompt reads every block).
     PolicyPlan plan(const PolicyUbatch & u) const override { return {.query_aware = u.n_tokens == 1}; }
     bool keeps_key_bounds() const override { return true; }
-    PageReads page_reads(const LayerBlocks & layer, const BlockPool & pool, uint32_t n_seen, const float * q, uint32_t n_head) const override;
+    PageReads page_reads(const LayerBlocks & layer, const BlockPool & pool, uint32_t n_seen, const float * q,
+                         uint32_t n_head) const override;
 
 private:
     const PageBounds page_bounds_ = best_page_bounds();  // the fastest this CPU runs
@@ -69,7 +70,8 @@ PageReads Quest::page_reads(const LayerBlocks & layer, const BlockPool & pool, u
             const BlockMeta & m = pool.meta(layer.ids[p / per_block]);
             const size_t at = (size_t(p % per_block) * n_kv + g) * d;
             bounds.resize(bounds.size() + group, INFINITY);
-            if (!m.key_min.empty()) page_bounds_(q_pos.data(), q_neg.data(), group, &m.key_min[at], &m.key_max[at], d, &bounds[bounds.size() - group]);
+            if (!m.key_min.empty())
+                page_bounds_(q_pos.data(), q_neg.data(), group, &m.key_min[at], &m.key_max[at], d, &bounds[bounds.size() - group]);
         }
         for (uint32_t hq = 0; hq < group; ++hq) {
             ranked.clear();

@@ -80,8 +80,8 @@ private:
     // The ubatch is part of the prompt's last obs_window tokens.
     bool observes(const PolicyUbatch & u) const { return u.prompt && u.n_tokens + u.n_after <= settings_.obs_window; }
 
-    bool selecting_ = false;             // evicting after the prompt (--then h2o)
-    std::optional<int32_t> mass_from_;   // the first observation query: mass is collected from it on
+    bool selecting_ = false;            // evicting after the prompt (--then h2o)
+    std::optional<int32_t> mass_from_;  // the first observation query: mass is collected from it on
 };
 
 // StreamingLLM: sinks and a window of recent positions, renumbered inside the cache so that

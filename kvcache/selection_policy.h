@@ -30,19 +30,19 @@ struct LayerBlocks;
 
 // What the policy asks of one ubatch, decided before it runs.
 struct PolicyPlan {
-    bool collect_mass = false;            // views record attention mass (folded in at apply)
-    bool query_aware = false;             // views read the pages the query needs (Quest)
-    std::optional<uint32_t> evict_to;     // after the ubatch, each head keeps at most this many
-    bool select_at_prompt_end = false;    // the prompt ends here: select the whole prompt (SnapKV)
+    bool collect_mass = false;          // views record attention mass (folded in at apply)
+    bool query_aware = false;           // views read the pages the query needs (Quest)
+    std::optional<uint32_t> evict_to;   // after the ubatch, each head keeps at most this many
+    bool select_at_prompt_end = false;  // the prompt ends here: select the whole prompt (SnapKV)
 };
 
 // The ubatch as the policy sees it.
 struct PolicyUbatch {
-    uint32_t n_held = 0;      // tokens of the sequence before it
-    uint32_t n_tokens = 0;    // its tokens
-    int32_t first_pos = 0;    // its first position
-    bool prompt = false;      // part of a multi-token prompt (else one decode step)
-    uint32_t n_after = 0;     // tokens of the prompt after it
+    uint32_t n_held = 0;    // tokens of the sequence before it
+    uint32_t n_tokens = 0;  // its tokens
+    int32_t first_pos = 0;  // its first position
+    bool prompt = false;    // part of a multi-token prompt (else one decode step)
+    uint32_t n_after = 0;   // tokens of the prompt after it
 };
 
 // One head of one layer, ranked for eviction.
@@ -51,8 +51,8 @@ struct HeadScores {
     std::span<const float> mass;         // [slots] attention mass gathered (zeros when none)
     int32_t end = 0;                     // the position after the newest query
     uint32_t layer = 0, head = 0;
-    uint32_t n_held = 0;                 // tokens of the sequence before this ubatch
-    bool prompt_end = false;             // the selection at the end of a prompt
+    uint32_t n_held = 0;      // tokens of the sequence before this ubatch
+    bool prompt_end = false;  // the selection at the end of a prompt
 };
 
 // Which pages each KV head reads in one layer (Quest).
@@ -90,7 +90,8 @@ public:
     virtual bool keeps_key_bounds() const { return false; }
     // The pages each head reads among a layer's blocks for the query q ([n_head][head_dim]
     // of the ubatch's last token; n_seen tokens with it): for query_aware views only.
-    virtual PageReads page_reads(const LayerBlocks & layer, const BlockPool & pool, uint32_t n_seen, const float * q, uint32_t n_head) const;
+    virtual PageReads page_reads(const LayerBlocks & layer, const BlockPool & pool, uint32_t n_seen, const float * q,
+                                 uint32_t n_head) const;
 
     // (Abstract: only the policies below construct one.)
     SelectionPolicy(const KvSettings & settings, const KvBlockShape & shape) : settings_(settings), shape_(shape) {}

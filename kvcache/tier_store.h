@@ -7,14 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/common/status.h"
 #include "engine/api/kv_stats.h"
+#include "engine/common/status.h"
 
 namespace lr {
 
 struct TierSlot {
-    uint64_t id = 0;          // the tier's own handle
-    uint8_t * data = nullptr; // the bytes, for memory tiers (in the tier's address space)
+    uint64_t id = 0;           // the tier's own handle
+    uint8_t * data = nullptr;  // the bytes, for memory tiers (in the tier's address space)
 };
 
 class TierStore {

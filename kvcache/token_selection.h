@@ -23,9 +23,9 @@
 namespace lr {
 
 struct SelectionParams {
-    uint32_t budget = 0;   // positions kept in all, sinks and window included
-    uint32_t sinks = 0;    // positions < sinks are always kept
-    uint32_t recent = 0;   // the `recent` most recent positions are kept
+    uint32_t budget = 0;  // positions kept in all, sinks and window included
+    uint32_t sinks = 0;   // positions < sinks are always kept
+    uint32_t recent = 0;  // the `recent` most recent positions are kept
 };
 
 // keep[i] = whether slot i survives. positions[i] is the position slot i holds (kInvalidPos

@@ -42,16 +42,16 @@ private:
     SeqId seq_ = 0;
     std::vector<int32_t> tokens_;
     std::vector<int32_t> positions_;
-    PolicyUbatch ubatch_;           // as the sequence's policy saw it
-    PolicyPlan policy_;             // what the policy asked for
-    bool renumber_ = false;         // streaming: each layer's positions are renumbered at its view
+    PolicyUbatch ubatch_;    // as the sequence's policy saw it
+    PolicyPlan policy_;      // what the policy asked for
+    bool renumber_ = false;  // streaming: each layer's positions are renumbered at its view
 
     // The views, in layer order.
     uint32_t n_viewed_ = 0;
-    PinnedBlocks pins_;                           // the current view's blocks
-    std::vector<uint32_t> first_slot_;            // [layer] the slot of the first new token
-    std::vector<size_t> mass_at_;                 // [layer] offset of the layer's attention mass
-    std::vector<BlockId> view_ids_;               // the current view's blocks, in view order
+    PinnedBlocks pins_;                 // the current view's blocks
+    std::vector<uint32_t> first_slot_;  // [layer] the slot of the first new token
+    std::vector<size_t> mass_at_;       // [layer] offset of the layer's attention mass
+    std::vector<BlockId> view_ids_;     // the current view's blocks, in view order
     std::vector<KvBlockRef> view_blocks_;
     std::vector<uint32_t> write_slots_;
     std::vector<uint32_t> read_pages_;

@@ -5,8 +5,6 @@ extern "C" const uint8_t longread_bundled_model_end[];
 
 namespace lr {
 
-std::span<const uint8_t> bundled_model_bytes() {
-    return {longread_bundled_model_begin, longread_bundled_model_end};
-}
+std::span<const uint8_t> bundled_model_bytes() { return {longread_bundled_model_begin, longread_bundled_model_end}; }
 
 }  // namespace lr

@@ -7,8 +7,8 @@
 #include <QLineSeries>
 #include <QLocale>
 #include <QProgressBar>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include "app/core/model_list_model.h"
 #include "ui/layer_kind_text.h"
@@ -111,8 +111,8 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     form->setVerticalSpacing(4);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     const std::pair<const char *, QString> rows[] = {
-        {"prefill", tr("Prefill")},           {"decode", tr("Decode")},       {"hitRate", tr("Hit rate")},
-        {"moved", tr("Moved between tiers")}, {"prefetch", tr("Prefetched")}, {"evicted", tr("Evicted tokens")},
+        {"prefill", tr("Prefill")},           {"decode", tr("Decode")},           {"hitRate", tr("Hit rate")},
+        {"moved", tr("Moved between tiers")}, {"prefetch", tr("Prefetched")},     {"evicted", tr("Evicted tokens")},
         {"restored", tr("Restored tokens")},  {"metadata", tr("Block metadata")}, {"faults", tr("Faults handled")},
     };
     for (const auto & [key, label] : rows) {
@@ -129,8 +129,9 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     m_values.value("moved")->setToolTip(tr("Bytes copied between the device, host and disk tiers"));
     m_values.value("evicted")->setToolTip(tr("Token positions the cache policy dropped to stay within its budget"));
     m_values.value("restored")->setToolTip(tr("Tokens whose KV was restored from the prefix cache instead of computed"));
-    m_values.value("metadata")->setToolTip(tr("RAM the cache keeps per block besides the tiers: positions, the attention "
-                                              "each token received (h2o, snapkv) and the key bounds quest ranks pages by"));
+    m_values.value("metadata")
+        ->setToolTip(tr("RAM the cache keeps per block besides the tiers: positions, the attention "
+                        "each token received (h2o, snapkv) and the key bounds quest ranks pages by"));
     layout->addLayout(form);
 
     m_hitView = makeChart(tr("Hit rate (%)"), &m_hitSeries, &m_hitX, &m_hitY, this);
@@ -178,7 +179,8 @@ int CachePanel::chartPoints() const { return int(m_movedSeries->count()); }
 
 void CachePanel::setBackend(const QString & backend) {
     m_backend = backend;
-    m_tiers[0]->setName(backend.contains(QLatin1String("CUDA"), Qt::CaseInsensitive) ? tr("VRAM (device tier)") : tr("RAM arena (device tier)"));
+    m_tiers[0]->setName(backend.contains(QLatin1String("CUDA"), Qt::CaseInsensitive) ? tr("VRAM (device tier)")
+                                                                                     : tr("RAM arena (device tier)"));
 }
 
 void CachePanel::setSnapshot(const app::CacheSnapshot & snapshot) {
@@ -219,16 +221,20 @@ void CachePanel::showNumbers() {
     auto rate = [&](double r) { return r > 0 ? tr("%1 tok/s").arg(r, 0, 'f', r < 100 ? 1 : 0) : tr("\u2014 (none yet)"); };
     m_values.value("prefill")->setText(rate(s.prefillTokensPerSecond));
     m_values.value("decode")->setText(rate(s.decodeTokensPerSecond));
-    m_values.value("hitRate")->setText(kv.block_reads == 0 ? tr("\u2014 (no block reads counted yet)")
-                                                            : tr("%1% (%2 of %3 block reads)")
-                                                                  .arg(100.0 * kv.hit_rate(), 0, 'f', 1)
-                                                                  .arg(locale.toString(qulonglong(kv.block_hits)), locale.toString(qulonglong(kv.block_reads))));
+    m_values.value("hitRate")->setText(
+        kv.block_reads == 0 ? tr("\u2014 (no block reads counted yet)")
+                            : tr("%1% (%2 of %3 block reads)")
+                                  .arg(100.0 * kv.hit_rate(), 0, 'f', 1)
+                                  .arg(locale.toString(qulonglong(kv.block_hits)), locale.toString(qulonglong(kv.block_reads))));
     QString moved = tr("%1 (%2 demoted, %3 promoted)")
                         .arg(app::formatBytes(kv.bytes_moved))
                         .arg(locale.toString(qulonglong(kv.demotions)), locale.toString(qulonglong(kv.promotions)));
-    if (kv.narrowed_blocks > 0) moved += tr(", %1 blocks narrowed to a lower tier's bits").arg(locale.toString(qulonglong(kv.narrowed_blocks)));
+    if (kv.narrowed_blocks > 0)
+        moved += tr(", %1 blocks narrowed to a lower tier's bits").arg(locale.toString(qulonglong(kv.narrowed_blocks)));
     m_values.value("moved")->setText(moved);
-    m_values.value("prefetch")->setText(tr("%1 blocks, %2 in time").arg(locale.toString(qulonglong(kv.prefetches)), locale.toString(qulonglong(kv.prefetch_hits))));
+    m_values.value("prefetch")
+        ->setText(
+            tr("%1 blocks, %2 in time").arg(locale.toString(qulonglong(kv.prefetches)), locale.toString(qulonglong(kv.prefetch_hits))));
     m_values.value("evicted")->setText(tr("%1 (kept %2 of %3 seen)")
                                            .arg(locale.toString(qulonglong(kv.evicted_tokens)), locale.toString(qulonglong(kv.tokens_kept)),
                                                 locale.toString(qulonglong(kv.tokens_seen))));
@@ -236,8 +242,9 @@ void CachePanel::showNumbers() {
     if (kv.prefill_ms_saved > 0) restored += tr(" (saved ~%1 of prefill)").arg(QStringLiteral("%1 ms").arg(kv.prefill_ms_saved, 0, 'f', 0));
     m_values.value("restored")->setText(restored);
     m_values.value("metadata")->setText(app::formatBytes(kv.mirror_bytes));
-    m_values.value("faults")->setText(kv.faults == 0 ? tr("none")
-                                                     : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
+    m_values.value("faults")->setText(
+        kv.faults == 0 ? tr("none")
+                       : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
 }
 
 void CachePanel::sample() {

@@ -59,7 +59,7 @@ private:
     QLabel * m_policy;
     QLabel * m_empty;
     TierBar * m_tiers[3];
-    QWidget * m_layerKinds;          // one QLabel per layer kind
+    QWidget * m_layerKinds;  // one QLabel per layer kind
     QList<QLabel *> m_layerKindRows;
     QProgressBar * m_context;
     QHash<QString, QLabel *> m_values;

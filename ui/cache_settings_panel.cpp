@@ -2,15 +2,15 @@
 
 #include <QComboBox>
 #include <QFileDialog>
-#include <QLineEdit>
-#include <QToolButton>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "app/core/model_list_model.h"
@@ -42,7 +42,9 @@ QComboBox * codecBitsBox(QWidget * parent) {
 
 // A lower tier's codec: as the device tier (0), or at most 8 or 4 bits.
 QComboBox * tierBitsBox(QWidget * parent) {
-    return bitsBox(parent, {{QObject::tr("as the device tier"), 0}, {QObject::tr("at most 8-bit (q8)"), 8}, {QObject::tr("at most 4-bit (q4)"), 4}});
+    return bitsBox(parent, {{QObject::tr("as the device tier"), 0},
+                            {QObject::tr("at most 8-bit (q8)"), 8},
+                            {QObject::tr("at most 4-bit (q4)"), 4}});
 }
 
 void setTip(QWidget * w, const QString & name, const QString & tip) {
@@ -127,7 +129,8 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     setTip(m_host, tr("Host tier budget"), tr("RAM behind the device tier, where colder blocks wait."));
     form->addRow(tr("Host tier"), m_host);
     m_disk = mibBox(this);
-    setTip(m_disk, tr("Disk tier budget"), tr("Cache files on disk for what does not fit in RAM, and for restoring documents read before."));
+    setTip(m_disk, tr("Disk tier budget"),
+           tr("Cache files on disk for what does not fit in RAM, and for restoring documents read before."));
     form->addRow(tr("Disk tier"), m_disk);
     m_hostBits = tierBitsBox(this);
     setTip(m_hostBits, tr("Host tier bits"),
@@ -140,7 +143,6 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
               "less disk traffic, at a small cost in precision."));
     form->addRow(tr("Disk tier bits"), m_diskBits);
     layout->addLayout(form);
-
 
     auto * predictionTitle = new QLabel(tr("Planner's prediction"), this);
     QFont bold = predictionTitle->font();
@@ -197,8 +199,10 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         const app::EngineSettings s = settings();
         if (app::validationError(s).isEmpty()) emit settingsEdited(s);
     });
-    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk}) connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
-    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits}) connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
+    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk})
+        connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
+    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits})
+        connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
     setSettings(app::EngineSettings{});
@@ -289,7 +293,9 @@ void CacheSettingsPanel::updatePrediction() {
         return;
     }
     const MemoryPlan plan = app::planFor(m_model.shape, s);
-    const QColor tone = plan.verdict == MemoryVerdict::fits ? theme::good(p) : plan.verdict == MemoryVerdict::needs_disk ? theme::caution(p) : theme::bad(p);
+    const QColor tone = plan.verdict == MemoryVerdict::fits         ? theme::good(p)
+                        : plan.verdict == MemoryVerdict::needs_disk ? theme::caution(p)
+                                                                    : theme::bad(p);
     lp.setColor(QPalette::WindowText, tone);
     m_prediction->setPalette(lp);
     const uint32_t ctx = s.contextTokens ? s.contextTokens : m_model.nCtxTrain;
@@ -300,8 +306,6 @@ void CacheSettingsPanel::updatePrediction() {
                           (plan.verdict == MemoryVerdict::fits ? QString() : QStringLiteral("\n") + QString::fromStdString(plan.message)));
 }
 
-void CacheSettingsPanel::refreshStyle() {
-    updatePrediction();
-}
+void CacheSettingsPanel::refreshStyle() { updatePrediction(); }
 
 }  // namespace lr::ui

@@ -101,17 +101,19 @@ ChatView::ChatView(app::MessageListModel * model, const IconProvider & icons, QW
     m_updateTimer.setInterval(33);
     connect(&m_updateTimer, &QTimer::timeout, this, &ChatView::flushUpdates);
     connect(m_model, &QAbstractItemModel::modelReset, this, &ChatView::rebuild);
-    connect(m_model, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex &, int first, int last) { insertRows(first, last); });
+    connect(m_model, &QAbstractItemModel::rowsInserted, this,
+            [this](const QModelIndex &, int first, int last) { insertRows(first, last); });
     connect(m_model, &QAbstractItemModel::rowsRemoved, this, [this](const QModelIndex &, int first, int last) { removeRows(first, last); });
-    connect(m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex & a, const QModelIndex & b, const QList<int> & roles) {
-        for (int r = a.row(); r <= b.row(); ++r) m_dirtyRows.insert(r);
-        // The end of a message is shown at once; streaming text is coalesced.
-        if (roles.contains(app::MessageListModel::StateRole)) {
-            flushUpdates();
-        } else if (!m_updateTimer.isActive()) {
-            m_updateTimer.start();
-        }
-    });
+    connect(m_model, &QAbstractItemModel::dataChanged, this,
+            [this](const QModelIndex & a, const QModelIndex & b, const QList<int> & roles) {
+                for (int r = a.row(); r <= b.row(); ++r) m_dirtyRows.insert(r);
+                // The end of a message is shown at once; streaming text is coalesced.
+                if (roles.contains(app::MessageListModel::StateRole)) {
+                    flushUpdates();
+                } else if (!m_updateTimer.isActive()) {
+                    m_updateTimer.start();
+                }
+            });
     rebuild();
 }
 
@@ -161,7 +163,8 @@ void ChatView::removeRows(int first, int last) {
 void ChatView::flushUpdates() {
     m_updateTimer.stop();
     for (int r : std::as_const(m_dirtyRows)) {
-        if (r >= 0 && r < int(m_bubbles.size()) && r < m_model->rowCount()) m_bubbles[size_t(r)]->setMessage(m_model->messages()[size_t(r)]);
+        if (r >= 0 && r < int(m_bubbles.size()) && r < m_model->rowCount())
+            m_bubbles[size_t(r)]->setMessage(m_model->messages()[size_t(r)]);
     }
     m_dirtyRows.clear();
 }

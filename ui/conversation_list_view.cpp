@@ -63,7 +63,8 @@ public:
         painter->setFont(captionFont);
         painter->setPen(selected ? pal.color(QPalette::HighlightedText) : theme::subtleText(pal));
         painter->drawText(QRect(r.left(), r.top() + 2 + fm.height(), r.width(), QFontMetrics(captionFont).height()),
-                          Qt::AlignLeft | Qt::AlignVCenter, relativeTime(index.data(app::ConversationListModel::UpdatedAtRole).toLongLong()));
+                          Qt::AlignLeft | Qt::AlignVCenter,
+                          relativeTime(index.data(app::ConversationListModel::UpdatedAtRole).toLongLong()));
         painter->restore();
     }
 };
@@ -112,7 +113,8 @@ ConversationListView::ConversationListView(QAbstractItemModel * model, const Ico
     connect(m_search, &QLineEdit::textChanged, this, [this] { m_searchDelay.start(); });
     connect(m_new, &QToolButton::clicked, this, &ConversationListView::newConversationRequested);
     connect(m_list->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex & current) {
-        if (!m_settingCurrent && current.isValid()) emit conversationSelected(current.data(app::ConversationListModel::IdRole).toLongLong());
+        if (!m_settingCurrent && current.isValid())
+            emit conversationSelected(current.data(app::ConversationListModel::IdRole).toLongLong());
     });
     connect(m_list, &QListView::customContextMenuRequested, this, &ConversationListView::showContextMenu);
 

@@ -8,8 +8,7 @@
 
 namespace lr::ui {
 
-LongreadApp::LongreadApp(LongreadAppOptions options)
-    : m_options(std::move(options)), m_settings(std::move(m_options.settings)) {}
+LongreadApp::LongreadApp(LongreadAppOptions options) : m_options(std::move(options)), m_settings(std::move(m_options.settings)) {}
 
 LongreadApp::~LongreadApp() {
     // The window refers to the controller, the controller to the engine and the database.
@@ -41,16 +40,14 @@ bool LongreadApp::openDatabase() {
                 retry = box.addButton(QObject::tr("Try again"), QMessageBox::AcceptRole);
                 break;
             case app::DatabaseError::corrupt:
-                box.setInformativeText(QObject::tr("Longread can keep the damaged file next to a new, empty database, so that "
-                                                   "nothing is deleted (a recovery tool may still read it)."));
+                box.setInformativeText(
+                    QObject::tr("Longread can keep the damaged file next to a new, empty database, so that "
+                                "nothing is deleted (a recovery tool may still read it)."));
                 aside = box.addButton(QObject::tr("Keep it aside and start a new one"), QMessageBox::AcceptRole);
                 break;
-            case app::DatabaseError::io:
-                retry = box.addButton(QObject::tr("Try again"), QMessageBox::AcceptRole);
-                break;
+            case app::DatabaseError::io: retry = box.addButton(QObject::tr("Try again"), QMessageBox::AcceptRole); break;
             case app::DatabaseError::newerSchema:
-            case app::DatabaseError::none:
-                break;
+            case app::DatabaseError::none: break;
         }
         box.addButton(QObject::tr("Quit"), QMessageBox::RejectRole);
         box.exec();

@@ -19,11 +19,11 @@ namespace lr::ui {
 class MainWindow;
 
 struct LongreadAppOptions {
-    std::unique_ptr<QSettings> settings;  // AppSettings::userStore() in the app
-    bool interactive = true;              // ask what to do when the database cannot be opened
+    std::unique_ptr<QSettings> settings;           // AppSettings::userStore() in the app
+    bool interactive = true;                       // ask what to do when the database cannot be opened
     app::EngineHost::EngineFactory engineFactory;  // empty: the real engine (LlmEngine)
-    QString modelPath;                    // load this model instead of the last one
-    QString documentPath;                 // open this document at start
+    QString modelPath;                             // load this model instead of the last one
+    QString documentPath;                          // open this document at start
 };
 
 class LongreadApp {

@@ -144,7 +144,8 @@ void MainWindow::buildMenus() {
     QMenu * file = menuBar()->addMenu(tr("&File"));
     add(file, tr("&New conversation"), QKeySequence::New, QStringLiteral("new"), [this] { m_controller.newConversation(); });
     add(file, tr("&Open a document\u2026"), QKeySequence::Open, QStringLiteral("document"), [this] { openDocumentDialog(); });
-    add(file, tr("Choose a &model\u2026"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), QStringLiteral("model"), [this] { chooseModel(); });
+    add(file, tr("Choose a &model\u2026"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), QStringLiteral("model"),
+        [this] { chooseModel(); });
     file->addSeparator();
     add(file, tr("&Quit"), QKeySequence::Quit, QString(), [this] { close(); });
 
@@ -152,7 +153,8 @@ void MainWindow::buildMenus() {
     add(chat, tr("&Summarize the document"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), QStringLiteral("summarize"),
         [this] { m_controller.summarizeDocument(); });
     add(chat, tr("S&top the reply"), QKeySequence(Qt::CTRL | Qt::Key_Period), QStringLiteral("stop"), [this] { m_controller.stop(); });
-    add(chat, tr("&Regenerate the reply"), QKeySequence(Qt::CTRL | Qt::Key_R), QStringLiteral("regenerate"), [this] { m_controller.regenerate(); });
+    add(chat, tr("&Regenerate the reply"), QKeySequence(Qt::CTRL | Qt::Key_R), QStringLiteral("regenerate"),
+        [this] { m_controller.regenerate(); });
     add(chat, tr("&Edit the last message"), QKeySequence(Qt::CTRL | Qt::Key_E), QStringLiteral("edit"), [this] {
         if (!m_controller.isReplying() && !m_controller.lastPrompt().isEmpty()) m_composer->beginEdit(m_controller.lastPrompt());
     });
@@ -167,7 +169,8 @@ void MainWindow::buildMenus() {
     });
     chat->addSeparator();
     add(chat, tr("Re&name\u2026"), QKeySequence(Qt::Key_F2), QStringLiteral("edit"), [this] { m_conversations->renameCurrent(); });
-    add(chat, tr("&Delete\u2026"), QKeySequence(Qt::CTRL | Qt::Key_Delete), QStringLiteral("delete"), [this] { m_conversations->deleteCurrent(); });
+    add(chat, tr("&Delete\u2026"), QKeySequence(Qt::CTRL | Qt::Key_Delete), QStringLiteral("delete"),
+        [this] { m_conversations->deleteCurrent(); });
     add(chat, tr("Searc&h"), QKeySequence::Find, QStringLiteral("search"), [this] { m_conversations->focusSearch(); });
     add(chat, tr("Write a &message"), QKeySequence(Qt::CTRL | Qt::Key_L), QString(), [this] { m_composer->focusInput(); });
 
@@ -259,8 +262,10 @@ void MainWindow::connectController() {
         updateTitle();
     });
     connect(c.conversations(), &QAbstractItemModel::dataChanged, this, &MainWindow::updateTitle);
-    connect(c.conversations(), &QAbstractItemModel::modelReset, this, [this] { m_conversations->setCurrentConversation(m_controller.currentConversation()); });
-    connect(c.conversations(), &QAbstractItemModel::rowsInserted, this, [this] { m_conversations->setCurrentConversation(m_controller.currentConversation()); });
+    connect(c.conversations(), &QAbstractItemModel::modelReset, this,
+            [this] { m_conversations->setCurrentConversation(m_controller.currentConversation()); });
+    connect(c.conversations(), &QAbstractItemModel::rowsInserted, this,
+            [this] { m_conversations->setCurrentConversation(m_controller.currentConversation()); });
     connect(&c, &app::SessionController::replyingChanged, this, [this](bool replying) {
         m_composer->setReplying(replying);
         m_chat->setReplying(replying);
@@ -268,7 +273,8 @@ void MainWindow::connectController() {
         updateActivity();
     });
     connect(&c, &app::SessionController::modelLoading, this, [this](const QString & path) {
-        m_modelText = tr("Loading %1\u2026").arg(path == QLatin1String(app::kBundledModelPath) ? tr("the bundled model") : QFileInfo(path).fileName());
+        m_modelText = tr("Loading %1\u2026")
+                          .arg(path == QLatin1String(app::kBundledModelPath) ? tr("the bundled model") : QFileInfo(path).fileName());
         m_modelStatus->setText(m_modelText);
         m_chat->setModelDescription(m_modelText);
         updateActivity();
@@ -301,7 +307,8 @@ void MainWindow::connectController() {
         updateActivity();
     });
     connect(&c, &app::SessionController::settingsChanged, m_settingsPanel, &CacheSettingsPanel::setSettings);
-    connect(&c, &app::SessionController::retentionChanged, m_retention, [this](const app::RetentionSnapshot & r) { m_retention->setRetention(r); });
+    connect(&c, &app::SessionController::retentionChanged, m_retention,
+            [this](const app::RetentionSnapshot & r) { m_retention->setRetention(r); });
     connect(&c, &app::SessionController::errorOccurred, this, &MainWindow::showBanner);
     connect(&c, &app::SessionController::storageFailed, this, &MainWindow::showBanner);
     connect(&c, &app::SessionController::cacheSnapshot, m_cache, &CachePanel::setSnapshot);

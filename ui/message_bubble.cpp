@@ -95,7 +95,9 @@ void MessageBubble::updateNote() {
     switch (m_message.state) {
         case app::MessageState::streaming: note = m_message.note.isEmpty() ? tr("Writing\u2026") : m_message.note; break;
         case app::MessageState::finished: note = m_message.note; break;
-        case app::MessageState::stopped: note = m_message.note.isEmpty() ? tr("Stopped") : tr("Stopped \u2014 %1").arg(m_message.note); break;
+        case app::MessageState::stopped:
+            note = m_message.note.isEmpty() ? tr("Stopped") : tr("Stopped \u2014 %1").arg(m_message.note);
+            break;
         case app::MessageState::failed: note = tr("Failed: %1").arg(m_message.note); break;
         case app::MessageState::interrupted: note = tr("Interrupted: Longread closed during this reply; this is what was saved."); break;
     }

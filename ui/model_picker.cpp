@@ -161,8 +161,8 @@ void ModelPicker::selectionChanged() {
         return;
     }
     const MemoryPlan * plan = m_model->planAt(row);
-    m_detail->setText(tr("<b>%1</b> \u2014 %2<br>%3").arg(e->name.toHtmlEscaped(), e->path.toHtmlEscaped(),
-                                                         QString::fromStdString(plan->message).toHtmlEscaped()));
+    m_detail->setText(tr("<b>%1</b> \u2014 %2<br>%3")
+                          .arg(e->name.toHtmlEscaped(), e->path.toHtmlEscaped(), QString::fromStdString(plan->message).toHtmlEscaped()));
 }
 
 void ModelPicker::addFolder() {
@@ -175,7 +175,8 @@ void ModelPicker::addFolder() {
 }
 
 void ModelPicker::openFile() {
-    const QString file = QFileDialog::getOpenFileName(this, tr("Open a model"), QDir::homePath(), tr("GGUF models (*.gguf);;All files (*)"));
+    const QString file = QFileDialog::getOpenFileName(this, tr("Open a model"), QDir::homePath(),
+                                                      tr("GGUF models (*.gguf);;All files (*)"));
     if (file.isEmpty()) return;
     const app::ModelEntry e = app::ModelCatalog::inspect(file, tr("Opened"));
     if (!e.supported) {

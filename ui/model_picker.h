@@ -30,8 +30,8 @@ class IconProvider;
 class ModelPicker : public QDialog {
     Q_OBJECT
 public:
-    ModelPicker(app::AppSettings & settings, const app::EngineSettings & engine, const QString & currentPath,
-                const IconProvider & icons, QWidget * parent = nullptr);
+    ModelPicker(app::AppSettings & settings, const app::EngineSettings & engine, const QString & currentPath, const IconProvider & icons,
+                QWidget * parent = nullptr);
     ~ModelPicker() override;
 
     // The model chosen (a path, or kBundledModelPath), once accepted.

@@ -79,8 +79,9 @@ void RetentionView::setRetention(const std::optional<app::RetentionSnapshot> & r
     const app::RetentionSnapshot & r = *retention;
     const int tokens = int(r.kept.size());
     if (!r.inContext) {
-        m_summary->setText(tr("<b>Not in the chat's context.</b> The model does not see this document now (it did not fit, "
-                              "or reading it was stopped), so nothing of it is kept."));
+        m_summary->setText(
+            tr("<b>Not in the chat's context.</b> The model does not see this document now (it did not fit, "
+               "or reading it was stopped), so nothing of it is kept."));
     } else if (!r.perPosition) {
         m_summary->setText(tr("<b>Everything is kept.</b> The policy (%1) keeps every token: all %2 tokens of the document are "
                               "in the KV cache. With an eviction policy, the parts it drops are faded here.")

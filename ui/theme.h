@@ -18,13 +18,13 @@ QColor userBubble(const QPalette & p);       // the user's messages
 QColor assistantBubble(const QPalette & p);  // the model's messages
 QColor subtleText(const QPalette & p);       // notes, captions
 QColor border(const QPalette & p);
-QColor good(const QPalette & p);             // fits, kept
-QColor caution(const QPalette & p);          // needs the disk tier
-QColor bad(const QPalette & p);              // won't fit, failed
+QColor good(const QPalette & p);     // fits, kept
+QColor caution(const QPalette & p);  // needs the disk tier
+QColor bad(const QPalette & p);      // won't fit, failed
 QColor accent(const QPalette & p);
 
-QFont captionFont(const QFont & base);       // ~85%
-QFont titleFont(const QFont & base);         // bold, ~125%
+QFont captionFont(const QFont & base);  // ~85%
+QFont titleFont(const QFont & base);    // bold, ~125%
 
 // Spacing on a 4 px grid (scaled by Qt's high-DPI handling).
 constexpr int kGap = 8;

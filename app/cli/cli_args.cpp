@@ -51,9 +51,7 @@ std::vector<std::string> Args::get_all(const std::string & name) const {
     return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
-std::string Args::get_or(const std::string & name, const std::string & fallback) const {
-    return get(name).value_or(fallback);
-}
+std::string Args::get_or(const std::string & name, const std::string & fallback) const { return get(name).value_or(fallback); }
 
 Result<long long> Args::get_int(const std::string & name, long long fallback, long long min, long long max) const {
     const std::optional<std::string> v = get(name);
@@ -65,8 +63,8 @@ Result<long long> Args::get_int(const std::string & name, long long fallback, lo
         return error(StatusCode::invalid_argument, "option " + name + " expects an integer, got '" + *v + "'");
     }
     if (x < min || x > max) {
-        return error(StatusCode::invalid_argument, "option " + name + " must be between " + std::to_string(min) + " and " +
-                     std::to_string(max) + ", got " + *v);
+        return error(StatusCode::invalid_argument,
+                     "option " + name + " must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *v);
     }
     return x;
 }
@@ -81,8 +79,8 @@ Result<double> Args::get_double(const std::string & name, double fallback, doubl
         return error(StatusCode::invalid_argument, "option " + name + " expects a number, got '" + *v + "'");
     }
     if (x < min || x > max) {
-        return error(StatusCode::invalid_argument, "option " + name + " must be between " + std::to_string(min) + " and " +
-                     std::to_string(max) + ", got " + *v);
+        return error(StatusCode::invalid_argument,
+                     "option " + name + " must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *v);
     }
     return x;
 }

@@ -12,8 +12,8 @@
 namespace lr::cli {
 
 struct FlagSpec {
-    std::string name;         // "-m" or "--temp"
-    std::string alias;        // "--model", or ""
+    std::string name;   // "-m" or "--temp"
+    std::string alias;  // "--model", or ""
     bool takes_value = true;
     bool repeatable = false;  // e.g. -p for `logits`
     std::string help;

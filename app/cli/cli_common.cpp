@@ -92,9 +92,10 @@ Status load_model(const Args & args, Engine & engine) {
     LR_ASSIGN_OR_RETURN(long long threads, args.get_int("-t", 0, 0, 1024));
     LR_ASSIGN_OR_RETURN(long long gpu_layers, args.get_int("--gpu-layers", -1, 0, 1 << 20));
     const std::string backend = args.get_or("--backend", "auto");
-    if (!backend_choice_from_name(backend)) return error(StatusCode::invalid_argument, "unknown --backend '" + backend + "' (auto, cpu, cuda)");
-    const Result<ModelInfo> info =
-        engine.load({.path = args.get_or("-m", kBundledModelName), .backend = backend, .n_threads = int(threads), .gpu_layers = gpu_layers});
+    if (!backend_choice_from_name(backend))
+        return error(StatusCode::invalid_argument, "unknown --backend '" + backend + "' (auto, cpu, cuda)");
+    const Result<ModelInfo> info = engine.load(
+        {.path = args.get_or("-m", kBundledModelName), .backend = backend, .n_threads = int(threads), .gpu_layers = gpu_layers});
     if (!engine.backend_note().empty()) std::fprintf(stderr, "note: %s\n", engine.backend_note().c_str());
     return info.status();
 }

@@ -48,7 +48,7 @@ uint64_t peak_rss_bytes() {
     while (std::getline(status, line)) {
         if (line.rfind("VmHWM:", 0) == 0) return uint64_t(std::strtoull(line.c_str() + 6, nullptr, 10)) * 1024;
     }
-    struct rusage ru{};
+    struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
     return uint64_t(ru.ru_maxrss) * 1024;
 }
@@ -142,15 +142,17 @@ Result<std::vector<uint32_t>> parse_depths(const std::string & text) {
 }  // namespace
 
 int run_bench(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), {
-        {"-p", "--n-prompt", true, false, "prefill tokens (default 512)"},
-        {"-n", "--n-gen", true, false, "decoded tokens (default 64)"},
-        {"-r", "--repetitions", true, false, "repeats; figures are medians (default 5)"},
-        {"-b", "--ubatch", true, false, "prefill ubatch in tokens (default: -p, at most 512)"},
-        {"--depth", "", true, false, "also decode after prefilling these context sizes, e.g. 512,2048,4096"},
-        {"--json", "", false, false, "print one JSON object"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         {
+             {"-p", "--n-prompt", true, false, "prefill tokens (default 512)"},
+             {"-n", "--n-gen", true, false, "decoded tokens (default 64)"},
+             {"-r", "--repetitions", true, false, "repeats; figures are medians (default 5)"},
+             {"-b", "--ubatch", true, false, "prefill ubatch in tokens (default: -p, at most 512)"},
+             {"--depth", "", true, false, "also decode after prefilling these context sizes, e.g. 512,2048,4096"},
+             {"--json", "", false, false, "print one JSON object"},
+             {"-h", "--help", false, false, "this help"},
+         }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "bench [-m MODEL] [-p 512] [-n 64] [-t THREADS] [--depth 512,2048] [--json]", exit_code);
     if (!args) return exit_code;

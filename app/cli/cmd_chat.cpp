@@ -12,11 +12,16 @@
 namespace lr::cli {
 
 int run_chat(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), kv_flags(), {
-        {"-s", "--system", true, false, "a system message"},
-        {"-n", "--n-predict", true, false, "tokens per reply at most (default: until the model stops)"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         session_flags(),
+         sampling_flags(),
+         kv_flags(),
+         {
+             {"-s", "--system", true, false, "a system message"},
+             {"-n", "--n-predict", true, false, "tokens per reply at most (default: until the model stops)"},
+             {"-h", "--help", false, false, "this help"},
+         }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "chat [-m MODEL] [options]", exit_code);
     if (!args) return exit_code;
@@ -49,11 +54,14 @@ int run_chat(const Argv & argv) {
         }
         if (line.empty()) continue;
         const std::stop_token stop = interrupt.arm();
-        auto result = engine.reply(chat, line, params, {}, [](int32_t, std::string_view piece) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-            return true;
-        }, stop);
+        auto result = engine.reply(
+            chat, line, params, {},
+            [](int32_t, std::string_view piece) {
+                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                std::fflush(stdout);
+                return true;
+            },
+            stop);
         interrupt.disarm();
         std::printf("\n");
         std::fflush(stdout);

@@ -11,14 +11,14 @@ namespace {
 
 std::string json_of(const KvSettings & kv, const KvEvaluation & e) {
     char buf[768];
-    std::snprintf(buf, sizeof buf,
-                  "{\"policy\":%s,\"ppl_full\":%.6f,\"ppl\":%.6f,\"delta_ppl\":%.6f,\"kld\":%.8f,\"top1_agree\":%.6f,"
-                  "\"kv_bytes\":%llu,\"kv_bytes_full\":%llu,\"kv_ratio\":%.6f,\"read_ratio\":%.6f,\"tok_s\":%.3f,\"tok_s_full\":%.3f,\"windows\":%zu,"
-                  "\"scored\":%zu}",
-                  json_string(describe(kv)).c_str(), e.ppl_full, e.ppl, e.ppl - e.ppl_full, e.kld, e.top1_agree,
-                  (unsigned long long)e.kv_bytes, (unsigned long long)e.kv_bytes_full,
-                  e.kv_bytes_full ? double(e.kv_bytes) / double(e.kv_bytes_full) : 0.0, e.read_ratio, e.tok_s, e.tok_s_full, e.n_windows,
-                  e.n_scored);
+    std::snprintf(
+        buf, sizeof buf,
+        "{\"policy\":%s,\"ppl_full\":%.6f,\"ppl\":%.6f,\"delta_ppl\":%.6f,\"kld\":%.8f,\"top1_agree\":%.6f,"
+        "\"kv_bytes\":%llu,\"kv_bytes_full\":%llu,\"kv_ratio\":%.6f,\"read_ratio\":%.6f,\"tok_s\":%.3f,\"tok_s_full\":%.3f,\"windows\":%zu,"
+        "\"scored\":%zu}",
+        json_string(describe(kv)).c_str(), e.ppl_full, e.ppl, e.ppl - e.ppl_full, e.kld, e.top1_agree, (unsigned long long)e.kv_bytes,
+        (unsigned long long)e.kv_bytes_full, e.kv_bytes_full ? double(e.kv_bytes) / double(e.kv_bytes_full) : 0.0, e.read_ratio, e.tok_s,
+        e.tok_s_full, e.n_windows, e.n_scored);
     return buf;
 }
 
@@ -32,15 +32,17 @@ void print_row(const KvSettings & kv, const KvEvaluation & e) {
 }  // namespace
 
 int run_eval_kv(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), kv_flags(), {
-        {"-f", "--file", true, false, "the text to evaluate on"},
-        {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
-        {"--windows", "", true, false, "evaluate at most this many windows (default: all)"},
-        {"--policy", "", true, false, "same as --kv-policy"},
-        {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
-        {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join({model_flags(),
+                                              kv_flags(),
+                                              {
+                                                  {"-f", "--file", true, false, "the text to evaluate on"},
+                                                  {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
+                                                  {"--windows", "", true, false, "evaluate at most this many windows (default: all)"},
+                                                  {"--policy", "", true, false, "same as --kv-policy"},
+                                                  {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
+                                                  {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
+                                                  {"-h", "--help", false, false, "this help"},
+                                              }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "eval-kv [-m MODEL] -f FILE [-c N] --kv-policy P [--keep-ratio R] [--json] [--sweep]", exit_code);
     if (!args) return exit_code;
@@ -91,16 +93,16 @@ int run_eval_kv(const Argv & argv) {
     if (!json) {
         std::printf("eval-kv: %s, %zu tokens, windows of %lld\n\n", model->hparams().name.c_str(), tokens.size(), *n_ctx);
         std::printf("| %-44s | %8s | %8s | %9s | %7s | %7s | %7s | %6s |\n", "policy", "PPL", "dPPL", "KL", "top-1", "KV", "read", "speed");
-        std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(10, '-').c_str(),
-                    std::string(10, '-').c_str(), std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str(),
-                    std::string(9, '-').c_str(), std::string(8, '-').c_str());
+        std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
+                    std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str(),
+                    std::string(8, '-').c_str());
     }
     InterruptWatcher interrupt;
     const std::stop_token stop = interrupt.arm();
     for (const KvSettings & s : runs) {
-        auto e = evaluate_kv_policy(model, tokens, uint32_t(*n_ctx), s, size_t(*windows),
-                                    [&](size_t done, size_t total) { std::fprintf(stderr, "\r%s: %zu/%zu windows   ", describe(s).c_str(), done, total); },
-                                    stop);
+        auto e = evaluate_kv_policy(
+            model, tokens, uint32_t(*n_ctx), s, size_t(*windows),
+            [&](size_t done, size_t total) { std::fprintf(stderr, "\r%s: %zu/%zu windows   ", describe(s).c_str(), done, total); }, stop);
         std::fprintf(stderr, "\r%80s\r", "");
         if (!e.ok()) return fail(e.status().message());
         if (json) {
@@ -111,8 +113,9 @@ int run_eval_kv(const Argv & argv) {
         }
     }
     if (!json && !runs.empty()) {
-        std::printf("\nfull cache: PPL as above minus dPPL; KV (held), read (KV rows attention read while decoding) and speed are "
-                    "relative to the full cache.\n");
+        std::printf(
+            "\nfull cache: PPL as above minus dPPL; KV (held), read (KV rows attention read while decoding) and speed are "
+            "relative to the full cache.\n");
     }
     return 0;
 }

@@ -32,14 +32,19 @@ std::string json_floats(std::span<const float> v) {
 }  // namespace
 
 int run_generate(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), sampling_flags(), kv_flags(), {
-        {"-p", "--prompt", true, false, "prompt text"},
-        {"-f", "--file", true, false, "read the prompt from a file"},
-        {"-n", "--n-predict", true, false, "tokens to generate (default 128; -1 = until the context is full)"},
-        {"--json", "", false, false, "print {\"prompt_tokens\",\"generated_tokens\",\"text\"} instead of streaming"},
-        {"--no-bos", "", false, false, "do not add the BOS token"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         session_flags(),
+         sampling_flags(),
+         kv_flags(),
+         {
+             {"-p", "--prompt", true, false, "prompt text"},
+             {"-f", "--file", true, false, "read the prompt from a file"},
+             {"-n", "--n-predict", true, false, "tokens to generate (default 128; -1 = until the context is full)"},
+             {"--json", "", false, false, "print {\"prompt_tokens\",\"generated_tokens\",\"text\"} instead of streaming"},
+             {"--no-bos", "", false, false, "do not add the BOS token"},
+             {"-h", "--help", false, false, "this help"},
+         }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "generate [-m MODEL] -p PROMPT [options]", exit_code);
     if (!args) return exit_code;
@@ -60,8 +65,8 @@ int run_generate(const Argv & argv) {
     if (Status s = engine.use_session(*options); !s.ok()) return fail(s.message());
     Session & session = *engine.session();
     if (prompt.size() >= session.n_ctx()) {
-        return fail("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
-                    std::to_string(session.n_ctx()) + ": shorten it or raise -c");
+        return fail("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " + std::to_string(session.n_ctx()) +
+                    ": shorten it or raise -c");
     }
 
     InterruptWatcher interrupt;
@@ -77,13 +82,16 @@ int run_generate(const Argv & argv) {
         std::fflush(stdout);
     }
     GenerateParams params{.max_tokens = int32_t(*n_predict), .sampler = *sampler};
-    auto result = generate(session, params, [&](int32_t, std::string_view piece) {
-        if (!json) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        }
-        return true;
-    }, stop);
+    auto result = generate(
+        session, params,
+        [&](int32_t, std::string_view piece) {
+            if (!json) {
+                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                std::fflush(stdout);
+            }
+            return true;
+        },
+        stop);
     interrupt.disarm();
     if (!result.ok()) return fail(result.status().message());
     if (json) {
@@ -94,18 +102,20 @@ int run_generate(const Argv & argv) {
     }
     if (Status st = report_kv_stats(*args, session.kv_stats()); !st.ok()) return fail(st.message());
     std::fprintf(stderr, "\n[%s] prompt %zu tokens in %.0f ms (%.1f tok/s), generated %zu tokens in %.0f ms (%.1f tok/s)\n",
-                 stop_reason_name(result->reason), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1000.0),
-                 result->tokens.size(), result->decode_ms,
-                 result->decode_ms > 0 ? result->tokens.size() / (result->decode_ms / 1000.0) : 0.0);
+                 stop_reason_name(result->reason), prompt.size(), prefill_ms, prompt.size() / (prefill_ms / 1000.0), result->tokens.size(),
+                 result->decode_ms, result->decode_ms > 0 ? result->tokens.size() / (result->decode_ms / 1000.0) : 0.0);
     return 0;
 }
 
 int run_logits(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), session_flags(), kv_flags(), {
-        {"-p", "--prompt", true, true, "a prompt (repeat -p for several)"},
-        {"-n", "--n-predict", true, false, "greedy steps after each prompt (default 8)"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join({model_flags(),
+                                              session_flags(),
+                                              kv_flags(),
+                                              {
+                                                  {"-p", "--prompt", true, true, "a prompt (repeat -p for several)"},
+                                                  {"-n", "--n-predict", true, false, "greedy steps after each prompt (default 8)"},
+                                                  {"-h", "--help", false, false, "this help"},
+                                              }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "logits [-m MODEL] -n N -p PROMPT [-p PROMPT2 ...]", exit_code);
     if (!args) return exit_code;
@@ -151,8 +161,8 @@ int run_logits(const Argv & argv) {
             for (uint32_t i = 1; i < n_vocab; ++i) {
                 if (last[i] > last[size_t(best)]) best = int32_t(i);
             }
-            steps += std::string(step ? "," : "") + "{\"step\":" + std::to_string(step) + ",\"after\":" +
-                     (step == 0 ? std::string("\"prefill\"") : std::to_string(generated.back())) +
+            steps += std::string(step ? "," : "") + "{\"step\":" + std::to_string(step) +
+                     ",\"after\":" + (step == 0 ? std::string("\"prefill\"") : std::to_string(generated.back())) +
                      ",\"n_past\":" + std::to_string((*session)->tokens().size()) + ",\"argmax\":" + std::to_string(best) +
                      ",\"argmax_piece\":" + json_string(tok.token_to_piece(best, true)) + ",\"logits\":" + json_floats(last) + "}";
             if (step == *n_gen) break;
@@ -163,8 +173,8 @@ int run_logits(const Argv & argv) {
         steps += "]";
         out += std::string(ip ? ",\n" : "\n") + "{\"prompt\":" + json_string(prompts[ip]) + ",\"prompt_tokens\":" + json_ints(tokens) +
                ",\"prompt_pieces\":" + pieces + ",\"prompt_position_logits\":" + positions + ",\"steps\":" + steps +
-               ",\"generated_tokens\":" + json_ints(generated) + ",\"generated_text\":" +
-               json_string(tok.decode(generated, DecodeOptions{.strip_space_prefix = false})) + "}";
+               ",\"generated_tokens\":" + json_ints(generated) +
+               ",\"generated_text\":" + json_string(tok.decode(generated, DecodeOptions{.strip_space_prefix = false})) + "}";
     }
     out += "\n]}\n";
     std::fputs(out.c_str(), stdout);

@@ -4,8 +4,8 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/gguf/gguf_file.h"
 #include "engine/backend/backend_factory.h"
+#include "engine/gguf/gguf_file.h"
 
 namespace lr::cli {
 namespace {
@@ -24,14 +24,16 @@ const char * layer_kind_label(KvLayerKind kind) {
 }  // namespace
 
 int run_tokenize(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), {
-        {"-p", "--prompt", true, false, "text to tokenize"},
-        {"-f", "--file", true, false, "tokenize a file"},
-        {"--ids", "", false, false, "print only the ids, as [1, 2, 3]"},
-        {"--no-bos", "", false, false, "do not add the BOS token"},
-        {"--parse-special", "", false, false, "turn special-token texts (<s>, <|im_end|>) into their ids"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         {
+             {"-p", "--prompt", true, false, "text to tokenize"},
+             {"-f", "--file", true, false, "tokenize a file"},
+             {"--ids", "", false, false, "print only the ids, as [1, 2, 3]"},
+             {"--no-bos", "", false, false, "do not add the BOS token"},
+             {"--parse-special", "", false, false, "turn special-token texts (<s>, <|im_end|>) into their ids"},
+             {"-h", "--help", false, false, "this help"},
+         }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "tokenize [-m MODEL] (-p TEXT | -f FILE) [--ids]", exit_code);
     if (!args) return exit_code;
@@ -52,10 +54,13 @@ int run_tokenize(const Argv & argv) {
 }
 
 int run_info(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), kv_flags(), {
-        {"-c", "--ctx-size", true, false, "context size for the memory estimate (default: trained context)"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         kv_flags(),
+         {
+             {"-c", "--ctx-size", true, false, "context size for the memory estimate (default: trained context)"},
+             {"-h", "--help", false, false, "this help"},
+         }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "info [-m MODEL] [-c N]", exit_code);
     if (!args) return exit_code;
@@ -98,7 +103,8 @@ int run_info(const Argv & argv) {
         std::printf("\n");
     }
     if (const GpuOffloadPlan * g = engine.gpu_plan()) {
-        std::printf("gpu layers:    %u of %u in VRAM (%s of weights)%s\n", g->n_gpu_layers, g->n_layer, format_bytes(g->weight_vram_bytes).c_str(),
+        std::printf("gpu layers:    %u of %u in VRAM (%s of weights)%s\n", g->n_gpu_layers, g->n_layer,
+                    format_bytes(g->weight_vram_bytes).c_str(),
                     g->n_gpu_layers < g->n_layer ? ", the others streamed from page-locked RAM" : "");
     }
 
@@ -112,17 +118,19 @@ int run_info(const Argv & argv) {
     std::printf("memory at -c %lld (%s):\n", *n_ctx, describe(*kv).c_str());
     std::printf("  weights       %s (%s)\n", format_bytes(plan.weight_bytes).c_str(),
                 forecast.weights_on_device ? "uploaded to the GPU" : "mapped from the file");
-    std::printf("  KV cache      %s (%s per token at f16)\n", format_bytes(plan.kv_bytes).c_str(), format_bytes(plan.kv_bytes_per_token).c_str());
+    std::printf("  KV cache      %s (%s per token at f16)\n", format_bytes(plan.kv_bytes).c_str(),
+                format_bytes(plan.kv_bytes_per_token).c_str());
     for (const KvLayerKindPlan & k : plan.layer_kinds) {
         std::printf("    %-12s%u layers, %s\n", layer_kind_label(k.kind), k.n_layers, format_bytes(k.kv_bytes).c_str());
     }
     std::printf("    device      %s of %s\n", format_bytes(plan.kv_device_bytes).c_str(), format_bytes(caps.device_bytes).c_str());
     std::printf("    host RAM    %s of %s\n", format_bytes(plan.kv_host_bytes).c_str(), format_bytes(caps.host_bytes).c_str());
-    std::printf("    disk        %s of %s (%s)\n", format_bytes(plan.kv_disk_bytes).c_str(), format_bytes(caps.disk_bytes).c_str(), dir.c_str());
+    std::printf("    disk        %s of %s (%s)\n", format_bytes(plan.kv_disk_bytes).c_str(), format_bytes(caps.disk_bytes).c_str(),
+                dir.c_str());
     std::printf("    metadata    %s in RAM besides the tiers (positions%s)\n", format_bytes(plan.mirror_bytes).c_str(),
-                kv->policy == KvPolicy::quest                                     ? ", key bounds"
+                kv->policy == KvPolicy::quest                                   ? ", key bounds"
                 : kv->policy == KvPolicy::h2o || kv->policy == KvPolicy::snapkv ? ", attention mass"
-                                                                                  : "");
+                                                                                : "");
     std::printf("  activations   %s\n", format_bytes(plan.scratch_bytes).c_str());
     std::printf("  largest context that fits: %u tokens\n", plan.max_context);
     std::printf("%s\n", plan.message.c_str());

@@ -53,9 +53,8 @@ int run_make_model(const Argv & argv) {
 
     auto plan = plan_random_model(spec);
     if (!plan.ok()) return fail(plan.status().message());
-    std::fprintf(stderr, "writing %s: %s, %s, %.2f B parameters, %.1f MiB of tensors\n", spec.output_path.c_str(),
-                 plan->name.c_str(), weight_format_name(plan->weights).c_str(), double(plan->n_params) / 1e9,
-                 double(plan->n_tensor_bytes) / (1 << 20));
+    std::fprintf(stderr, "writing %s: %s, %s, %.2f B parameters, %.1f MiB of tensors\n", spec.output_path.c_str(), plan->name.c_str(),
+                 weight_format_name(plan->weights).c_str(), double(plan->n_params) / 1e9, double(plan->n_tensor_bytes) / (1 << 20));
     for (const std::string & note : plan->notes) std::fprintf(stderr, "note: %s\n", note.c_str());
     int last_percent = -1;
     spec.progress = [&](uint64_t done, uint64_t total) {

@@ -9,12 +9,13 @@
 namespace lr::cli {
 
 int run_perplexity(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(), {
-        {"-f", "--file", true, false, "the text to score"},
-        {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
-        {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
-        {"-h", "--help", false, false, "this help"},
-    }});
+    const std::vector<FlagSpec> specs = join({model_flags(),
+                                              {
+                                                  {"-f", "--file", true, false, "the text to score"},
+                                                  {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
+                                                  {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
+                                                  {"-h", "--help", false, false, "this help"},
+                                              }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "perplexity [-m MODEL] -f FILE [-c N]", exit_code);
     if (!args) return exit_code;
@@ -35,9 +36,9 @@ int run_perplexity(const Argv & argv) {
     const std::vector<int32_t> tokens = model->tokenizer().encode(*text, true, false);
     std::fprintf(stderr, "%zu tokens, %lld windows of %lld\n", tokens.size(), (long long)(tokens.size() / size_t(*n_ctx)), *n_ctx);
     InterruptWatcher interrupt;
-    auto result = compute_perplexity(model, tokens, uint32_t(*n_ctx), {.chunk_tokens = uint32_t(*chunk)},
-                                     [](size_t done, size_t total) { std::fprintf(stderr, "\r[%zu/%zu]", done, total); },
-                                     interrupt.arm());
+    auto result = compute_perplexity(
+        model, tokens, uint32_t(*n_ctx), {.chunk_tokens = uint32_t(*chunk)},
+        [](size_t done, size_t total) { std::fprintf(stderr, "\r[%zu/%zu]", done, total); }, interrupt.arm());
     std::fprintf(stderr, "\n");
     if (!result.ok()) return fail(result.status().message());
     for (size_t i = 0; i < result->chunk_ppl.size(); ++i) std::printf("[%zu]%.4f,", i + 1, result->chunk_ppl[i]);

@@ -11,7 +11,8 @@ namespace lr::app {
 AppSettings::AppSettings(std::unique_ptr<QSettings> store) : m_store(std::move(store)) {}
 
 std::unique_ptr<QSettings> AppSettings::userStore() {
-    return std::make_unique<QSettings>(QSettings::NativeFormat, QSettings::UserScope, QStringLiteral("Longread"), QStringLiteral("Longread"));
+    return std::make_unique<QSettings>(QSettings::NativeFormat, QSettings::UserScope, QStringLiteral("Longread"),
+                                       QStringLiteral("Longread"));
 }
 
 QString AppSettings::lastModel() const { return m_store->value("model/last", QString::fromLatin1(kBundledModelPath)).toString(); }

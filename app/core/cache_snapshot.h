@@ -11,15 +11,15 @@
 namespace lr::app {
 
 struct CacheSnapshot {
-    bool hasSession = false;        // false: no model or no session yet (nothing to show)
-    KvStats kv;                     // tiers that do not exist are present == false
-    uint32_t contextUsed = 0;       // tokens the session holds
+    bool hasSession = false;   // false: no model or no session yet (nothing to show)
+    KvStats kv;                // tiers that do not exist are present == false
+    uint32_t contextUsed = 0;  // tokens the session holds
     uint32_t contextLimit = 0;
     double prefillTokensPerSecond = 0;  // the last prefill's rate (0: none yet)
     double decodeTokensPerSecond = 0;   // the last reply's rate (0: none yet)
-    QString policy;                 // describe(KvSettings) of the settings in use
-    QString codecs;                 // "K f16 / V f16"
-    qint64 timestampMs = 0;         // steady clock, for the charts' time axis
+    QString policy;                     // describe(KvSettings) of the settings in use
+    QString codecs;                     // "K f16 / V f16"
+    qint64 timestampMs = 0;             // steady clock, for the charts' time axis
 };
 
 }  // namespace lr::app

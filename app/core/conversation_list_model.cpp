@@ -13,7 +13,8 @@ QVariant ConversationListModel::data(const QModelIndex & index, int role) const 
         case Qt::DisplayRole:
         case TitleRole: return c.title;
         case Qt::ToolTipRole:
-            return QStringLiteral("%1\nLast used %2").arg(c.title, QDateTime::fromMSecsSinceEpoch(c.updatedAt).toString(QStringLiteral("yyyy-MM-dd hh:mm")));
+            return QStringLiteral("%1\nLast used %2")
+                .arg(c.title, QDateTime::fromMSecsSinceEpoch(c.updatedAt).toString(QStringLiteral("yyyy-MM-dd hh:mm")));
         case Qt::AccessibleTextRole: return QStringLiteral("Conversation: %1").arg(c.title);
         case IdRole: return c.id;
         case UpdatedAtRole: return c.updatedAt;

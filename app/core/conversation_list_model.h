@@ -23,10 +23,10 @@ public:
     QHash<int, QByteArray> roleNames() const override;
 
     void setConversations(std::vector<ConversationRecord> conversations);  // modelReset
-    void prepend(const ConversationRecord & conversation);                  // rowsInserted at 0
-    void update(const ConversationRecord & conversation);                   // dataChanged (no-op if absent)
-    void remove(qint64 id);                                                 // rowsRemoved
-    void moveToTop(qint64 id, qint64 updatedAt);                            // rowsMoved (when not first) + dataChanged
+    void prepend(const ConversationRecord & conversation);                 // rowsInserted at 0
+    void update(const ConversationRecord & conversation);                  // dataChanged (no-op if absent)
+    void remove(qint64 id);                                                // rowsRemoved
+    void moveToTop(qint64 id, qint64 updatedAt);                           // rowsMoved (when not first) + dataChanged
 
     int rowOf(qint64 id) const;  // -1 when absent
     qint64 idAt(int row) const;  // 0 when out of range

@@ -11,7 +11,9 @@ namespace lr::app {
 namespace {
 
 ConversationRecord fromRow(const QSqlQuery & q) {
-    return {.id = q.value(0).toLongLong(), .title = q.value(1).toString(), .createdAt = q.value(2).toLongLong(),
+    return {.id = q.value(0).toLongLong(),
+            .title = q.value(1).toString(),
+            .createdAt = q.value(2).toLongLong(),
             .updatedAt = q.value(3).toLongLong()};
 }
 
@@ -85,7 +87,9 @@ std::vector<ConversationRecord> ConversationRepository::search(const QString & t
     QSqlQuery q(m_db.connection());
     // LIKE with an escape character, so that % and _ in the search are literal.
     QString pattern = text.trimmed();
-    pattern.replace(QLatin1Char('\\'), QLatin1String("\\\\")).replace(QLatin1Char('%'), QLatin1String("\\%")).replace(QLatin1Char('_'), QLatin1String("\\_"));
+    pattern.replace(QLatin1Char('\\'), QLatin1String("\\\\"))
+        .replace(QLatin1Char('%'), QLatin1String("\\%"))
+        .replace(QLatin1Char('_'), QLatin1String("\\_"));
     pattern = QLatin1Char('%') + pattern + QLatin1Char('%');
     q.prepare(QStringLiteral(
         "SELECT c.id, c.title, c.created_at, c.updated_at FROM conversations c "

@@ -19,8 +19,7 @@ const char * const kMigrations[] = {
 
 bool looksCorrupt(const QSqlError & e) {
     const QString t = e.text().toLower();
-    return t.contains(QLatin1String("not a database")) || t.contains(QLatin1String("malformed")) ||
-           t.contains(QLatin1String("corrupt"));
+    return t.contains(QLatin1String("not a database")) || t.contains(QLatin1String("malformed")) || t.contains(QLatin1String("corrupt"));
 }
 
 bool looksLocked(const QSqlError & e) {
@@ -114,7 +113,8 @@ bool Database::openChecked(int targetVersion) {
     if (!check.exec(QStringLiteral("PRAGMA quick_check")) || !check.next()) {
         const QSqlError e = check.lastError();
         if (looksLocked(e)) {
-            return fail(DatabaseError::locked, QStringLiteral("The conversation database %1 is locked by another program: %2").arg(where, e.text()));
+            return fail(DatabaseError::locked,
+                        QStringLiteral("The conversation database %1 is locked by another program: %2").arg(where, e.text()));
         }
         return fail(DatabaseError::corrupt, QStringLiteral("The conversation database %1 cannot be read (%2).").arg(where, e.text()));
     }
@@ -135,8 +135,10 @@ bool Database::openChecked(int targetVersion) {
     QSqlQuery wal(db);
     if (!wal.exec(QStringLiteral("PRAGMA journal_mode=WAL"))) {
         const QSqlError e = wal.lastError();
-        if (looksCorrupt(e)) return fail(DatabaseError::corrupt, QStringLiteral("The conversation database %1 is damaged (%2).").arg(where, e.text()));
-        if (looksLocked(e)) return fail(DatabaseError::locked, QStringLiteral("The conversation database %1 is locked: %2").arg(where, e.text()));
+        if (looksCorrupt(e))
+            return fail(DatabaseError::corrupt, QStringLiteral("The conversation database %1 is damaged (%2).").arg(where, e.text()));
+        if (looksLocked(e))
+            return fail(DatabaseError::locked, QStringLiteral("The conversation database %1 is locked: %2").arg(where, e.text()));
         return fail(DatabaseError::io, QStringLiteral("Cannot use the conversation database %1: %2").arg(where, e.text()));
     }
     wal.finish();

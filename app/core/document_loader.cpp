@@ -76,8 +76,8 @@ DocumentLoadResult loadPdf(const QString & path, LoadedDocument doc) {
         return failure(QStringLiteral("%1 cannot be opened as a PDF: the file is damaged or is not a PDF.").arg(doc.title));
     }
     if (pdf->isLocked()) {
-        return failure(QStringLiteral("%1 is password-protected. Open it in a PDF viewer, save an unprotected copy, and open that.")
-                           .arg(doc.title));
+        return failure(
+            QStringLiteral("%1 is password-protected. Open it in a PDF viewer, save an unprotected copy, and open that.").arg(doc.title));
     }
     doc.pages = pdf->numPages();
     if (doc.pages <= 0) return failure(QStringLiteral("%1 has no pages.").arg(doc.title));
@@ -99,7 +99,7 @@ DocumentLoadResult loadPdf(const QString & path, LoadedDocument doc) {
 }  // namespace
 
 QStringList documentSuffixes() {
-    return {QStringLiteral("txt"), QStringLiteral("text"), QStringLiteral("log"), QStringLiteral("md"), QStringLiteral("markdown"),
+    return {QStringLiteral("txt"), QStringLiteral("text"), QStringLiteral("log"), QStringLiteral("md"),   QStringLiteral("markdown"),
             QStringLiteral("pdf"), QStringLiteral("html"), QStringLiteral("htm"), QStringLiteral("xhtml")};
 }
 

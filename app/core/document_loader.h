@@ -13,13 +13,13 @@ namespace lr::app {
 
 struct LoadedDocument {
     QString path;
-    QString title;     // the file name
-    QString format;    // "txt", "md", "pdf", "html"
+    QString title;   // the file name
+    QString format;  // "txt", "md", "pdf", "html"
     QString text;
-    QString sha256;    // of the file's bytes, hex
+    QString sha256;  // of the file's bytes, hex
     qint64 fileBytes = 0;
-    int pages = 0;     // PDF pages (0 for others)
-    QString note;      // e.g. "decoded as Latin-1 (not valid UTF-8)"
+    int pages = 0;  // PDF pages (0 for others)
+    QString note;   // e.g. "decoded as Latin-1 (not valid UTF-8)"
 };
 
 struct DocumentLoadResult {
@@ -30,7 +30,7 @@ struct DocumentLoadResult {
 };
 
 struct DocumentLoadOptions {
-    qint64 maxFileBytes = qint64(64) << 20;   // larger files are refused, with the size in the message
+    qint64 maxFileBytes = qint64(64) << 20;  // larger files are refused, with the size in the message
 };
 
 DocumentLoadResult loadDocument(const QString & path, const DocumentLoadOptions & options = {});

@@ -20,8 +20,9 @@ std::optional<DocumentRecord> DocumentRepository::attach(DocumentRecord d) {
     del.prepare(QStringLiteral("DELETE FROM documents WHERE conversation_id = ?"));
     del.addBindValue(d.conversationId);
     QSqlQuery q(db);
-    q.prepare(QStringLiteral("INSERT INTO documents (conversation_id, path, title, format, sha256, file_bytes, token_count, text, added_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    q.prepare(
+        QStringLiteral("INSERT INTO documents (conversation_id, path, title, format, sha256, file_bytes, token_count, text, added_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(d.conversationId);
     q.addBindValue(sqlText(d.path));
     q.addBindValue(sqlText(d.title));
@@ -46,8 +47,9 @@ std::optional<DocumentRecord> DocumentRepository::attach(DocumentRecord d) {
 
 std::optional<DocumentRecord> DocumentRepository::forConversation(qint64 conversationId) const {
     QSqlQuery q(m_db.connection());
-    q.prepare(QStringLiteral("SELECT id, conversation_id, path, title, format, sha256, file_bytes, token_count, text, added_at "
-                             "FROM documents WHERE conversation_id = ? ORDER BY id DESC LIMIT 1"));
+    q.prepare(
+        QStringLiteral("SELECT id, conversation_id, path, title, format, sha256, file_bytes, token_count, text, added_at "
+                       "FROM documents WHERE conversation_id = ? ORDER BY id DESC LIMIT 1"));
     q.addBindValue(conversationId);
     if (!q.exec() || !q.next()) return std::nullopt;
     return DocumentRecord{.id = q.value(0).toLongLong(),

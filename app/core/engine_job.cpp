@@ -2,8 +2,7 @@
 
 namespace lr::app {
 
-EngineJob::EngineJob(JobKind kind, std::stop_source stop, QObject * parent)
-    : QObject(parent), m_kind(kind), m_stop(std::move(stop)) {}
+EngineJob::EngineJob(JobKind kind, std::stop_source stop, QObject * parent) : QObject(parent), m_kind(kind), m_stop(std::move(stop)) {}
 
 EngineJob::~EngineJob() { stop(); }
 

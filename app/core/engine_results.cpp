@@ -16,8 +16,8 @@ QString stopReasonKey(StopReason reason) {
 }
 
 StopReason stopReasonFromKey(const QString & key) {
-    for (StopReason r : {StopReason::end_of_generation, StopReason::max_tokens, StopReason::context_full, StopReason::cancelled,
-                         StopReason::sink}) {
+    for (StopReason r :
+         {StopReason::end_of_generation, StopReason::max_tokens, StopReason::context_full, StopReason::cancelled, StopReason::sink}) {
         if (stopReasonKey(r) == key) return r;
     }
     return StopReason::end_of_generation;

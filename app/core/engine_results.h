@@ -39,11 +39,11 @@ struct ContextMeasure {
 };
 
 struct PrefillStatus {
-    uint32_t done = 0;       // tokens of this call evaluated or restored
+    uint32_t done = 0;  // tokens of this call evaluated or restored
     uint32_t total = 0;
-    uint32_t restored = 0;   // of done, restored from the prefix cache
+    uint32_t restored = 0;  // of done, restored from the prefix cache
     double elapsedMs = 0;
-    double etaMs = -1;       // -1: not known yet
+    double etaMs = -1;  // -1: not known yet
     double tokensPerSecond = 0;
 };
 
@@ -64,15 +64,15 @@ enum class JobKind { loadModel, prefill, chat, summarize };
 struct JobResult {
     JobKind kind = JobKind::chat;
     StopReason reason = StopReason::end_of_generation;  // prefill and load: end_of_generation or cancelled
-    QString text;                  // the reply or the summary
+    QString text;                                       // the reply or the summary
     uint32_t generatedTokens = 0;
-    uint32_t promptTokens = 0;     // evaluated for this job (not restored)
+    uint32_t promptTokens = 0;  // evaluated for this job (not restored)
     uint32_t restoredTokens = 0;
     double prefillMs = 0;
     double decodeMs = 0;
-    QString method;                // summaries: SummaryResult::describe()
-    ContextMeasure measure;        // prefill: the conversation's size
-    ModelInfo model;               // loadModel
+    QString method;                              // summaries: SummaryResult::describe()
+    ContextMeasure measure;                      // prefill: the conversation's size
+    ModelInfo model;                             // loadModel
     std::optional<RetentionSnapshot> retention;  // prefill, and chat with a document: what the cache keeps of it
 };
 
@@ -88,7 +88,7 @@ struct JobError {
     JobKind kind = JobKind::chat;
     JobErrorKind errorKind = JobErrorKind::engine;
     QString message;
-    ContextMeasure measure;  // contextFull: the sizes
+    ContextMeasure measure;                      // contextFull: the sizes
     std::optional<RetentionSnapshot> retention;  // a document that does not fit: nothing of it kept
 };
 

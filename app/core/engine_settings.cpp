@@ -32,9 +32,7 @@ SessionOptions sessionOptions(const EngineSettings & settings) {
     return {.n_ctx = settings.contextTokens, .chunk_tokens = settings.chunkTokens, .kv = settings.kv};
 }
 
-MachineMemory probeMachine(const EngineSettings & settings) {
-    return probe_machine_memory(resolve_kv_dir(settings.kv));
-}
+MachineMemory probeMachine(const EngineSettings & settings) { return probe_machine_memory(resolve_kv_dir(settings.kv)); }
 
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings) {
     return planFor(shape, settings, probeMachine(settings));
@@ -118,8 +116,8 @@ QString policyDescription(const KvSettings & settings) {
 QString codecsDescription(const KvSettings & s) {
     const std::string_view k = kv_codec_name(s.k_codec());
     const std::string_view v = kv_codec_name(s.v_codec());
-    QString out = QStringLiteral("K %1 / V %2").arg(QString::fromLatin1(k.data(), qsizetype(k.size())),
-                                                    QString::fromLatin1(v.data(), qsizetype(v.size())));
+    QString out = QStringLiteral("K %1 / V %2")
+                      .arg(QString::fromLatin1(k.data(), qsizetype(k.size())), QString::fromLatin1(v.data(), qsizetype(v.size())));
     if (s.host_bits != 0) out += QStringLiteral(", RAM ≤ %1-bit").arg(s.host_bits);
     if (s.disk_bits != 0) out += QStringLiteral(", disk ≤ %1-bit").arg(s.disk_bits);
     return out;

@@ -50,7 +50,8 @@ void EngineWorker::dispatch(const EngineRequest & request, JobKind kind) {
     if (!m_engine) m_engine = m_factory();
     send(request.id, JobStarted{});
     if (kind != JobKind::loadModel && !m_engine->hasModel()) {
-        send(request.id, JobError{.kind = kind, .errorKind = JobErrorKind::noModel,
+        send(request.id, JobError{.kind = kind,
+                                  .errorKind = JobErrorKind::noModel,
                                   .message = QStringLiteral("No model is loaded: open a model, or use the bundled one.")});
         return;
     }
@@ -133,14 +134,17 @@ void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::s
     send(id, *measure);
     if (!measure->fits) {
         const ContextMeasure & m = *measure;
-        const QString message =
-            QStringLiteral("The document takes %1 tokens and the context holds %2 (%3 kept free for questions and answers), "
-                           "so it is not in the chat's context. Summarize it (map-reduce reads all of it), raise the context "
-                           "in the cache settings, or enable a cache policy.")
-                .arg(m.promptTokens)
-                .arg(m.contextLimit)
-                .arg(m.reserveTokens);
-        send(id, JobError{.kind = JobKind::prefill, .errorKind = JobErrorKind::contextFull, .message = message, .measure = m,
+        const QString message = QStringLiteral(
+                                    "The document takes %1 tokens and the context holds %2 (%3 kept free for questions and answers), "
+                                    "so it is not in the chat's context. Summarize it (map-reduce reads all of it), raise the context "
+                                    "in the cache settings, or enable a cache policy.")
+                                    .arg(m.promptTokens)
+                                    .arg(m.contextLimit)
+                                    .arg(m.reserveTokens);
+        send(id, JobError{.kind = JobKind::prefill,
+                          .errorKind = JobErrorKind::contextFull,
+                          .message = message,
+                          .measure = m,
                           .retention = retentionOf(request.conversationId, request.context)});
         return;
     }
@@ -164,8 +168,8 @@ void EngineWorker::runChat(quint64 id, const ChatRequest & request, std::stop_to
         maybeSnapshot();
         return true;
     };
-    Result<GenerateResult> r = m_engine->reply(request.context, request.userText, request.settings,
-                                               prefillReporter(id, result, started), sink, stop);
+    Result<GenerateResult> r = m_engine->reply(request.context, request.userText, request.settings, prefillReporter(id, result, started),
+                                               sink, stop);
     if (!r.ok()) {
         fail(id, JobKind::chat, r.status());
         return;

@@ -32,16 +32,15 @@ public:
     virtual Result<ContextMeasure> measure(const ConversationContext & context, const EngineSettings & settings) = 0;
 
     // Makes the session hold `context` (reusing the KV of the common prefix).
-    virtual Status prefill(const ConversationContext & context, const EngineSettings & settings,
-                           const ProgressFn & progress, std::stop_token stop) = 0;
+    virtual Status prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
+                           std::stop_token stop) = 0;
 
     // Adds the user's message to `context`, evaluates it and generates the reply.
-    virtual Result<GenerateResult> reply(const ConversationContext & context, const QString & userText,
-                                         const EngineSettings & settings, const ProgressFn & progress,
-                                         const TokenSink & sink, std::stop_token stop) = 0;
+    virtual Result<GenerateResult> reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
+                                         const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) = 0;
 
-    virtual Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress,
-                                            const TokenSink & sink, std::stop_token stop) = 0;
+    virtual Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
+                                            std::stop_token stop) = 0;
 
     // The cache's state now (hasSession false before a session exists).
     virtual CacheSnapshot snapshot() const = 0;

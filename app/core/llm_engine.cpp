@@ -70,8 +70,11 @@ Status LlmEngine::useSession(const EngineSettings & settings) {
 Result<ContextMeasure> LlmEngine::measure(const ConversationContext & context, const EngineSettings & settings) {
     LR_RETURN_IF_ERROR(useSession(settings));
     LR_ASSIGN_OR_RETURN(const lr::ContextMeasure m, m_engine->measure(conversationOf(context)));
-    return ContextMeasure{.documentTokens = m.document_tokens, .promptTokens = m.prompt_tokens, .contextLimit = m.context_limit,
-                          .reserveTokens = m.reserve_tokens, .fits = m.fits};
+    return ContextMeasure{.documentTokens = m.document_tokens,
+                          .promptTokens = m.prompt_tokens,
+                          .contextLimit = m.context_limit,
+                          .reserveTokens = m.reserve_tokens,
+                          .fits = m.fits};
 }
 
 Status LlmEngine::prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
@@ -80,17 +83,16 @@ Status LlmEngine::prefill(const ConversationContext & context, const EngineSetti
     return m_engine->prefill(conversationOf(context), progress, stop);
 }
 
-Result<GenerateResult> LlmEngine::reply(const ConversationContext & context, const QString & userText,
-                                        const EngineSettings & settings, const ProgressFn & progress, const TokenSink & sink,
-                                        std::stop_token stop) {
+Result<GenerateResult> LlmEngine::reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
+                                        const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) {
     LR_RETURN_IF_ERROR(useSession(settings));
     const ReplyParams params{.generate = {.max_tokens = settings.maxReplyTokens, .sampler = settings.sampler},
                              .when_full = "start a new conversation, raise the context in the cache settings, or summarize the document"};
     return m_engine->reply(conversationOf(context), utf8(userText), params, progress, sink, stop);
 }
 
-Result<SummaryResult> LlmEngine::summarize(const SummarizeRequest & request, const SummaryProgressFn & progress,
-                                           const TokenSink & sink, std::stop_token stop) {
+Result<SummaryResult> LlmEngine::summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
+                                           std::stop_token stop) {
     LR_RETURN_IF_ERROR(useSession(request.settings));
     SummarizeParams params;
     params.title = utf8(request.title);

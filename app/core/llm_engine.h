@@ -26,8 +26,8 @@ public:
                    std::stop_token stop) override;
     Result<GenerateResult> reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
                                  const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) override;
-    Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress,
-                                    const TokenSink & sink, std::stop_token stop) override;
+    Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
+                                    std::stop_token stop) override;
     CacheSnapshot snapshot() const override;
     RetentionSnapshot retention(const ConversationContext & context) const override;
 

@@ -24,12 +24,12 @@ public:
     qint64 conversationId() const { return m_conversationId; }
     void setMessages(qint64 conversationId, std::vector<MessageRecord> messages);  // modelReset
     void append(const MessageRecord & message);                                    // rowsInserted
-    void appendText(qint64 id, const QString & piece);                            // dataChanged {TextRole}
-    void setText(qint64 id, const QString & text);                                // dataChanged {TextRole}
-    void setProgressNote(qint64 id, const QString & note);                        // dataChanged {NoteRole}
+    void appendText(qint64 id, const QString & piece);                             // dataChanged {TextRole}
+    void setText(qint64 id, const QString & text);                                 // dataChanged {TextRole}
+    void setProgressNote(qint64 id, const QString & note);                         // dataChanged {NoteRole}
     // The final text, state, stop reason and note: dataChanged with those roles.
     void finish(qint64 id, const QString & text, MessageState state, const QString & stopReason, const QString & note);
-    void remove(qint64 id);                                                        // rowsRemoved
+    void remove(qint64 id);  // rowsRemoved
 
     int rowOf(qint64 id) const;
     const MessageRecord * find(qint64 id) const;

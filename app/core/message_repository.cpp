@@ -37,8 +37,8 @@ QString messageStateKey(MessageState state) {
 }
 
 MessageState messageStateFromKey(const QString & key) {
-    for (MessageState s : {MessageState::streaming, MessageState::finished, MessageState::stopped, MessageState::failed,
-                           MessageState::interrupted}) {
+    for (MessageState s :
+         {MessageState::streaming, MessageState::finished, MessageState::stopped, MessageState::failed, MessageState::interrupted}) {
         if (messageStateKey(s) == key) return s;
     }
     return MessageState::finished;
@@ -47,8 +47,9 @@ MessageState messageStateFromKey(const QString & key) {
 std::optional<MessageRecord> MessageRepository::insert(MessageRecord m) {
     m.createdAt = QDateTime::currentMSecsSinceEpoch();
     QSqlQuery q(m_db.connection());
-    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, text, state, stop_reason, note, created_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    q.prepare(
+        QStringLiteral("INSERT INTO messages (conversation_id, role, text, state, stop_reason, note, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(m.conversationId);
     q.addBindValue(sqlText(m.role));
     q.addBindValue(sqlText(m.text));

@@ -133,7 +133,8 @@ std::vector<ModelEntry> ModelCatalog::scan(const std::vector<ModelLocation> & lo
             continue;
         }
         const int baseDepth = QDir::cleanPath(loc.path).count(QLatin1Char('/'));
-        QDirIterator it(loc.path, QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDirIterator::Subdirectories | QDirIterator::FollowSymlinks);
+        QDirIterator it(loc.path, QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot,
+                        QDirIterator::Subdirectories | QDirIterator::FollowSymlinks);
         while (it.hasNext() && !stop.stop_requested()) {
             const QString path = it.next();
             const QFileInfo info = it.fileInfo();

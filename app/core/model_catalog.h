@@ -15,22 +15,22 @@
 namespace lr::app {
 
 struct ModelEntry {
-    QString path;          // a file, or kBundledModelPath
-    QString source;        // "Bundled", "LM Studio", "Ollama", ...
-    QString name;          // general.name, the Ollama name, or the file name
+    QString path;    // a file, or kBundledModelPath
+    QString source;  // "Bundled", "LM Studio", "Ollama", ...
+    QString name;    // general.name, the Ollama name, or the file name
     QString architecture;
     QString quantization;
     quint64 fileBytes = 0;
     uint32_t nCtxTrain = 0;
     ModelMemoryShape shape;
     bool supported = false;
-    QString problem;       // why not, when !supported
+    QString problem;  // why not, when !supported
 };
 
 struct ModelLocation {
-    QString source;     // shown in the picker
-    QString path;       // a folder
-    int maxDepth = 4;   // folders below it to look into
+    QString source;       // shown in the picker
+    QString path;         // a folder
+    int maxDepth = 4;     // folders below it to look into
     bool ollama = false;  // an Ollama models folder (manifests/ + blobs/)
 };
 

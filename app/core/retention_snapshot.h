@@ -16,10 +16,10 @@ namespace lr::app {
 
 struct RetentionSnapshot {
     qint64 conversationId = 0;
-    bool inContext = false;     // the document is in the session's context
-    bool perPosition = false;   // kept[] comes from the cache's per-position query
+    bool inContext = false;                     // the document is in the session's context
+    bool perPosition = false;                   // kept[] comes from the cache's per-position query
     KvLayerKind layerKind = KvLayerKind::full;  // the layers whose cache kept[] describes
-    QString policy;             // "none", "h2o 20% ..."
+    QString policy;                             // "none", "h2o 20% ..."
     QString documentText;
     std::vector<std::pair<int, int>> tokenSpans;  // [begin, end) in documentText (UTF-16) per document token
     std::vector<float> kept;                      // per document token: the fraction of layers and heads keeping it

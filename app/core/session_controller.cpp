@@ -28,16 +28,8 @@ QString speedNote(const JobResult & r) {
 }  // namespace
 
 SessionController::SessionController(Database & db, EngineHost & engine, AppSettings & settings, QObject * parent)
-    : QObject(parent),
-      m_db(db),
-      m_engine(engine),
-      m_appSettings(settings),
-      m_conversationRepo(db),
-      m_messageRepo(db),
-      m_documentRepo(db),
-      m_settingsRepo(db),
-      m_conversations(this),
-      m_messages(this) {
+    : QObject(parent), m_db(db), m_engine(engine), m_appSettings(settings), m_conversationRepo(db), m_messageRepo(db), m_documentRepo(db),
+      m_settingsRepo(db), m_conversations(this), m_messages(this) {
     m_settings = m_appSettings.engineDefaults();
     m_flushTimer.setInterval(1000);
     connect(&m_flushTimer, &QTimer::timeout, this, &SessionController::flush);
@@ -164,8 +156,8 @@ ConversationContext SessionController::contextFor(qint64 conversationId, qint64 
             context.documentText = d->text;
         }
     }
-    const std::vector<MessageRecord> rows =
-        conversationId == m_current ? m_messages.messages() : m_messageRepo.forConversation(conversationId);
+    const std::vector<MessageRecord> rows = conversationId == m_current ? m_messages.messages()
+                                                                        : m_messageRepo.forConversation(conversationId);
     for (const MessageRecord & m : rows) {
         if (beforeMessageId != 0 && m.id >= beforeMessageId) break;
         // Failed replies and empty ones are not part of what was said.
@@ -181,8 +173,8 @@ void SessionController::sendMessage(const QString & rawText) {
     const qint64 conversation = ensureConversation();
     if (conversation == 0) return;
     const ConversationContext context = contextFor(conversation);
-    std::optional<MessageRecord> user =
-        m_messageRepo.insert({.conversationId = conversation, .role = QStringLiteral("user"), .text = text});
+    std::optional<MessageRecord> user = m_messageRepo.insert(
+        {.conversationId = conversation, .role = QStringLiteral("user"), .text = text});
     if (!stored(user.has_value(), QStringLiteral("your message"))) return;
     m_messages.append(*user);
     retitleIfNew(conversation, text);
@@ -200,8 +192,8 @@ void SessionController::startReply(JobKind kind, const ConversationContext & con
         job = m_engine.chat({.conversationId = m_current, .context = context, .userText = userText, .settings = m_settings});
     } else {
         const std::optional<DocumentRecord> d = m_documentRepo.forConversation(m_current);
-        job = m_engine.summarize({.conversationId = m_current, .title = d ? d->title : QString(), .text = d ? d->text : QString(),
-                                  .settings = m_settings});
+        job = m_engine.summarize(
+            {.conversationId = m_current, .title = d ? d->title : QString(), .text = d ? d->text : QString(), .settings = m_settings});
         m_document.setSummarizing(m_current, true);
     }
     connect(job, &EngineJob::token, this, &SessionController::onToken);
@@ -336,7 +328,9 @@ void SessionController::onReplyProgress(const JobProgress & progress) {
     if (p.method == SummaryMethod::one_pass) {
         note = QStringLiteral("One pass over the whole document");
     } else {
-        const char * stage = p.stage == SummaryStage::map ? "summarizing part" : p.stage == SummaryStage::reduce ? "combining group" : "final summary";
+        const char * stage = p.stage == SummaryStage::map      ? "summarizing part"
+                             : p.stage == SummaryStage::reduce ? "combining group"
+                                                               : "final summary";
         note = QStringLiteral("Map-reduce: pass %1 of ~%2 (%3 %4 of %5)")
                    .arg(p.passes_done + 1)
                    .arg(p.passes_total)
@@ -387,7 +381,8 @@ void SessionController::requestDocumentRead() {
         }
         m_document.measured(conversation, measure);
     });
-    connect(job, &EngineJob::progress, this, [this, conversation](const JobProgress & p) { m_document.progressed(conversation, p.prefill); });
+    connect(job, &EngineJob::progress, this,
+            [this, conversation](const JobProgress & p) { m_document.progressed(conversation, p.prefill); });
     connect(job, &EngineJob::finished, this, [this, conversation, done](const JobResult & result) {
         done();
         onRetention(result.retention);
@@ -455,8 +450,7 @@ void SessionController::summarizeDocument() {
     const std::optional<DocumentRecord> d = m_documentRepo.forConversation(m_current);
     if (!d) return;
     const QString prompt = QStringLiteral("Summarize \u201C%1\u201D.").arg(d->title);
-    std::optional<MessageRecord> user =
-        m_messageRepo.insert({.conversationId = m_current, .role = QStringLiteral("user"), .text = prompt});
+    std::optional<MessageRecord> user = m_messageRepo.insert({.conversationId = m_current, .role = QStringLiteral("user"), .text = prompt});
     if (!stored(user.has_value(), QStringLiteral("the request"))) return;
     m_messages.append(*user);
     startReply(JobKind::summarize, {}, prompt);

@@ -19,8 +19,9 @@ std::optional<QJsonObject> SettingsRepository::load(qint64 conversationId) const
 
 bool SettingsRepository::save(qint64 conversationId, const QJsonObject & settings) {
     QSqlQuery q(m_db.connection());
-    q.prepare(QStringLiteral("INSERT INTO conversation_settings (conversation_id, json) VALUES (?, ?) "
-                             "ON CONFLICT(conversation_id) DO UPDATE SET json = excluded.json"));
+    q.prepare(
+        QStringLiteral("INSERT INTO conversation_settings (conversation_id, json) VALUES (?, ?) "
+                       "ON CONFLICT(conversation_id) DO UPDATE SET json = excluded.json"));
     q.addBindValue(conversationId);
     q.addBindValue(QString::fromUtf8(QJsonDocument(settings).toJson(QJsonDocument::Compact)));
     if (q.exec()) return true;

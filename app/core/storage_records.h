@@ -15,7 +15,7 @@ struct ConversationRecord {
 
 // Where a message is. Written to the database by name (messageStateKey): never rename.
 enum class MessageState {
-    streaming,    // being generated (a row left in this state was interrupted by the program ending)
+    streaming,  // being generated (a row left in this state was interrupted by the program ending)
     finished,
     stopped,      // the user stopped it
     failed,       // the engine failed; note says why
@@ -40,7 +40,7 @@ struct DocumentRecord {
     qint64 conversationId = 0;
     QString path;
     QString title;
-    QString format;      // "txt", "md", "pdf", "html"
+    QString format;  // "txt", "md", "pdf", "html"
     QString sha256;
     qint64 fileBytes = 0;
     qint64 tokenCount = -1;  // -1: not measured

@@ -31,9 +31,9 @@ Status validate(const GenerateParams & params);
 enum class StopReason {
     end_of_generation,  // the model ended its turn
     max_tokens,
-    context_full,       // the context window is full: nothing was truncated, generation stopped
-    cancelled,          // the stop token fired
-    sink,               // the sink returned false
+    context_full,  // the context window is full: nothing was truncated, generation stopped
+    cancelled,     // the stop token fired
+    sink,          // the sink returned false
 };
 const char * stop_reason_name(StopReason reason);
 
@@ -41,7 +41,7 @@ struct GenerateResult {
     std::vector<int32_t> tokens;  // generated, excluding the end-of-generation token
     std::string text;             // their text, whole UTF-8 characters
     StopReason reason = StopReason::max_tokens;
-    double decode_ms = 0;         // time spent evaluating the generated tokens
+    double decode_ms = 0;  // time spent evaluating the generated tokens
 };
 
 // Receives each generated token with the text it completes (may be empty while a

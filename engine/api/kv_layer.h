@@ -22,9 +22,9 @@ std::string_view kv_layer_kind_name(KvLayerKind kind);
 
 struct KvLayerSpec {
     KvLayerKind kind = KvLayerKind::full;
-    uint32_t window = 0;        // sliding_window: positions kept
-    uint32_t source = 0;        // shared: the layer whose KV it reads
-    uint64_t state_bytes = 0;   // recurrent: bytes of one sequence's state
+    uint32_t window = 0;       // sliding_window: positions kept
+    uint32_t source = 0;       // shared: the layer whose KV it reads
+    uint64_t state_bytes = 0;  // recurrent: bytes of one sequence's state
 };
 
 }  // namespace lr

@@ -32,20 +32,20 @@ std::optional<KvPolicy> kv_policy_from_name(std::string_view name);
 
 struct KvSettings {
     // Placement (lossless). 0 = automatic (from free RAM and disk at start-up).
-    double device_mib = 0;       // the tier attention reads from (VRAM, or the hot RAM arena)
-    double host_mib = 0;         // RAM behind it (pinned with CUDA)
-    double disk_mib = 0;         // cache files under `dir`
-    std::string dir;             // empty: $XDG_CACHE_HOME/longread/kv (or ~/.cache/...)
-    bool prefix_cache = true;    // persist prefixes on disk and restore them
+    double device_mib = 0;     // the tier attention reads from (VRAM, or the hot RAM arena)
+    double host_mib = 0;       // RAM behind it (pinned with CUDA)
+    double disk_mib = 0;       // cache files under `dir`
+    std::string dir;           // empty: $XDG_CACHE_HOME/longread/kv (or ~/.cache/...)
+    bool prefix_cache = true;  // persist prefixes on disk and restore them
 
     // Selection (lossy). The budget counts sinks and the recent window.
     KvPolicy policy = KvPolicy::none;
-    double keep_ratio = 0.2;     // of the sequence, when budget_tokens is 0
-    uint32_t budget_tokens = 0;  // an absolute budget instead of keep_ratio
-    double recent_ratio = 0.5;   // h2o, random: share of the budget for the most recent tokens
-    uint32_t sink_tokens = 4;    // first positions never evicted (attention sinks)
-    uint32_t obs_window = 32;    // snapkv: queries at the end of the prompt that vote
-    uint32_t pool_kernel = 7;    // snapkv: max-pooling width over positions
+    double keep_ratio = 0.2;         // of the sequence, when budget_tokens is 0
+    uint32_t budget_tokens = 0;      // an absolute budget instead of keep_ratio
+    double recent_ratio = 0.5;       // h2o, random: share of the budget for the most recent tokens
+    uint32_t sink_tokens = 4;        // first positions never evicted (attention sinks)
+    uint32_t obs_window = 32;        // snapkv: queries at the end of the prompt that vote
+    uint32_t pool_kernel = 7;        // snapkv: max-pooling width over positions
     KvPolicy then = KvPolicy::none;  // snapkv: keep growing (none) or continue with h2o
     // quest: the unit it ranks and reads is a page of quest_page tokens (at most the KV
     // block, which it divides; 8, not the paper's 16: at the same budget finer pages pick

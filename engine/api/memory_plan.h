@@ -16,9 +16,9 @@ namespace lr {
 
 // What the machine offers right now.
 struct MachineMemory {
-    uint64_t available_ram_bytes = 0;   // MemAvailable
-    uint64_t free_disk_bytes = 0;       // on the KV cache directory's file system
-    uint64_t free_vram_bytes = 0;       // 0 without a GPU
+    uint64_t available_ram_bytes = 0;  // MemAvailable
+    uint64_t free_disk_bytes = 0;      // on the KV cache directory's file system
+    uint64_t free_vram_bytes = 0;      // 0 without a GPU
 };
 
 // Reads /proc/meminfo and statvfs(kv_dir, or its nearest existing parent).
@@ -60,18 +60,18 @@ enum class MemoryVerdict { fits, needs_disk, wont_fit };
 
 struct MemoryPlan {
     uint64_t weight_bytes = 0;
-    uint64_t kv_bytes = 0;           // KV of the whole context after policy and codecs, at its peak
-    uint64_t kv_device_bytes = 0;    // where it lives (device first, then host, then disk)
+    uint64_t kv_bytes = 0;         // KV of the whole context after policy and codecs, at its peak
+    uint64_t kv_device_bytes = 0;  // where it lives (device first, then host, then disk)
     uint64_t kv_host_bytes = 0;
     uint64_t kv_disk_bytes = 0;
     uint64_t scratch_bytes = 0;
-    uint64_t mirror_bytes = 0;       // RAM besides the tiers: what the cache keeps per block for the
-                                     // policy (positions, attention mass, quest's key bounds)
+    uint64_t mirror_bytes = 0;                 // RAM besides the tiers: what the cache keeps per block for the
+                                               // policy (positions, attention mass, quest's key bounds)
     std::vector<KvLayerKindPlan> layer_kinds;  // kv_bytes split by layer kind
-    uint64_t kv_bytes_per_token = 0; // before the policy's budget
-    uint32_t max_context = 0;        // the largest context that fits every tier (<= trained)
+    uint64_t kv_bytes_per_token = 0;           // before the policy's budget
+    uint32_t max_context = 0;                  // the largest context that fits every tier (<= trained)
     MemoryVerdict verdict = MemoryVerdict::fits;
-    std::string message;             // one sentence: what fits, or what to change
+    std::string message;  // one sentence: what fits, or what to change
 };
 
 // n_ctx beyond the trained context is refused unless the policy is streaming.

@@ -14,19 +14,19 @@ namespace lr {
 inline constexpr const char * kBundledModelName = "bundled:stories260K";
 
 struct ModelInfo {
-    std::string path;                 // as loaded (kBundledModelName for the bundled model)
-    std::string name;                 // general.name; empty when the file has none
-    std::string architecture;         // "llama", "qwen2"
-    std::string quantization;         // "Q4_K_M", "F16", ...
-    std::string chat_template;        // the template's family: "chatml", "llama3", "plain", ...
+    std::string path;                    // as loaded (kBundledModelName for the bundled model)
+    std::string name;                    // general.name; empty when the file has none
+    std::string architecture;            // "llama", "qwen2"
+    std::string quantization;            // "Q4_K_M", "F16", ...
+    std::string chat_template;           // the template's family: "chatml", "llama3", "plain", ...
     bool chat_template_builtin = false;  // true: Longread's renderer of that family, not the model's own
-    std::string backend;              // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
-    std::string backend_note;         // why a CUDA device was not used, or empty
+    std::string backend;                 // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
+    std::string backend_note;            // why a CUDA device was not used, or empty
     uint64_t file_bytes = 0;
     uint32_t n_ctx_train = 0;
     uint32_t n_layer = 0;
     uint32_t n_vocab = 0;
-    ModelMemoryShape shape;           // what the memory planner plans with
+    ModelMemoryShape shape;  // what the memory planner plans with
     double load_ms = 0;
 };
 
@@ -37,9 +37,9 @@ struct ModelFileSummary {
     std::string quantization;  // llama.cpp's file type name, else the type of most weight bytes
     uint64_t file_bytes = 0;
     uint32_t n_ctx_train = 0;
-    ModelMemoryShape shape;    // valid when the hyper-parameters could be read
+    ModelMemoryShape shape;  // valid when the hyper-parameters could be read
     bool supported = false;
-    std::string problem;       // why the engine cannot run it, when !supported
+    std::string problem;  // why the engine cannot run it, when !supported
 };
 
 // A GGUF file's summary; an error (naming the file) when it is not a readable GGUF file.

@@ -27,24 +27,24 @@ enum class SummaryStage { map, reduce, final };
 struct SummaryProgress {
     SummaryMethod method = SummaryMethod::one_pass;
     SummaryStage stage = SummaryStage::final;
-    uint32_t level = 0;          // 0: the document's chunks; 1...: summaries of summaries
-    uint32_t index = 0;          // the chunk of this level being summarized
-    uint32_t count = 1;          // chunks of this level
-    uint32_t passes_done = 0;    // generations finished so far
-    uint32_t passes_total = 1;   // estimated generations in all (exact for one pass)
-    PrefillProgress prefill;     // the prompt of the current pass
+    uint32_t level = 0;             // 0: the document's chunks; 1...: summaries of summaries
+    uint32_t index = 0;             // the chunk of this level being summarized
+    uint32_t count = 1;             // chunks of this level
+    uint32_t passes_done = 0;       // generations finished so far
+    uint32_t passes_total = 1;      // estimated generations in all (exact for one pass)
+    PrefillProgress prefill;        // the prompt of the current pass
     uint32_t tokens_generated = 0;  // in the current pass
 };
 using SummaryProgressFn = std::function<void(const SummaryProgress &)>;
 
 struct SummaryResult {
-    std::string text;               // the summary (partial when stopped)
+    std::string text;  // the summary (partial when stopped)
     SummaryMethod method = SummaryMethod::one_pass;
     StopReason reason = StopReason::end_of_generation;  // of the last pass; cancelled when stopped anywhere
     uint32_t document_tokens = 0;
-    uint32_t n_chunks = 1;          // map level chunks (1 for one pass)
-    uint32_t n_levels = 0;          // reduce levels (0 for one pass)
-    uint32_t n_passes = 0;          // generations run
+    uint32_t n_chunks = 1;                     // map level chunks (1 for one pass)
+    uint32_t n_levels = 0;                     // reduce levels (0 for one pass)
+    uint32_t n_passes = 0;                     // generations run
     std::vector<std::string> chunk_summaries;  // the map level's summaries, in order
 
     // "one pass over 1234 tokens" / "map-reduce over 5678 tokens: 7 chunks, 2 reduce levels, 11 passes".

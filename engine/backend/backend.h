@@ -47,7 +47,9 @@ public:
 
     void * data() const { return data_; }
     template <class T>
-    T * as() const { return static_cast<T *>(data_); }
+    T * as() const {
+        return static_cast<T *>(data_);
+    }
     size_t n_bytes() const { return n_bytes_; }
 
 private:
@@ -65,10 +67,10 @@ enum class RopeMode { normal, neox };  // normal: pairs (2i, 2i+1) [llama]; neox
 
 struct RopeParams {
     RopeMode mode = RopeMode::normal;
-    int32_t n_rot = 0;              // rotated dimensions per head (<= head_dim)
+    int32_t n_rot = 0;  // rotated dimensions per head (<= head_dim)
     int32_t head_dim = 0;
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;        // 1/factor for linear scaling
+    float freq_scale = 1.0f;               // 1/factor for linear scaling
     const float * freq_factors = nullptr;  // [n_rot/2] divisors (llama3 rope_freqs), backend memory, or nullptr
 };
 
@@ -137,13 +139,12 @@ public:
 
     // Writes the ubatch's K, V and positions into the slots view.write_slots names,
     // encoding K and V in the view's codecs.          k, v: [n_tokens][n_head_kv][head_dim]
-    virtual void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
-                          int64_t n_tokens) = 0;
+    virtual void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) = 0;
     // Causal attention of the ubatch's queries over the view: query t sees the slots whose
     // position is <= pos_host[t]. Adds the attention mass to view.attn_mass when set.
     //                                                 q, out: [n_tokens][n_head][head_dim]
-    virtual void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
-                           const AttentionParams & p, float * out) = 0;
+    virtual void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
+                           float * out) = 0;
 };
 
 }  // namespace lr

@@ -103,7 +103,8 @@ BackendSelection create_backend(const BackendOptions & options) {
     return on_cpu(asked ? "CUDA is not compiled into this build: running on the CPU" : "");
 #else
     const CudaProbe probe = probe_cuda_devices();
-    const auto it = std::find_if(probe.devices.begin(), probe.devices.end(), [&](const CudaDeviceInfo & d) { return d.index == options.device; });
+    const auto it = std::find_if(probe.devices.begin(), probe.devices.end(),
+                                 [&](const CudaDeviceInfo & d) { return d.index == options.device; });
     if (it == probe.devices.end()) {
         if (!asked && probe.devices.empty()) return on_cpu("");  // no GPU here: nothing to say
         return on_cpu("CUDA: " + (probe.devices.empty() ? probe.problem : "there is no device " + std::to_string(options.device)) +

@@ -46,12 +46,12 @@ struct LayerWeightBytes {
 };
 
 struct GpuOffloadPlan {
-    bool usable = false;                // false: not even the global tensors fit in VRAM
+    bool usable = false;  // false: not even the global tensors fit in VRAM
     uint32_t n_layer = 0;
-    uint32_t n_gpu_layers = 0;          // layers whose weights are in VRAM; the rest stream from RAM
-    uint64_t weight_budget_bytes = 0;   // for CudaBackendOptions (UINT64_MAX: every weight)
-    uint64_t weight_vram_bytes = 0;     // what that puts in VRAM
-    std::string note;                   // one line when fewer layers than asked fit, or when unusable
+    uint32_t n_gpu_layers = 0;         // layers whose weights are in VRAM; the rest stream from RAM
+    uint64_t weight_budget_bytes = 0;  // for CudaBackendOptions (UINT64_MAX: every weight)
+    uint64_t weight_vram_bytes = 0;    // what that puts in VRAM
+    std::string note;                  // one line when fewer layers than asked fit, or when unusable
 };
 
 // requested_layers < 0: automatic: every layer if the weights leave a fifth of the usable
@@ -61,16 +61,16 @@ GpuOffloadPlan plan_gpu_offload(const LayerWeightBytes & weights, uint64_t free_
 
 struct BackendOptions {
     BackendChoice choice = BackendChoice::automatic;
-    int n_threads = 0;                          // CPU backend threads (0: the physical cores)
-    int device = 0;                             // CUDA device index
-    int64_t gpu_layers = -1;                    // --gpu-layers; -1: automatic
-    const LayerWeightBytes * weights = nullptr; // the model's, for the plan; null: every weight in VRAM
+    int n_threads = 0;                           // CPU backend threads (0: the physical cores)
+    int device = 0;                              // CUDA device index
+    int64_t gpu_layers = -1;                     // --gpu-layers; -1: automatic
+    const LayerWeightBytes * weights = nullptr;  // the model's, for the plan; null: every weight in VRAM
 };
 
 struct BackendSelection {
-    std::unique_ptr<Backend> backend;           // never null
-    std::string note;                           // one line for the user, or empty
-    std::optional<GpuOffloadPlan> plan;         // when the backend is CUDA and weights were given
+    std::unique_ptr<Backend> backend;    // never null
+    std::string note;                    // one line for the user, or empty
+    std::optional<GpuOffloadPlan> plan;  // when the backend is CUDA and weights were given
 };
 
 // The CPU backend for `cpu`; for `cuda` and `automatic` the CUDA backend when a device is

@@ -139,18 +139,17 @@ std::string render_deepseek(std::span<const ChatMessage> messages, const ChatRen
 
 }  // namespace
 
-std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messages,
-                           const ChatRenderOptions & options) {
+std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
     switch (family) {
-    case ChatFamily::plain: return render_plain(messages, options);
-    case ChatFamily::llama2: return render_llama2(messages, options);
-    case ChatFamily::llama3: return render_llama3(messages, options);
-    case ChatFamily::chatml: return render_chatml(messages, options);
-    case ChatFamily::mistral: return render_mistral(messages, options);
-    case ChatFamily::phi3: return render_phi3(messages, options);
-    case ChatFamily::gemma: return render_gemma(messages, options);
-    case ChatFamily::zephyr: return render_zephyr(messages, options);
-    case ChatFamily::deepseek: return render_deepseek(messages, options);
+        case ChatFamily::plain: return render_plain(messages, options);
+        case ChatFamily::llama2: return render_llama2(messages, options);
+        case ChatFamily::llama3: return render_llama3(messages, options);
+        case ChatFamily::chatml: return render_chatml(messages, options);
+        case ChatFamily::mistral: return render_mistral(messages, options);
+        case ChatFamily::phi3: return render_phi3(messages, options);
+        case ChatFamily::gemma: return render_gemma(messages, options);
+        case ChatFamily::zephyr: return render_zephyr(messages, options);
+        case ChatFamily::deepseek: return render_deepseek(messages, options);
     }
     return render_plain(messages, options);
 }

@@ -21,7 +21,6 @@
 
 namespace lr::chat {
 
-std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messages,
-                           const ChatRenderOptions & options);
+std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messages, const ChatRenderOptions & options);
 
 }  // namespace lr::chat

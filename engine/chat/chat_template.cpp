@@ -30,15 +30,15 @@ jinja::Value make_context(std::span<const ChatMessage> messages, const ChatRende
 
 std::string_view chat_family_name(ChatFamily family) {
     switch (family) {
-    case ChatFamily::plain: return "plain";
-    case ChatFamily::llama2: return "llama2";
-    case ChatFamily::llama3: return "llama3";
-    case ChatFamily::chatml: return "chatml";
-    case ChatFamily::mistral: return "mistral";
-    case ChatFamily::phi3: return "phi3";
-    case ChatFamily::gemma: return "gemma";
-    case ChatFamily::zephyr: return "zephyr";
-    case ChatFamily::deepseek: return "deepseek";
+        case ChatFamily::plain: return "plain";
+        case ChatFamily::llama2: return "llama2";
+        case ChatFamily::llama3: return "llama3";
+        case ChatFamily::chatml: return "chatml";
+        case ChatFamily::mistral: return "mistral";
+        case ChatFamily::phi3: return "phi3";
+        case ChatFamily::gemma: return "gemma";
+        case ChatFamily::zephyr: return "zephyr";
+        case ChatFamily::deepseek: return "deepseek";
     }
     return "plain";
 }
@@ -75,8 +75,7 @@ ChatTemplate ChatTemplate::for_model(std::string_view jinja_source, std::string 
     return builtin(detect_family(jinja_source));
 }
 
-Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
-                                         const ChatRenderOptions & options) const {
+Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, const ChatRenderOptions & options) const {
     if (!program_) return render_builtin(family_, messages, options);
     return program_->render(make_context(messages, options));
 }

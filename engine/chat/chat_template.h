@@ -64,8 +64,7 @@ public:
     bool is_builtin() const { return !program_.has_value(); }
 
 private:
-    ChatTemplate(std::optional<jinja::Template> program, ChatFamily family)
-        : program_(std::move(program)), family_(family) {}
+    ChatTemplate(std::optional<jinja::Template> program, ChatFamily family) : program_(std::move(program)), family_(family) {}
 
     std::optional<jinja::Template> program_;  // none for a builtin
     ChatFamily family_ = ChatFamily::plain;

@@ -27,26 +27,68 @@ struct Keyword {
     ExprPtr value;
 };
 
-struct LiteralExpr { Value value; };
-struct NameExpr { std::string name; };
-struct ListExpr { std::vector<ExprPtr> items; };                   // [a, b] and (a, b)
-struct DictExpr { std::vector<std::pair<ExprPtr, ExprPtr>> items; };
-struct GetAttrExpr { ExprPtr object; std::string attribute; };     // a.b
-struct GetItemExpr { ExprPtr object; ExprPtr index; };             // a[i]
-struct SliceExpr { ExprPtr object; ExprPtr start, stop, step; };   // a[start:stop:step], parts may be null
-struct CallExpr { ExprPtr callee; std::vector<ExprPtr> args; std::vector<Keyword> kwargs; };
-struct FilterExpr { ExprPtr operand; std::string name; std::vector<ExprPtr> args; std::vector<Keyword> kwargs; };
-struct TestExpr { ExprPtr operand; std::string name; std::vector<ExprPtr> args; bool negated = false; };
-struct UnaryExpr { UnaryOp op; ExprPtr operand; };
-struct BinaryExpr { BinaryOp op; ExprPtr left, right; };
-struct CompareExpr { ExprPtr first; std::vector<std::pair<CompareOp, ExprPtr>> rest; };  // a < b < c
-struct ConditionalExpr { ExprPtr then_value, condition, else_value; };                  // else may be null
+struct LiteralExpr {
+    Value value;
+};
+struct NameExpr {
+    std::string name;
+};
+struct ListExpr {
+    std::vector<ExprPtr> items;
+};  // [a, b] and (a, b)
+struct DictExpr {
+    std::vector<std::pair<ExprPtr, ExprPtr>> items;
+};
+struct GetAttrExpr {
+    ExprPtr object;
+    std::string attribute;
+};  // a.b
+struct GetItemExpr {
+    ExprPtr object;
+    ExprPtr index;
+};  // a[i]
+struct SliceExpr {
+    ExprPtr object;
+    ExprPtr start, stop, step;
+};  // a[start:stop:step], parts may be null
+struct CallExpr {
+    ExprPtr callee;
+    std::vector<ExprPtr> args;
+    std::vector<Keyword> kwargs;
+};
+struct FilterExpr {
+    ExprPtr operand;
+    std::string name;
+    std::vector<ExprPtr> args;
+    std::vector<Keyword> kwargs;
+};
+struct TestExpr {
+    ExprPtr operand;
+    std::string name;
+    std::vector<ExprPtr> args;
+    bool negated = false;
+};
+struct UnaryExpr {
+    UnaryOp op;
+    ExprPtr operand;
+};
+struct BinaryExpr {
+    BinaryOp op;
+    ExprPtr left, right;
+};
+struct CompareExpr {
+    ExprPtr first;
+    std::vector<std::pair<CompareOp, ExprPtr>> rest;
+};  // a < b < c
+struct ConditionalExpr {
+    ExprPtr then_value, condition, else_value;
+};  // else may be null
 
 struct Expr {
     SourcePos pos;
     uint32_t height = 1;  // longest path to a leaf; the parser caps it so walks stay shallow
-    std::variant<LiteralExpr, NameExpr, ListExpr, DictExpr, GetAttrExpr, GetItemExpr, SliceExpr, CallExpr,
-                 FilterExpr, TestExpr, UnaryExpr, BinaryExpr, CompareExpr, ConditionalExpr>
+    std::variant<LiteralExpr, NameExpr, ListExpr, DictExpr, GetAttrExpr, GetItemExpr, SliceExpr, CallExpr, FilterExpr, TestExpr, UnaryExpr,
+                 BinaryExpr, CompareExpr, ConditionalExpr>
         node;
 };
 
@@ -67,8 +109,12 @@ struct FilterCall {
     SourcePos pos;
 };
 
-struct TextStmt { std::string text; };
-struct OutputStmt { ExprPtr expr; };
+struct TextStmt {
+    std::string text;
+};
+struct OutputStmt {
+    ExprPtr expr;
+};
 struct IfStmt {
     std::vector<std::pair<ExprPtr, Body>> branches;  // if and elif, in order
     Body else_body;
@@ -80,18 +126,35 @@ struct ForStmt {
     Body body;
     Body else_body;
 };
-struct SetStmt { Target target; ExprPtr value; };
-struct SetBlockStmt { Target target; std::vector<FilterCall> filters; Body body; };
-struct MacroParam { std::string name; ExprPtr default_value; };
-struct MacroStmt { std::string name; std::vector<MacroParam> params; Body body; };
-struct FilterBlockStmt { std::vector<FilterCall> filters; Body body; };
-struct LoopControlStmt { bool is_break = true; };
+struct SetStmt {
+    Target target;
+    ExprPtr value;
+};
+struct SetBlockStmt {
+    Target target;
+    std::vector<FilterCall> filters;
+    Body body;
+};
+struct MacroParam {
+    std::string name;
+    ExprPtr default_value;
+};
+struct MacroStmt {
+    std::string name;
+    std::vector<MacroParam> params;
+    Body body;
+};
+struct FilterBlockStmt {
+    std::vector<FilterCall> filters;
+    Body body;
+};
+struct LoopControlStmt {
+    bool is_break = true;
+};
 
 struct Stmt {
     SourcePos pos;
-    std::variant<TextStmt, OutputStmt, IfStmt, ForStmt, SetStmt, SetBlockStmt, MacroStmt, FilterBlockStmt,
-                 LoopControlStmt>
-        node;
+    std::variant<TextStmt, OutputStmt, IfStmt, ForStmt, SetStmt, SetBlockStmt, MacroStmt, FilterBlockStmt, LoopControlStmt> node;
 };
 
 }  // namespace lr::jinja

@@ -110,12 +110,12 @@ Value f_escape(Interpreter &, const Value & v, CallArgs &) {
     std::string out;
     for (char c : str_of(v)) {
         switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&#34;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += c;
         }
     }
     return Value(std::move(out));
@@ -123,13 +123,13 @@ Value f_escape(Interpreter &, const Value & v, CallArgs &) {
 
 Value f_length(Interpreter &, const Value & v, CallArgs &) {
     switch (v.kind()) {
-    case ValueKind::undefined: return Value(0);
-    case ValueKind::string: return Value(static_cast<int64_t>(utf8_length(v.as_string())));
-    case ValueKind::array: return Value(static_cast<int64_t>(v.as_array().size()));
-    case ValueKind::object:
-        if (!v.as_object().is_namespace) return Value(static_cast<int64_t>(v.as_object().entries.size()));
-        break;
-    default: break;
+        case ValueKind::undefined: return Value(0);
+        case ValueKind::string: return Value(static_cast<int64_t>(utf8_length(v.as_string())));
+        case ValueKind::array: return Value(static_cast<int64_t>(v.as_array().size()));
+        case ValueKind::object:
+            if (!v.as_object().is_namespace) return Value(static_cast<int64_t>(v.as_object().entries.size()));
+            break;
+        default: break;
     }
     fail("object of type '" + std::string(type_name(v)) + "' has no len()");
 }
@@ -342,8 +342,9 @@ Value select_impl(Interpreter & interp, const Value & v, CallArgs & args, bool b
         if (!attribute) fail("selectattr/rejectattr: missing attribute name");
         first_arg = 1;
     }
-    const std::optional<std::string> test =
-        args.positional.size() > first_arg ? std::optional<std::string>(str_of(args.positional[first_arg])) : std::nullopt;
+    const std::optional<std::string> test = args.positional.size() > first_arg
+                                                ? std::optional<std::string>(str_of(args.positional[first_arg]))
+                                                : std::nullopt;
     for (const Value & item : iterate(v)) {
         const Value subject = attribute ? get_path(item, *attribute) : item;
         bool passed = false;
@@ -464,16 +465,19 @@ struct NamedFilter {
 };
 
 constexpr NamedFilter k_filters[] = {
-    {"abs", f_abs},         {"attr", f_attr},           {"capitalize", f_capitalize}, {"count", f_length},
-    {"d", f_default},       {"default", f_default},     {"dictsort", f_dictsort},     {"e", f_escape},
-    {"escape", f_escape},   {"first", f_first},         {"float", f_float},           {"indent", f_indent},
-    {"int", f_int},         {"items", f_items},         {"join", f_join},             {"last", f_last},
-    {"length", f_length},   {"list", f_list},           {"lower", f_lower},           {"map", f_map},
-    {"max", f_max},         {"min", f_min},             {"reject", f_reject},         {"rejectattr", f_rejectattr},
-    {"replace", f_replace}, {"reverse", f_reverse},     {"round", f_round},           {"safe", f_safe},
-    {"select", f_select},   {"selectattr", f_selectattr}, {"sort", f_sort},           {"string", f_string},
-    {"sum", f_sum},         {"title", f_title},         {"tojson", f_tojson},         {"trim", f_trim},
-    {"unique", f_unique},   {"upper", f_upper},         {"wordcount", f_wordcount},
+    {"abs", f_abs},           {"attr", f_attr},       {"capitalize", f_capitalize},
+    {"count", f_length},      {"d", f_default},       {"default", f_default},
+    {"dictsort", f_dictsort}, {"e", f_escape},        {"escape", f_escape},
+    {"first", f_first},       {"float", f_float},     {"indent", f_indent},
+    {"int", f_int},           {"items", f_items},     {"join", f_join},
+    {"last", f_last},         {"length", f_length},   {"list", f_list},
+    {"lower", f_lower},       {"map", f_map},         {"max", f_max},
+    {"min", f_min},           {"reject", f_reject},   {"rejectattr", f_rejectattr},
+    {"replace", f_replace},   {"reverse", f_reverse}, {"round", f_round},
+    {"safe", f_safe},         {"select", f_select},   {"selectattr", f_selectattr},
+    {"sort", f_sort},         {"string", f_string},   {"sum", f_sum},
+    {"title", f_title},       {"tojson", f_tojson},   {"trim", f_trim},
+    {"unique", f_unique},     {"upper", f_upper},     {"wordcount", f_wordcount},
 };
 
 // ---- tests ----------------------------------------------------------------------------------
@@ -506,9 +510,7 @@ bool t_number(Interpreter &, const Value & v, CallArgs &) { return v.is_number()
 bool t_string(Interpreter &, const Value & v, CallArgs &) { return v.is_string(); }
 bool t_mapping(Interpreter &, const Value & v, CallArgs &) { return v.is_mapping(); }
 bool t_callable(Interpreter &, const Value & v, CallArgs &) { return v.is_callable(); }
-bool t_iterable(Interpreter &, const Value & v, CallArgs &) {
-    return v.is_undefined() || v.is_string() || v.is_array() || v.is_mapping();
-}
+bool t_iterable(Interpreter &, const Value & v, CallArgs &) { return v.is_undefined() || v.is_string() || v.is_array() || v.is_mapping(); }
 bool t_sequence(Interpreter & i, const Value & v, CallArgs & a) { return t_iterable(i, v, a); }
 bool t_odd(Interpreter &, const Value & v, CallArgs &) {
     return !divisible(v, Value(2), "odd") && (!v.is_float() || std::fmod(v.as_float(), 1.0) == 0.0);
@@ -549,16 +551,44 @@ struct NamedTest {
 };
 
 constexpr NamedTest k_tests[] = {
-    {"!=", t_ne, 1},          {"<", t_lt, 1},               {"<=", t_le, 1},         {"==", t_eq, 1},
-    {">", t_gt, 1},           {">=", t_ge, 1},              {"boolean", t_boolean}, {"callable", t_callable},
-    {"defined", t_defined}, {"divisibleby", t_divisibleby, 1}, {"eq", t_eq, 1},   {"equalto", t_eq, 1},
-    {"even", t_even},      {"false", t_false},        {"filter", t_filter}, {"float", t_float},
-    {"ge", t_ge, 1},          {"greaterthan", t_gt, 1},     {"gt", t_gt, 1},         {"in", t_in, 1},
-    {"integer", t_integer}, {"iterable", t_iterable}, {"le", t_le, 1},         {"lessthan", t_lt, 1},
-    {"lower", t_lower},    {"lt", t_lt, 1},              {"mapping", t_mapping}, {"ne", t_ne, 1},
-    {"none", t_none},      {"number", t_number},      {"odd", t_odd},       {"sameas", t_sameas, 1},
-    {"sequence", t_sequence}, {"string", t_string},   {"test", t_test},     {"true", t_true},
-    {"undefined", t_undefined}, {"upper", t_upper},
+    {"!=", t_ne, 1},
+    {"<", t_lt, 1},
+    {"<=", t_le, 1},
+    {"==", t_eq, 1},
+    {">", t_gt, 1},
+    {">=", t_ge, 1},
+    {"boolean", t_boolean},
+    {"callable", t_callable},
+    {"defined", t_defined},
+    {"divisibleby", t_divisibleby, 1},
+    {"eq", t_eq, 1},
+    {"equalto", t_eq, 1},
+    {"even", t_even},
+    {"false", t_false},
+    {"filter", t_filter},
+    {"float", t_float},
+    {"ge", t_ge, 1},
+    {"greaterthan", t_gt, 1},
+    {"gt", t_gt, 1},
+    {"in", t_in, 1},
+    {"integer", t_integer},
+    {"iterable", t_iterable},
+    {"le", t_le, 1},
+    {"lessthan", t_lt, 1},
+    {"lower", t_lower},
+    {"lt", t_lt, 1},
+    {"mapping", t_mapping},
+    {"ne", t_ne, 1},
+    {"none", t_none},
+    {"number", t_number},
+    {"odd", t_odd},
+    {"sameas", t_sameas, 1},
+    {"sequence", t_sequence},
+    {"string", t_string},
+    {"test", t_test},
+    {"true", t_true},
+    {"undefined", t_undefined},
+    {"upper", t_upper},
 };
 
 }  // namespace

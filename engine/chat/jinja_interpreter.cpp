@@ -18,8 +18,8 @@ std::string object_desc(const Value & v) { return "'" + std::string(type_name(v)
 [[noreturn]] void fail_operands(std::string_view op, const Value & a, const Value & b) {
     if (a.is_undefined()) fail_undefined(a);
     if (b.is_undefined()) fail_undefined(b);
-    fail("unsupported operand type(s) for " + std::string(op) + ": '" + std::string(type_name(a)) + "' and '" +
-         std::string(type_name(b)) + "'");
+    fail("unsupported operand type(s) for " + std::string(op) + ": '" + std::string(type_name(a)) + "' and '" + std::string(type_name(b)) +
+         "'");
 }
 
 int64_t int_of(const Value & v) { return v.is_bool() ? int64_t{v.as_bool()} : v.as_int(); }
@@ -31,21 +31,20 @@ int64_t checked(int64_t a, int64_t b, BinaryOp op) {
     constexpr int64_t max = std::numeric_limits<int64_t>::max();
     constexpr int64_t min = std::numeric_limits<int64_t>::min();
     switch (op) {
-    case BinaryOp::add:
-        overflow = (b > 0 && a > max - b) || (b < 0 && a < min - b);
-        if (!overflow) r = a + b;
-        break;
-    case BinaryOp::sub:
-        overflow = (b < 0 && a > max + b) || (b > 0 && a < min + b);
-        if (!overflow) r = a - b;
-        break;
-    default:  // mul
-        if (a != 0 && b != 0) {
-            overflow = (a == -1 && b == min) || (b == -1 && a == min) ||
-                       (a != -1 && b != -1 && (a > 0 ? (b > 0 ? a > max / b : b < min / a)
-                                                     : (b > 0 ? a < min / b : a < max / b)));
-        }
-        if (!overflow) r = a * b;
+        case BinaryOp::add:
+            overflow = (b > 0 && a > max - b) || (b < 0 && a < min - b);
+            if (!overflow) r = a + b;
+            break;
+        case BinaryOp::sub:
+            overflow = (b < 0 && a > max + b) || (b > 0 && a < min + b);
+            if (!overflow) r = a - b;
+            break;
+        default:  // mul
+            if (a != 0 && b != 0) {
+                overflow = (a == -1 && b == min) || (b == -1 && a == min) ||
+                           (a != -1 && b != -1 && (a > 0 ? (b > 0 ? a > max / b : b < min / a) : (b > 0 ? a < min / b : a < max / b)));
+            }
+            if (!overflow) r = a * b;
     }
     if (overflow) fail("integer overflow");
     return r;
@@ -66,7 +65,8 @@ Value repeat(Interpreter & interp, const Value & seq, int64_t n) {
         return Value(std::move(out));
     }
     const Array & a = seq.as_array();
-    if (!a.empty() && static_cast<uint64_t>(n) > std::numeric_limits<uint32_t>::max()) interp.check_list_size(std::numeric_limits<uint64_t>::max());
+    if (!a.empty() && static_cast<uint64_t>(n) > std::numeric_limits<uint32_t>::max())
+        interp.check_list_size(std::numeric_limits<uint64_t>::max());
     interp.check_list_size(a.size() * static_cast<uint64_t>(n));
     interp.charge(1 + a.size() * static_cast<uint64_t>(n) / 16);
     Array out;
@@ -86,166 +86,165 @@ double python_mod(double a, double b) {
 
 Value binary_op(Interpreter & interp, BinaryOp op, const Value & a, const Value & b) {
     switch (op) {
-    case BinaryOp::concat: {
-        std::string s = to_str(a);
-        const std::string t = to_str(b);
-        interp.check_string_size(s.size() + t.size());
-        interp.charge_bytes(s.size() + t.size());
-        return Value(s + t);
-    }
-    case BinaryOp::add:
-        if (a.is_string() && b.is_string()) {
-            interp.check_string_size(a.as_string().size() + b.as_string().size());
-            interp.charge_bytes(a.as_string().size() + b.as_string().size());
-            return Value(a.as_string() + b.as_string());
+        case BinaryOp::concat: {
+            std::string s = to_str(a);
+            const std::string t = to_str(b);
+            interp.check_string_size(s.size() + t.size());
+            interp.charge_bytes(s.size() + t.size());
+            return Value(s + t);
         }
-        if (a.is_array() && b.is_array()) {
-            const size_t n = a.as_array().size() + b.as_array().size();
-            interp.check_list_size(n);
-            interp.charge(1 + n / 16);
-            Array out = a.as_array();
-            out.insert(out.end(), b.as_array().begin(), b.as_array().end());
-            return Value(std::move(out));
-        }
-        [[fallthrough]];
-    case BinaryOp::sub:
-        if (a.is_number() && b.is_number()) {
-            if (a.is_float() || b.is_float()) {
-                return Value(op == BinaryOp::add ? a.to_double() + b.to_double() : a.to_double() - b.to_double());
+        case BinaryOp::add:
+            if (a.is_string() && b.is_string()) {
+                interp.check_string_size(a.as_string().size() + b.as_string().size());
+                interp.charge_bytes(a.as_string().size() + b.as_string().size());
+                return Value(a.as_string() + b.as_string());
             }
-            return Value(checked(int_of(a), int_of(b), op));
-        }
-        fail_operands(op == BinaryOp::add ? "+" : "-", a, b);
-    case BinaryOp::mul:
-        if (a.is_number() && b.is_number()) {
-            if (a.is_float() || b.is_float()) return Value(a.to_double() * b.to_double());
-            return Value(checked(int_of(a), int_of(b), op));
-        }
-        if ((a.is_string() || a.is_array()) && is_integral(b)) return repeat(interp, a, int_of(b));
-        if (is_integral(a) && (b.is_string() || b.is_array())) return repeat(interp, b, int_of(a));
-        fail_operands("*", a, b);
-    case BinaryOp::div:
-        if (a.is_number() && b.is_number()) {
-            if (b.to_double() == 0.0) fail("division by zero");
-            return Value(a.to_double() / b.to_double());
-        }
-        fail_operands("/", a, b);
-    case BinaryOp::floordiv:
-    case BinaryOp::mod:
-        if (a.is_number() && b.is_number()) {
-            if (b.to_double() == 0.0) fail(op == BinaryOp::mod ? "modulo by zero" : "division by zero");
-            if (a.is_float() || b.is_float()) {
-                const double x = a.to_double();
-                const double y = b.to_double();
-                return Value(op == BinaryOp::mod ? python_mod(x, y) : std::floor(x / y));
+            if (a.is_array() && b.is_array()) {
+                const size_t n = a.as_array().size() + b.as_array().size();
+                interp.check_list_size(n);
+                interp.charge(1 + n / 16);
+                Array out = a.as_array();
+                out.insert(out.end(), b.as_array().begin(), b.as_array().end());
+                return Value(std::move(out));
             }
-            const int64_t x = int_of(a);
-            const int64_t y = int_of(b);
-            if (x == std::numeric_limits<int64_t>::min() && y == -1) fail("integer overflow");
-            int64_t q = x / y;
-            int64_t r = x % y;
-            if (r != 0 && ((r < 0) != (y < 0))) {
-                --q;
-                r += y;
-            }
-            return Value(op == BinaryOp::mod ? r : q);
-        }
-        if (op == BinaryOp::mod && a.is_string()) {
-            std::string out = percent_format(a.as_string(), b);
-            interp.check_string_size(out.size());
-            return Value(std::move(out));
-        }
-        fail_operands(op == BinaryOp::mod ? "%" : "//", a, b);
-    case BinaryOp::pow:
-        if (a.is_number() && b.is_number()) {
-            if (is_integral(a) && is_integral(b) && int_of(b) >= 0) {
-                int64_t result = 1;
-                const int64_t base = int_of(a);
-                for (int64_t e = int_of(b); e > 0; --e) {
-                    result = checked(result, base, BinaryOp::mul);
-                    if (result == 0 || result == 1) break;
+            [[fallthrough]];
+        case BinaryOp::sub:
+            if (a.is_number() && b.is_number()) {
+                if (a.is_float() || b.is_float()) {
+                    return Value(op == BinaryOp::add ? a.to_double() + b.to_double() : a.to_double() - b.to_double());
                 }
-                return Value(result);
+                return Value(checked(int_of(a), int_of(b), op));
             }
-            return Value(std::pow(a.to_double(), b.to_double()));
-        }
-        fail_operands("**", a, b);
-    case BinaryOp::logical_and:
-    case BinaryOp::logical_or: break;  // short-circuited by the interpreter
+            fail_operands(op == BinaryOp::add ? "+" : "-", a, b);
+        case BinaryOp::mul:
+            if (a.is_number() && b.is_number()) {
+                if (a.is_float() || b.is_float()) return Value(a.to_double() * b.to_double());
+                return Value(checked(int_of(a), int_of(b), op));
+            }
+            if ((a.is_string() || a.is_array()) && is_integral(b)) return repeat(interp, a, int_of(b));
+            if (is_integral(a) && (b.is_string() || b.is_array())) return repeat(interp, b, int_of(a));
+            fail_operands("*", a, b);
+        case BinaryOp::div:
+            if (a.is_number() && b.is_number()) {
+                if (b.to_double() == 0.0) fail("division by zero");
+                return Value(a.to_double() / b.to_double());
+            }
+            fail_operands("/", a, b);
+        case BinaryOp::floordiv:
+        case BinaryOp::mod:
+            if (a.is_number() && b.is_number()) {
+                if (b.to_double() == 0.0) fail(op == BinaryOp::mod ? "modulo by zero" : "division by zero");
+                if (a.is_float() || b.is_float()) {
+                    const double x = a.to_double();
+                    const double y = b.to_double();
+                    return Value(op == BinaryOp::mod ? python_mod(x, y) : std::floor(x / y));
+                }
+                const int64_t x = int_of(a);
+                const int64_t y = int_of(b);
+                if (x == std::numeric_limits<int64_t>::min() && y == -1) fail("integer overflow");
+                int64_t q = x / y;
+                int64_t r = x % y;
+                if (r != 0 && ((r < 0) != (y < 0))) {
+                    --q;
+                    r += y;
+                }
+                return Value(op == BinaryOp::mod ? r : q);
+            }
+            if (op == BinaryOp::mod && a.is_string()) {
+                std::string out = percent_format(a.as_string(), b);
+                interp.check_string_size(out.size());
+                return Value(std::move(out));
+            }
+            fail_operands(op == BinaryOp::mod ? "%" : "//", a, b);
+        case BinaryOp::pow:
+            if (a.is_number() && b.is_number()) {
+                if (is_integral(a) && is_integral(b) && int_of(b) >= 0) {
+                    int64_t result = 1;
+                    const int64_t base = int_of(a);
+                    for (int64_t e = int_of(b); e > 0; --e) {
+                        result = checked(result, base, BinaryOp::mul);
+                        if (result == 0 || result == 1) break;
+                    }
+                    return Value(result);
+                }
+                return Value(std::pow(a.to_double(), b.to_double()));
+            }
+            fail_operands("**", a, b);
+        case BinaryOp::logical_and:
+        case BinaryOp::logical_or: break;  // short-circuited by the interpreter
     }
     fail("bad operator");
 }
 
 bool contains(const Value & container, const Value & item) {
     switch (container.kind()) {
-    case ValueKind::undefined: return false;
-    case ValueKind::string:
-        if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + std::string(type_name(item)));
-        return container.as_string().find(item.as_string()) != std::string::npos;
-    case ValueKind::array:
-        for (const Value & v : container.as_array()) {
-            if (equals(v, item)) return true;
-        }
-        return false;
-    case ValueKind::object:
-        return item.is_string() && !container.as_object().is_namespace &&
-               container.as_object().find(item.as_string()) != nullptr;
-    default: fail("argument of type '" + std::string(type_name(container)) + "' is not iterable");
+        case ValueKind::undefined: return false;
+        case ValueKind::string:
+            if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + std::string(type_name(item)));
+            return container.as_string().find(item.as_string()) != std::string::npos;
+        case ValueKind::array:
+            for (const Value & v : container.as_array()) {
+                if (equals(v, item)) return true;
+            }
+            return false;
+        case ValueKind::object:
+            return item.is_string() && !container.as_object().is_namespace && container.as_object().find(item.as_string()) != nullptr;
+        default: fail("argument of type '" + std::string(type_name(container)) + "' is not iterable");
     }
 }
 
 Value get_attribute(const Value & object, std::string_view name) {
     switch (object.kind()) {
-    case ValueKind::undefined: fail_undefined(object);
-    case ValueKind::object: {
-        const Object & o = object.as_object();
-        if (!o.is_namespace) {
+        case ValueKind::undefined: fail_undefined(object);
+        case ValueKind::object: {
+            const Object & o = object.as_object();
+            if (!o.is_namespace) {
+                Value method = bind_method(object, name);
+                if (!method.is_undefined()) return method;
+            }
+            if (const Value * v = o.find(name)) return *v;
+            break;
+        }
+        case ValueKind::string:
+        case ValueKind::array: {
             Value method = bind_method(object, name);
             if (!method.is_undefined()) return method;
+            break;
         }
-        if (const Value * v = o.find(name)) return *v;
-        break;
-    }
-    case ValueKind::string:
-    case ValueKind::array: {
-        Value method = bind_method(object, name);
-        if (!method.is_undefined()) return method;
-        break;
-    }
-    default: break;
+        default: break;
     }
     return Value::undefined(object_desc(object) + " has no attribute '" + std::string(name) + "'");
 }
 
 Value get_item(const Value & object, const Value & key) {
     switch (object.kind()) {
-    case ValueKind::undefined: fail_undefined(object);
-    case ValueKind::array:
-    case ValueKind::string:
-        if (is_integral(key)) {
-            int64_t i = int_of(key);
-            if (object.is_array()) {
-                const auto n = static_cast<int64_t>(object.as_array().size());
-                if (i < 0) i += n;
-                if (i >= 0 && i < n) return object.as_array()[static_cast<size_t>(i)];
-            } else {
-                const std::vector<std::string_view> chars = utf8_chars(object.as_string());
-                const auto n = static_cast<int64_t>(chars.size());
-                if (i < 0) i += n;
-                if (i >= 0 && i < n) return Value(chars[static_cast<size_t>(i)]);
+        case ValueKind::undefined: fail_undefined(object);
+        case ValueKind::array:
+        case ValueKind::string:
+            if (is_integral(key)) {
+                int64_t i = int_of(key);
+                if (object.is_array()) {
+                    const auto n = static_cast<int64_t>(object.as_array().size());
+                    if (i < 0) i += n;
+                    if (i >= 0 && i < n) return object.as_array()[static_cast<size_t>(i)];
+                } else {
+                    const std::vector<std::string_view> chars = utf8_chars(object.as_string());
+                    const auto n = static_cast<int64_t>(chars.size());
+                    if (i < 0) i += n;
+                    if (i >= 0 && i < n) return Value(chars[static_cast<size_t>(i)]);
+                }
+                return Value::undefined(object_desc(object) + " has no element " + std::to_string(int_of(key)));
             }
-            return Value::undefined(object_desc(object) + " has no element " + std::to_string(int_of(key)));
-        }
-        break;
-    case ValueKind::object:
-        if (key.is_string()) {
-            if (!object.as_object().is_namespace) {
-                if (const Value * v = object.as_object().find(key.as_string())) return *v;
+            break;
+        case ValueKind::object:
+            if (key.is_string()) {
+                if (!object.as_object().is_namespace) {
+                    if (const Value * v = object.as_object().find(key.as_string())) return *v;
+                }
+                return get_attribute(object, key.as_string());
             }
-            return get_attribute(object, key.as_string());
-        }
-        break;
-    default: break;
+            break;
+        default: break;
     }
     if (key.is_string()) return get_attribute(object, key.as_string());
     return Value::undefined(object_desc(object) + " has no element " + repr(key));
@@ -277,8 +276,7 @@ void Frame::set(const std::string & name, Value value) {
 struct Interpreter::DepthGuard {
     explicit DepthGuard(Interpreter & i) : interp(i) {
         if (++interp.depth_ > interp.options_.limits.max_depth) {
-            throw TemplateError(ErrorKind::limit, "recursion deeper than " +
-                                                      std::to_string(interp.options_.limits.max_depth) + " levels");
+            throw TemplateError(ErrorKind::limit, "recursion deeper than " + std::to_string(interp.options_.limits.max_depth) + " levels");
         }
     }
     ~DepthGuard() { --interp.depth_; }
@@ -312,22 +310,20 @@ std::string Interpreter::render(const Body & body, const Value & context) {
 void Interpreter::charge(uint64_t units) {
     steps_ += units;
     if (steps_ > options_.limits.max_steps) {
-        throw TemplateError(ErrorKind::limit,
-                            "template ran too long (over " + std::to_string(options_.limits.max_steps) + " steps)");
+        throw TemplateError(ErrorKind::limit, "template ran too long (over " + std::to_string(options_.limits.max_steps) + " steps)");
     }
 }
 
 void Interpreter::check_string_size(size_t bytes) const {
     if (bytes > options_.limits.max_string_bytes) {
-        throw TemplateError(ErrorKind::too_large, "template output or string larger than " +
-                                                  std::to_string(options_.limits.max_string_bytes >> 20) + " MiB");
+        throw TemplateError(ErrorKind::too_large,
+                            "template output or string larger than " + std::to_string(options_.limits.max_string_bytes >> 20) + " MiB");
     }
 }
 
 void Interpreter::check_list_size(uint64_t n) const {
     if (n > options_.limits.max_list_items) {
-        throw TemplateError(ErrorKind::too_large,
-                            "list longer than " + std::to_string(options_.limits.max_list_items) + " items");
+        throw TemplateError(ErrorKind::too_large, "list longer than " + std::to_string(options_.limits.max_list_items) + " items");
     }
 }
 
@@ -466,14 +462,14 @@ Interpreter::Flow Interpreter::exec_node(const ForStmt & s, const std::shared_pt
     // an iteration together.
     auto index = std::make_shared<int64_t>(0);
     auto loop = std::make_shared<Object>();
-    for (const char * key : {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0",
-                             "previtem", "nextitem"}) {
+    for (const char * key :
+         {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem"}) {
         loop->entries.emplace_back(key, Value());
     }
     loop->entries.emplace_back("cycle", Value::function("cycle", [index](Interpreter &, CallArgs & args) {
-        if (args.positional.empty()) fail("loop.cycle() needs at least one value");
-        return args.positional[static_cast<size_t>(*index) % args.positional.size()];
-    }));
+                                   if (args.positional.empty()) fail("loop.cycle() needs at least one value");
+                                   return args.positional[static_cast<size_t>(*index) % args.positional.size()];
+                               }));
     const Value loop_value(loop);
     for (int64_t i = 0; i < n; ++i) {
         charge(1);
@@ -506,8 +502,7 @@ void Interpreter::assign(const Target & target, Value value, const std::shared_p
     if (!target.ns_attribute.empty()) {
         const Value * ns = frame->lookup(target.names[0]);
         if (ns == nullptr || !ns->is_object() || !ns->as_object().is_namespace) {
-            fail("cannot assign attribute '" + target.ns_attribute + "' on '" + target.names[0] +
-                 "': not a namespace()");
+            fail("cannot assign attribute '" + target.ns_attribute + "' on '" + target.names[0] + "': not a namespace()");
         }
         ns->as_mutable_object().set(target.ns_attribute, std::move(value));
         return;
@@ -518,10 +513,9 @@ void Interpreter::assign(const Target & target, Value value, const std::shared_p
     }
     const Array parts = iterate(value);
     if (parts.size() != target.names.size()) {
-        fail(parts.size() > target.names.size()
-                 ? "too many values to unpack (expected " + std::to_string(target.names.size()) + ")"
-                 : "not enough values to unpack (expected " + std::to_string(target.names.size()) + ", got " +
-                       std::to_string(parts.size()) + ")");
+        fail(parts.size() > target.names.size() ? "too many values to unpack (expected " + std::to_string(target.names.size()) + ")"
+                                                : "not enough values to unpack (expected " + std::to_string(target.names.size()) +
+                                                      ", got " + std::to_string(parts.size()) + ")");
     }
     for (size_t i = 0; i < parts.size(); ++i) frame->set(target.names[i], parts[i]);
 }
@@ -559,8 +553,7 @@ Interpreter::Flow Interpreter::exec_node(const LoopControlStmt & s, const std::s
     return s.is_break ? Flow::break_loop : Flow::continue_loop;
 }
 
-Value Interpreter::apply_filters(const std::vector<FilterCall> & filters, Value value,
-                                 const std::shared_ptr<Frame> & frame) {
+Value Interpreter::apply_filters(const std::vector<FilterCall> & filters, Value value, const std::shared_ptr<Frame> & frame) {
     for (const FilterCall & f : filters) {
         try {
             CallArgs args = eval_args(f.args, f.kwargs, frame);
@@ -577,8 +570,7 @@ Value Interpreter::call_macro(const MacroStmt & macro, const std::weak_ptr<Frame
     DepthGuard guard(*this);
     charge(1);
     if (args.positional.size() > macro.params.size()) {
-        fail("macro '" + macro.name + "' takes not more than " + std::to_string(macro.params.size()) +
-             " argument(s)");
+        fail("macro '" + macro.name + "' takes not more than " + std::to_string(macro.params.size()) + " argument(s)");
     }
     for (const auto & [name, value] : args.keyword) {
         bool known = false;
@@ -709,8 +701,8 @@ Value Interpreter::eval_node(const UnaryExpr & e, const std::shared_ptr<Frame> &
     const Value v = eval(*e.operand, frame);
     if (e.op == UnaryOp::logical_not) return Value(!truthy(v));
     if (v.is_undefined()) fail_undefined(v);
-    if (!v.is_number()) fail("bad operand type for unary " + std::string(e.op == UnaryOp::neg ? "-" : "+") + ": '" +
-                             std::string(type_name(v)) + "'");
+    if (!v.is_number())
+        fail("bad operand type for unary " + std::string(e.op == UnaryOp::neg ? "-" : "+") + ": '" + std::string(type_name(v)) + "'");
     if (e.op == UnaryOp::pos) return v.is_bool() ? Value(int_of(v)) : v;
     if (v.is_float()) return Value(-v.as_float());
     return Value(checked(0, int_of(v), BinaryOp::sub));
@@ -733,16 +725,16 @@ Value Interpreter::eval_node(const CompareExpr & e, const std::shared_ptr<Frame>
         Value right = eval(*right_expr, frame);
         bool result = false;
         switch (op) {
-        case CompareOp::eq: result = equals(left, right); break;
-        case CompareOp::ne: result = !equals(left, right); break;
-        case CompareOp::in: result = contains(right, left); break;
-        case CompareOp::not_in: result = !contains(right, left); break;
-        default: {
-            if (left.is_undefined()) fail_undefined(left);
-            if (right.is_undefined()) fail_undefined(right);
-            const int c = compare(left, right);
-            result = op == CompareOp::lt ? c < 0 : op == CompareOp::le ? c <= 0 : op == CompareOp::gt ? c > 0 : c >= 0;
-        }
+            case CompareOp::eq: result = equals(left, right); break;
+            case CompareOp::ne: result = !equals(left, right); break;
+            case CompareOp::in: result = contains(right, left); break;
+            case CompareOp::not_in: result = !contains(right, left); break;
+            default: {
+                if (left.is_undefined()) fail_undefined(left);
+                if (right.is_undefined()) fail_undefined(right);
+                const int c = compare(left, right);
+                result = op == CompareOp::lt ? c < 0 : op == CompareOp::le ? c <= 0 : op == CompareOp::gt ? c > 0 : c >= 0;
+            }
         }
         if (!result) return Value(false);
         left = std::move(right);

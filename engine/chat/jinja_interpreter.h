@@ -100,8 +100,7 @@ private:
     Value eval_node(const CompareExpr & e, const std::shared_ptr<Frame> & frame);
     Value eval_node(const ConditionalExpr & e, const std::shared_ptr<Frame> & frame);
 
-    CallArgs eval_args(const std::vector<ExprPtr> & args, const std::vector<Keyword> & kwargs,
-                       const std::shared_ptr<Frame> & frame);
+    CallArgs eval_args(const std::vector<ExprPtr> & args, const std::vector<Keyword> & kwargs, const std::shared_ptr<Frame> & frame);
     Value apply_filters(const std::vector<FilterCall> & filters, Value value, const std::shared_ptr<Frame> & frame);
     void assign(const Target & target, Value value, const std::shared_ptr<Frame> & frame);
     Value call_macro(const MacroStmt & macro, const std::weak_ptr<Frame> & defined_in, CallArgs & args);

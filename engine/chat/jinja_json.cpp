@@ -45,21 +45,21 @@ void append_json_string(std::string & out, std::string_view s, bool ensure_ascii
             continue;
         }
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-                out += buf;
-            } else {
-                out += c;
-            }
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+                    out += buf;
+                } else {
+                    out += c;
+                }
         }
     }
     out += '"';
@@ -76,25 +76,25 @@ public:
             throw TemplateError(ErrorKind::limit, "tojson: value nested too deeply (does it contain itself?)");
         }
         switch (v.kind()) {
-        case ValueKind::none: out_ += "null"; return;
-        case ValueKind::boolean: out_ += v.as_bool() ? "true" : "false"; return;
-        case ValueKind::integer: out_ += std::to_string(v.as_int()); return;
-        case ValueKind::floating: {
-            const double d = v.as_float();
-            if (std::isnan(d)) out_ += "NaN";
-            else if (std::isinf(d)) out_ += d < 0 ? "-Infinity" : "Infinity";
-            else out_ += format_float(d);
-            return;
-        }
-        case ValueKind::string: append_json_string(out_, v.as_string(), format_.ensure_ascii); return;
-        case ValueKind::array: write_array(v.as_array(), depth); return;
-        case ValueKind::object:
-            if (!v.as_object().is_namespace) {
-                write_object(v.as_object(), depth);
+            case ValueKind::none: out_ += "null"; return;
+            case ValueKind::boolean: out_ += v.as_bool() ? "true" : "false"; return;
+            case ValueKind::integer: out_ += std::to_string(v.as_int()); return;
+            case ValueKind::floating: {
+                const double d = v.as_float();
+                if (std::isnan(d)) out_ += "NaN";
+                else if (std::isinf(d)) out_ += d < 0 ? "-Infinity" : "Infinity";
+                else out_ += format_float(d);
                 return;
             }
-            break;
-        default: break;
+            case ValueKind::string: append_json_string(out_, v.as_string(), format_.ensure_ascii); return;
+            case ValueKind::array: write_array(v.as_array(), depth); return;
+            case ValueKind::object:
+                if (!v.as_object().is_namespace) {
+                    write_object(v.as_object(), depth);
+                    return;
+                }
+                break;
+            default: break;
         }
         fail("Object of type " + std::string(type_name(v)) + " is not JSON serializable");
     }
@@ -252,24 +252,24 @@ private:
             if (i_ >= s_.size()) error("unterminated string");
             const char e = s_[i_++];
             switch (e) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
-            case 'u': {
-                uint32_t cp = parse_hex4();
-                if (cp >= 0xD800 && cp < 0xDC00 && consume("\\u")) {
-                    const uint32_t low = parse_hex4();
-                    if (low >= 0xDC00 && low < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                case '"': out += '"'; break;
+                case '\\': out += '\\'; break;
+                case '/': out += '/'; break;
+                case 'b': out += '\b'; break;
+                case 'f': out += '\f'; break;
+                case 'n': out += '\n'; break;
+                case 'r': out += '\r'; break;
+                case 't': out += '\t'; break;
+                case 'u': {
+                    uint32_t cp = parse_hex4();
+                    if (cp >= 0xD800 && cp < 0xDC00 && consume("\\u")) {
+                        const uint32_t low = parse_hex4();
+                        if (low >= 0xDC00 && low < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                    }
+                    append_utf8(out, cp);
+                    break;
                 }
-                append_utf8(out, cp);
-                break;
-            }
-            default: error("bad escape");
+                default: error("bad escape");
             }
         }
     }

@@ -13,10 +13,10 @@
 namespace lr::jinja {
 
 struct JsonFormat {
-    std::optional<int> indent;       // none: one line; n: newline and n spaces per level
+    std::optional<int> indent;  // none: one line; n: newline and n spaces per level
     bool sort_keys = false;
-    bool ensure_ascii = false;       // true: non-ASCII as \uXXXX (Python's default, not HF's)
-    std::string item_separator;      // empty: ", " on one line, "," when indenting
+    bool ensure_ascii = false;   // true: non-ASCII as \uXXXX (Python's default, not HF's)
+    std::string item_separator;  // empty: ", " on one line, "," when indenting
     std::string key_separator = ": ";
 };
 

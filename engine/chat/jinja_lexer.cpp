@@ -30,7 +30,6 @@ std::string normalize_newlines(std::string_view source) {
     return out;
 }
 
-
 class Lexer {
 public:
     explicit Lexer(std::string_view source) : src_(normalize_newlines(source)) {
@@ -83,9 +82,7 @@ private:
         return SourcePos{static_cast<uint32_t>(line), static_cast<uint32_t>(offset - line_starts_[line - 1] + 1)};
     }
 
-    [[noreturn]] void error(size_t offset, const std::string & what) const {
-        throw TemplateError(ErrorKind::syntax, pos_at(offset), what);
-    }
+    [[noreturn]] void error(size_t offset, const std::string & what) const { throw TemplateError(ErrorKind::syntax, pos_at(offset), what); }
 
     size_t find_tag(size_t from) const {
         for (size_t i = src_.find('{', from); i != std::string::npos; i = src_.find('{', i + 1)) {
@@ -162,8 +159,7 @@ private:
                 const std::string_view rest = std::string_view(src_).substr(pos_);
                 const std::string_view close = is_variable ? "}}" : "%}";
                 char marker = '\0';
-                if ((rest.substr(0, 1) == "-" || (!is_variable && rest.substr(0, 1) == "+")) &&
-                    rest.substr(1, 2) == close) {
+                if ((rest.substr(0, 1) == "-" || (!is_variable && rest.substr(0, 1) == "+")) && rest.substr(1, 2) == close) {
                     marker = rest[0];
                     ++pos_;
                 }
@@ -251,8 +247,8 @@ private:
     void lex_number() {
         const size_t start = pos_;
         auto digits = [&] {
-            while (pos_ < src_.size() && (is_digit(src_[pos_]) || (src_[pos_] == '_' && pos_ + 1 < src_.size() &&
-                                                                    is_digit(src_[pos_ + 1])))) {
+            while (pos_ < src_.size() &&
+                   (is_digit(src_[pos_]) || (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1])))) {
                 ++pos_;
             }
         };
@@ -315,24 +311,22 @@ private:
             if (pos_ >= src_.size()) error(start, "unterminated string literal");
             const char e = src_[pos_++];
             switch (e) {
-            case 'n': value += '\n'; break;
-            case 't': value += '\t'; break;
-            case 'r': value += '\r'; break;
-            case '\\': value += '\\'; break;
-            case '\'': value += '\''; break;
-            case '"': value += '"'; break;
-            case 'a': value += '\a'; break;
-            case 'b': value += '\b'; break;
-            case 'f': value += '\f'; break;
-            case 'v': value += '\v'; break;
-            case '0': value += '\0'; break;
-            case '\n': break;  // line continuation
-            case 'x': append_utf8(value, hex_escape(pos_, 2, start)); break;
-            case 'u': append_utf8(value, hex_escape(pos_, 4, start)); break;
-            case 'U': append_utf8(value, hex_escape(pos_, 8, start)); break;
-            default:
-                value += '\\';
-                value += e;
+                case 'n': value += '\n'; break;
+                case 't': value += '\t'; break;
+                case 'r': value += '\r'; break;
+                case '\\': value += '\\'; break;
+                case '\'': value += '\''; break;
+                case '"': value += '"'; break;
+                case 'a': value += '\a'; break;
+                case 'b': value += '\b'; break;
+                case 'f': value += '\f'; break;
+                case 'v': value += '\v'; break;
+                case '0': value += '\0'; break;
+                case '\n': break;  // line continuation
+                case 'x': append_utf8(value, hex_escape(pos_, 2, start)); break;
+                case 'u': append_utf8(value, hex_escape(pos_, 4, start)); break;
+                case 'U': append_utf8(value, hex_escape(pos_, 8, start)); break;
+                default: value += '\\'; value += e;
             }
         }
         emit(TokenKind::string, std::move(value), start);
@@ -347,9 +341,7 @@ private:
 
 }  // namespace
 
-std::string format_pos(SourcePos pos) {
-    return "line " + std::to_string(pos.line) + ":" + std::to_string(pos.column);
-}
+std::string format_pos(SourcePos pos) { return "line " + std::to_string(pos.line) + ":" + std::to_string(pos.column); }
 
 std::vector<Token> tokenize(std::string_view source) { return Lexer(source).run(); }
 

@@ -22,7 +22,7 @@ enum class TokenKind {
     string,          // a string literal, escapes resolved
     integer,
     floating,
-    op,              // punctuation: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
+    op,  // punctuation: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
     eof,
 };
 

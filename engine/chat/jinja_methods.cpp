@@ -141,9 +141,8 @@ Value call_dict_method(const Object & o, std::string_view name, CallArgs & args)
 }
 
 constexpr std::string_view k_string_methods[] = {
-    "strip", "lstrip", "rstrip", "split", "splitlines", "startswith", "endswith", "upper", "lower",
-    "title", "capitalize", "replace", "find", "rfind", "count", "join", "isdigit", "isalpha",
-    "isalnum", "isspace", "islower", "isupper",
+    "strip",   "lstrip", "rstrip", "split", "splitlines", "startswith", "endswith", "upper",   "lower",   "title",   "capitalize",
+    "replace", "find",   "rfind",  "count", "join",       "isdigit",    "isalpha",  "isalnum", "isspace", "islower", "isupper",
 };
 constexpr std::string_view k_dict_methods[] = {"get", "items", "keys", "values"};
 
@@ -173,8 +172,7 @@ Value g_range(Interpreter & interp, CallArgs & args) {
         if (args.positional.size() == 3) step = int_at(2);
     }
     if (step == 0) fail("range() arg 3 must not be zero");
-    const double count = std::max(0.0, std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
-                                                 static_cast<double>(step)));
+    const double count = std::max(0.0, std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step)));
     interp.check_list_size(count > 1e18 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(count));
     interp.charge(1 + static_cast<uint64_t>(count) / 16);
     Array out;
@@ -221,9 +219,8 @@ Value bind_method(const Value & object, std::string_view name) {
     if (object.is_string() && listed(k_string_methods, name)) {
         const std::string s = object.as_string();
         const std::string method(name);
-        return Value::function(method, [s, method](Interpreter & interp, CallArgs & args) {
-            return call_string_method(interp, s, method, args);
-        });
+        return Value::function(method,
+                               [s, method](Interpreter & interp, CallArgs & args) { return call_string_method(interp, s, method, args); });
     }
     if (object.is_mapping() && listed(k_dict_methods, name)) {
         const std::string method(name);
@@ -275,34 +272,34 @@ std::string format_time(std::string_view format, const std::tm & t) {
         const int wday = std::clamp(t.tm_wday, 0, 6);
         const int mon = std::clamp(t.tm_mon, 0, 11);
         switch (spec) {
-        case 'a': out += std::string(k_days[wday]).substr(0, 3); break;
-        case 'A': out += k_days[wday]; break;
-        case 'b':
-        case 'h': out += std::string(k_months[mon]).substr(0, 3); break;
-        case 'B': out += k_months[mon]; break;
-        case 'd': number(t.tm_mday, 2); break;
-        case 'e': {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "%2d", t.tm_mday);
-            out += pad ? buf : std::to_string(t.tm_mday);
-            break;
-        }
-        case 'H': number(t.tm_hour, 2); break;
-        case 'I': number(t.tm_hour % 12 == 0 ? 12 : t.tm_hour % 12, 2); break;
-        case 'j': number(t.tm_yday + 1, 3); break;
-        case 'm': number(t.tm_mon + 1, 2); break;
-        case 'M': number(t.tm_min, 2); break;
-        case 'p': out += t.tm_hour < 12 ? "AM" : "PM"; break;
-        case 'S': number(t.tm_sec, 2); break;
-        case 'y': number((t.tm_year + 1900) % 100, 2); break;
-        case 'Y': number(t.tm_year + 1900, 4); break;
-        case 'Z':
-        case 'z': break;
-        case '%': out += '%'; break;
-        default:
-            out += '%';
-            if (!pad) out += '-';
-            out += spec;
+            case 'a': out += std::string(k_days[wday]).substr(0, 3); break;
+            case 'A': out += k_days[wday]; break;
+            case 'b':
+            case 'h': out += std::string(k_months[mon]).substr(0, 3); break;
+            case 'B': out += k_months[mon]; break;
+            case 'd': number(t.tm_mday, 2); break;
+            case 'e': {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "%2d", t.tm_mday);
+                out += pad ? buf : std::to_string(t.tm_mday);
+                break;
+            }
+            case 'H': number(t.tm_hour, 2); break;
+            case 'I': number(t.tm_hour % 12 == 0 ? 12 : t.tm_hour % 12, 2); break;
+            case 'j': number(t.tm_yday + 1, 3); break;
+            case 'm': number(t.tm_mon + 1, 2); break;
+            case 'M': number(t.tm_min, 2); break;
+            case 'p': out += t.tm_hour < 12 ? "AM" : "PM"; break;
+            case 'S': number(t.tm_sec, 2); break;
+            case 'y': number((t.tm_year + 1900) % 100, 2); break;
+            case 'Y': number(t.tm_year + 1900, 4); break;
+            case 'Z':
+            case 'z': break;
+            case '%': out += '%'; break;
+            default:
+                out += '%';
+                if (!pad) out += '-';
+                out += spec;
         }
     }
     return out;

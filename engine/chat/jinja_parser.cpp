@@ -16,14 +16,14 @@ constexpr uint32_t k_max_expr_height = 200;
 
 std::string describe(const Token & t) {
     switch (t.kind) {
-    case TokenKind::text: return "template text";
-    case TokenKind::variable_begin: return "'{{'";
-    case TokenKind::variable_end: return "'}}'";
-    case TokenKind::block_begin: return "'{%'";
-    case TokenKind::block_end: return "'%}'";
-    case TokenKind::eof: return "end of template";
-    case TokenKind::string: return "string literal";
-    default: return "'" + t.value + "'";
+        case TokenKind::text: return "template text";
+        case TokenKind::variable_begin: return "'{{'";
+        case TokenKind::variable_end: return "'}}'";
+        case TokenKind::block_begin: return "'{%'";
+        case TokenKind::block_end: return "'%}'";
+        case TokenKind::eof: return "end of template";
+        case TokenKind::string: return "string literal";
+        default: return "'" + t.value + "'";
     }
 }
 
@@ -46,12 +46,8 @@ private:
         if (i_ + 1 < toks_.size()) ++i_;
         return t;
     }
-    bool at_op(std::string_view op, size_t ahead = 0) const {
-        return peek(ahead).kind == TokenKind::op && peek(ahead).value == op;
-    }
-    bool at_name(std::string_view name, size_t ahead = 0) const {
-        return peek(ahead).kind == TokenKind::name && peek(ahead).value == name;
-    }
+    bool at_op(std::string_view op, size_t ahead = 0) const { return peek(ahead).kind == TokenKind::op && peek(ahead).value == op; }
+    bool at_name(std::string_view name, size_t ahead = 0) const { return peek(ahead).kind == TokenKind::name && peek(ahead).value == name; }
     bool accept_op(std::string_view op) {
         if (!at_op(op)) return false;
         next();
@@ -63,9 +59,7 @@ private:
         return true;
     }
 
-    [[noreturn]] void error(const Token & at, const std::string & what) const {
-        throw TemplateError(ErrorKind::syntax, at.pos, what);
-    }
+    [[noreturn]] void error(const Token & at, const std::string & what) const { throw TemplateError(ErrorKind::syntax, at.pos, what); }
 
     void expect_op(std::string_view op) {
         if (!accept_op(op)) error(peek(), "expected '" + std::string(op) + "', got " + describe(peek()));
@@ -179,35 +173,31 @@ private:
         while (true) {
             const Token & t = peek();
             switch (t.kind) {
-            case TokenKind::text:
-                body.push_back(make_stmt(t.pos, TextStmt{next().value}));
-                break;
-            case TokenKind::variable_begin: {
-                const SourcePos pos = next().pos;
-                ExprPtr e = parse_tuple(true, false);
-                expect_kind(TokenKind::variable_end, "'}}'");
-                body.push_back(make_stmt(pos, OutputStmt{std::move(e)}));
-                break;
-            }
-            case TokenKind::block_begin: {
-                next();
-                const Token & name = peek();
-                if (name.kind == TokenKind::name &&
-                    std::find(end_tags.begin(), end_tags.end(), name.value) != end_tags.end()) {
+                case TokenKind::text: body.push_back(make_stmt(t.pos, TextStmt{next().value})); break;
+                case TokenKind::variable_begin: {
+                    const SourcePos pos = next().pos;
+                    ExprPtr e = parse_tuple(true, false);
+                    expect_kind(TokenKind::variable_end, "'}}'");
+                    body.push_back(make_stmt(pos, OutputStmt{std::move(e)}));
+                    break;
+                }
+                case TokenKind::block_begin: {
+                    next();
+                    const Token & name = peek();
+                    if (name.kind == TokenKind::name && std::find(end_tags.begin(), end_tags.end(), name.value) != end_tags.end()) {
+                        return body;
+                    }
+                    parse_statement(body);
+                    break;
+                }
+                case TokenKind::eof:
+                    if (end_tags.size() != 0) {
+                        std::string expected;
+                        for (std::string_view e : end_tags) expected += (expected.empty() ? "'" : " or '") + std::string(e) + "'";
+                        error(t, "unexpected end of template, expected " + expected);
+                    }
                     return body;
-                }
-                parse_statement(body);
-                break;
-            }
-            case TokenKind::eof:
-                if (end_tags.size() != 0) {
-                    std::string expected;
-                    for (std::string_view e : end_tags) expected += (expected.empty() ? "'" : " or '") + std::string(e) + "'";
-                    error(t, "unexpected end of template, expected " + expected);
-                }
-                return body;
-            default:
-                error(t, "unexpected " + describe(t));
+                default: error(t, "unexpected " + describe(t));
             }
         }
     }
@@ -243,9 +233,8 @@ private:
             Body inner = subparse({"endgeneration"});
             end_tag("endgeneration");
             for (StmtPtr & s : inner) body.push_back(std::move(s));
-        } else if (keyword == "extends" || keyword == "include" || keyword == "import" || keyword == "from" ||
-                   keyword == "block" || keyword == "call" || keyword == "with" || keyword == "do" ||
-                   keyword == "autoescape") {
+        } else if (keyword == "extends" || keyword == "include" || keyword == "import" || keyword == "from" || keyword == "block" ||
+                   keyword == "call" || keyword == "with" || keyword == "do" || keyword == "autoescape") {
             error(t, "unsupported tag '" + keyword + "'");
         } else {
             error(t, "unknown tag '" + keyword + "'");
@@ -496,8 +485,8 @@ private:
         ExprPtr left = parse_pow();
         while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
             const Token & t = next();
-            const BinaryOp op = t.value == "*"   ? BinaryOp::mul
-                                : t.value == "/" ? BinaryOp::div
+            const BinaryOp op = t.value == "*"    ? BinaryOp::mul
+                                : t.value == "/"  ? BinaryOp::div
                                 : t.value == "//" ? BinaryOp::floordiv
                                                   : BinaryOp::mod;
             left = make(t.pos, BinaryExpr{op, std::move(left), parse_pow()});
@@ -530,50 +519,50 @@ private:
         const Token & t = peek();
         const SourcePos pos = t.pos;
         switch (t.kind) {
-        case TokenKind::name: {
-            const std::string & n = next().value;
-            if (n == "true" || n == "True") return make(pos, LiteralExpr{Value(true)});
-            if (n == "false" || n == "False") return make(pos, LiteralExpr{Value(false)});
-            if (n == "none" || n == "None") return make(pos, LiteralExpr{Value::none()});
-            return make(pos, NameExpr{n});
-        }
-        case TokenKind::string: {
-            std::string s = next().value;
-            while (peek().kind == TokenKind::string) s += next().value;  // "a" "b" == "ab"
-            return make(pos, LiteralExpr{Value(std::move(s))});
-        }
-        case TokenKind::integer: return make(pos, LiteralExpr{Value(next().int_value)});
-        case TokenKind::floating: return make(pos, LiteralExpr{Value(next().float_value)});
-        case TokenKind::op:
-            if (accept_op("(")) {
-                ExprPtr e = parse_tuple(true, true);
-                expect_op(")");
-                return e;
+            case TokenKind::name: {
+                const std::string & n = next().value;
+                if (n == "true" || n == "True") return make(pos, LiteralExpr{Value(true)});
+                if (n == "false" || n == "False") return make(pos, LiteralExpr{Value(false)});
+                if (n == "none" || n == "None") return make(pos, LiteralExpr{Value::none()});
+                return make(pos, NameExpr{n});
             }
-            if (accept_op("[")) {
-                ListExpr list;
-                while (!at_op("]")) {
-                    if (!list.items.empty()) expect_op(",");
-                    if (at_op("]")) break;
-                    list.items.push_back(parse_expression(true));
+            case TokenKind::string: {
+                std::string s = next().value;
+                while (peek().kind == TokenKind::string) s += next().value;  // "a" "b" == "ab"
+                return make(pos, LiteralExpr{Value(std::move(s))});
+            }
+            case TokenKind::integer: return make(pos, LiteralExpr{Value(next().int_value)});
+            case TokenKind::floating: return make(pos, LiteralExpr{Value(next().float_value)});
+            case TokenKind::op:
+                if (accept_op("(")) {
+                    ExprPtr e = parse_tuple(true, true);
+                    expect_op(")");
+                    return e;
                 }
-                expect_op("]");
-                return make(pos, std::move(list));
-            }
-            if (accept_op("{")) {
-                DictExpr dict;
-                while (!at_op("}")) {
-                    if (!dict.items.empty()) expect_op(",");
-                    if (at_op("}")) break;
-                    ExprPtr key = parse_expression(true);
-                    expect_op(":");
-                    dict.items.emplace_back(std::move(key), parse_expression(true));
+                if (accept_op("[")) {
+                    ListExpr list;
+                    while (!at_op("]")) {
+                        if (!list.items.empty()) expect_op(",");
+                        if (at_op("]")) break;
+                        list.items.push_back(parse_expression(true));
+                    }
+                    expect_op("]");
+                    return make(pos, std::move(list));
                 }
-                expect_op("}");
-                return make(pos, std::move(dict));
-            }
-            break;
-        default: break;
+                if (accept_op("{")) {
+                    DictExpr dict;
+                    while (!at_op("}")) {
+                        if (!dict.items.empty()) expect_op(",");
+                        if (at_op("}")) break;
+                        ExprPtr key = parse_expression(true);
+                        expect_op(":");
+                        dict.items.emplace_back(std::move(key), parse_expression(true));
+                    }
+                    expect_op("}");
+                    return make(pos, std::move(dict));
+                }
+                break;
+            default: break;
         }
         error(t, "unexpected " + describe(t));
     }
@@ -621,11 +610,10 @@ private:
                     if (!kwargs.empty()) error(peek(), "tests take no keyword arguments");
                 } else {
                     const Token & t = peek();
-                    const bool starts_expr = t.kind == TokenKind::name || t.kind == TokenKind::string ||
-                                             t.kind == TokenKind::integer || t.kind == TokenKind::floating ||
-                                             at_op("[") || at_op("{");
-                    if (starts_expr && !at_name("else") && !at_name("or") && !at_name("and") && !at_name("if") &&
-                        !at_name("in") && !at_name("not")) {
+                    const bool starts_expr = t.kind == TokenKind::name || t.kind == TokenKind::string || t.kind == TokenKind::integer ||
+                                             t.kind == TokenKind::floating || at_op("[") || at_op("{");
+                    if (starts_expr && !at_name("else") && !at_name("or") && !at_name("and") && !at_name("if") && !at_name("in") &&
+                        !at_name("not")) {
                         if (at_name("is")) error(t, "cannot chain multiple tests with 'is'");
                         test.args.push_back(parse_postfix(parse_primary()));
                     }

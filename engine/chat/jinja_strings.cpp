@@ -4,9 +4,7 @@
 
 namespace lr::jinja {
 
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 namespace {
 
@@ -47,8 +45,7 @@ std::vector<std::string_view> utf8_chars(std::string_view s) {
     return out;
 }
 
-std::vector<size_t> slice_indices(size_t length, std::optional<int64_t> start, std::optional<int64_t> stop,
-                                  int64_t step) {
+std::vector<size_t> slice_indices(size_t length, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
     // Python's PySlice_AdjustIndices.
     const auto len = static_cast<int64_t>(length);
     auto adjust = [&](std::optional<int64_t> v, int64_t dflt) {
@@ -120,8 +117,7 @@ std::vector<std::string> split(std::string_view s, std::optional<std::string_vie
     }
     size_t i = 0;
     while (true) {
-        const size_t j = (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split) ? std::string_view::npos
-                                                                                            : s.find(*sep, i);
+        const size_t j = (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split) ? std::string_view::npos : s.find(*sep, i);
         if (j == std::string_view::npos) {
             out.emplace_back(s.substr(i));
             break;
@@ -139,7 +135,10 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
         // Python inserts `to` before every character and at the end.
         int64_t done = 0;
         for (std::string_view ch : utf8_chars(s)) {
-            if (count < 0 || done < count) { out += to; ++done; }
+            if (count < 0 || done < count) {
+                out += to;
+                ++done;
+            }
             out += ch;
         }
         if (count < 0 || done < count) out += to;

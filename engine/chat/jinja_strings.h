@@ -19,8 +19,7 @@ std::vector<std::string_view> utf8_chars(std::string_view s);
 
 // Which indices a Python slice [start:stop:step] visits over a sequence of `length` items.
 // step must not be 0.
-std::vector<size_t> slice_indices(size_t length, std::optional<int64_t> start, std::optional<int64_t> stop,
-                                  int64_t step);
+std::vector<size_t> slice_indices(size_t length, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
 
 std::string_view strip(std::string_view s, std::optional<std::string_view> chars, bool left, bool right);
 // str.split(): with no separator, on runs of whitespace, dropping empty pieces.

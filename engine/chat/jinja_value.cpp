@@ -1,10 +1,10 @@
 #include "engine/chat/jinja_value.h"
 
-#include <charconv>
-#include <cstdlib>
-#include <cmath>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "engine/chat/jinja_strings.h"
 
@@ -30,21 +30,21 @@ std::string repr_string(std::string_view s) {
     std::string out(1, quote);
     for (char c : s) {
         switch (c) {
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c == quote) {
-                out += '\\';
-                out += c;
-            } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-                out += buf;
-            } else {
-                out += c;
-            }
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c == quote) {
+                    out += '\\';
+                    out += c;
+                } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+                    out += buf;
+                } else {
+                    out += c;
+                }
         }
     }
     out += quote;
@@ -79,11 +79,11 @@ std::string repr_container(const Value & v, int depth) {
 
 std::string repr_impl(const Value & v, int depth) {
     switch (v.kind()) {
-    case ValueKind::undefined: return "Undefined";
-    case ValueKind::string: return repr_string(v.as_string());
-    case ValueKind::array:
-    case ValueKind::object: return repr_container(v, depth);
-    default: return to_str(v);
+        case ValueKind::undefined: return "Undefined";
+        case ValueKind::string: return repr_string(v.as_string());
+        case ValueKind::array:
+        case ValueKind::object: return repr_container(v, depth);
+        default: return to_str(v);
     }
 }
 
@@ -97,31 +97,31 @@ bool equals_impl(const Value & a, const Value & b, int depth) {
     }
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
-    case ValueKind::undefined:
-    case ValueKind::none: return true;
-    case ValueKind::string: return a.as_string() == b.as_string();
-    case ValueKind::array: {
-        const Array & x = a.as_array();
-        const Array & y = b.as_array();
-        if (x.size() != y.size()) return false;
-        for (size_t i = 0; i < x.size(); ++i) {
-            if (!equals_impl(x[i], y[i], depth + 1)) return false;
+        case ValueKind::undefined:
+        case ValueKind::none: return true;
+        case ValueKind::string: return a.as_string() == b.as_string();
+        case ValueKind::array: {
+            const Array & x = a.as_array();
+            const Array & y = b.as_array();
+            if (x.size() != y.size()) return false;
+            for (size_t i = 0; i < x.size(); ++i) {
+                if (!equals_impl(x[i], y[i], depth + 1)) return false;
+            }
+            return true;
         }
-        return true;
-    }
-    case ValueKind::object: {
-        const Object & x = a.as_object();
-        const Object & y = b.as_object();
-        if (x.is_namespace || y.is_namespace) return &x == &y;
-        if (x.entries.size() != y.entries.size()) return false;
-        for (const auto & [key, item] : x.entries) {
-            const Value * other = y.find(key);
-            if (other == nullptr || !equals_impl(item, *other, depth + 1)) return false;
+        case ValueKind::object: {
+            const Object & x = a.as_object();
+            const Object & y = b.as_object();
+            if (x.is_namespace || y.is_namespace) return &x == &y;
+            if (x.entries.size() != y.entries.size()) return false;
+            for (const auto & [key, item] : x.entries) {
+                const Value * other = y.find(key);
+                if (other == nullptr || !equals_impl(item, *other, depth + 1)) return false;
+            }
+            return true;
         }
-        return true;
-    }
-    case ValueKind::callable: return a.identity() == b.identity();
-    default: return false;
+        case ValueKind::callable: return a.identity() == b.identity();
+        default: return false;
     }
 }
 
@@ -150,8 +150,7 @@ int compare_impl(const Value & a, const Value & b, int depth) {
         }
         return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
     }
-    fail("'<' not supported between instances of '" + std::string(type_name(a)) + "' and '" +
-         std::string(type_name(b)) + "'");
+    fail("'<' not supported between instances of '" + std::string(type_name(a)) + "' and '" + std::string(type_name(b)) + "'");
 }
 
 }  // namespace
@@ -181,8 +180,7 @@ const Value * CallArgs::find(size_t index, std::string_view name) const {
     return nullptr;
 }
 
-void CallArgs::expect(std::string_view function, size_t max_positional,
-                      std::initializer_list<std::string_view> keywords) const {
+void CallArgs::expect(std::string_view function, size_t max_positional, std::initializer_list<std::string_view> keywords) const {
     if (positional.size() > max_positional) {
         fail(std::string(function) + "() takes at most " + std::to_string(max_positional) + " positional argument(s), " +
              std::to_string(positional.size()) + " given");
@@ -202,24 +200,24 @@ double Value::to_double() const {
 
 const void * Value::identity() const {
     switch (kind()) {
-    case ValueKind::array: return std::get<std::shared_ptr<Array>>(v_).get();
-    case ValueKind::object: return std::get<std::shared_ptr<Object>>(v_).get();
-    case ValueKind::callable: return std::get<std::shared_ptr<const Callable>>(v_).get();
-    default: return nullptr;
+        case ValueKind::array: return std::get<std::shared_ptr<Array>>(v_).get();
+        case ValueKind::object: return std::get<std::shared_ptr<Object>>(v_).get();
+        case ValueKind::callable: return std::get<std::shared_ptr<const Callable>>(v_).get();
+        default: return nullptr;
     }
 }
 
 bool truthy(const Value & v) {
     switch (v.kind()) {
-    case ValueKind::undefined:
-    case ValueKind::none: return false;
-    case ValueKind::boolean: return v.as_bool();
-    case ValueKind::integer: return v.as_int() != 0;
-    case ValueKind::floating: return v.as_float() != 0.0;
-    case ValueKind::string: return !v.as_string().empty();
-    case ValueKind::array: return !v.as_array().empty();
-    case ValueKind::object: return v.as_object().is_namespace || !v.as_object().entries.empty();
-    case ValueKind::callable: return true;
+        case ValueKind::undefined:
+        case ValueKind::none: return false;
+        case ValueKind::boolean: return v.as_bool();
+        case ValueKind::integer: return v.as_int() != 0;
+        case ValueKind::floating: return v.as_float() != 0.0;
+        case ValueKind::string: return !v.as_string().empty();
+        case ValueKind::array: return !v.as_array().empty();
+        case ValueKind::object: return v.as_object().is_namespace || !v.as_object().entries.empty();
+        case ValueKind::callable: return true;
     }
     return false;
 }
@@ -271,15 +269,15 @@ std::string format_float(double d) {
 
 std::string to_str(const Value & v) {
     switch (v.kind()) {
-    case ValueKind::undefined: return "";
-    case ValueKind::none: return "None";
-    case ValueKind::boolean: return v.as_bool() ? "True" : "False";
-    case ValueKind::integer: return std::to_string(v.as_int());
-    case ValueKind::floating: return format_float(v.as_float());
-    case ValueKind::string: return v.as_string();
-    case ValueKind::array:
-    case ValueKind::object: return repr_container(v, 0);
-    case ValueKind::callable: return "<function " + v.as_callable().name + ">";
+        case ValueKind::undefined: return "";
+        case ValueKind::none: return "None";
+        case ValueKind::boolean: return v.as_bool() ? "True" : "False";
+        case ValueKind::integer: return std::to_string(v.as_int());
+        case ValueKind::floating: return format_float(v.as_float());
+        case ValueKind::string: return v.as_string();
+        case ValueKind::array:
+        case ValueKind::object: return repr_container(v, 0);
+        case ValueKind::callable: return "<function " + v.as_callable().name + ">";
     }
     return "";
 }
@@ -288,15 +286,15 @@ std::string repr(const Value & v) { return repr_impl(v, 0); }
 
 std::string_view type_name(const Value & v) {
     switch (v.kind()) {
-    case ValueKind::undefined: return "Undefined";
-    case ValueKind::none: return "NoneType";
-    case ValueKind::boolean: return "bool";
-    case ValueKind::integer: return "int";
-    case ValueKind::floating: return "float";
-    case ValueKind::string: return "str";
-    case ValueKind::array: return "list";
-    case ValueKind::object: return v.as_object().is_namespace ? "Namespace" : "dict";
-    case ValueKind::callable: return "function";
+        case ValueKind::undefined: return "Undefined";
+        case ValueKind::none: return "NoneType";
+        case ValueKind::boolean: return "bool";
+        case ValueKind::integer: return "int";
+        case ValueKind::floating: return "float";
+        case ValueKind::string: return "str";
+        case ValueKind::array: return "list";
+        case ValueKind::object: return v.as_object().is_namespace ? "Namespace" : "dict";
+        case ValueKind::callable: return "function";
     }
     return "?";
 }
@@ -334,7 +332,8 @@ std::string percent_format(std::string_view format, const Value & args) {
         int precision = -1;
         if (i < format.size() && format[i] == '.') {
             precision = 0;
-            while (++i < format.size() && format[i] >= '0' && format[i] <= '9') precision = std::min(precision * 10 + (format[i] - '0'), 100);
+            while (++i < format.size() && format[i] >= '0' && format[i] <= '9')
+                precision = std::min(precision * 10 + (format[i] - '0'), 100);
         }
         while (i < format.size() && (format[i] == 'l' || format[i] == 'h' || format[i] == 'L')) ++i;
         if (i >= format.size()) fail("incomplete format");
@@ -350,44 +349,61 @@ std::string percent_format(std::string_view format, const Value & args) {
         std::string text;
         bool numeric = false;
         switch (type) {
-        case 's': text = to_str(value); break;
-        case 'r':
-        case 'a': text = repr(value); break;
-        case 'c':
-            text = value.is_string() ? value.as_string() : std::string(1, static_cast<char>(value.is_int() ? value.as_int() : 0));
-            break;
-        case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': {
-            if (!value.is_number()) fail(std::string("%") + type + " format: a real number is required, not " + std::string(type_name(value)));
-            const int64_t n = value.is_float() ? static_cast<int64_t>(value.as_float()) : (value.is_bool() ? int64_t{value.as_bool()} : value.as_int());
-            const uint64_t magnitude = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
-            char buf[32];
-            const int base = (type == 'x' || type == 'X') ? 16 : type == 'o' ? 8 : 10;
-            const auto res = std::to_chars(buf, buf + sizeof buf, magnitude, base);
-            text.assign(buf, res.ptr);
-            if (type == 'X') for (char & ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-            if (flags.find('#') != std::string::npos && base != 10) text = (base == 16 ? std::string("0") + type : "0o") + text;
-            if (n < 0) text = "-" + text;
-            numeric = true;
-            break;
-        }
-        case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': {
-            if (!value.is_number()) fail(std::string("%") + type + " format: a real number is required, not " + std::string(type_name(value)));
-            const double d = value.to_double();
-            const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(type)));
-            const auto fmt = lower == 'f' ? std::chars_format::fixed : lower == 'e' ? std::chars_format::scientific : std::chars_format::general;
-            char buf[512];
-            const auto res = std::to_chars(buf, buf + sizeof buf, d, fmt, precision < 0 ? 6 : precision);
-            text.assign(buf, res.ptr);
-            if (lower == 'e' || lower == 'g') {
-                // C and Python write at least two exponent digits: 1e+05, not 1e+5.
-                const size_t e = text.find('e');
-                if (e != std::string::npos && text.size() - e == 3) text.insert(e + 2, "0");
+            case 's': text = to_str(value); break;
+            case 'r':
+            case 'a': text = repr(value); break;
+            case 'c':
+                text = value.is_string() ? value.as_string() : std::string(1, static_cast<char>(value.is_int() ? value.as_int() : 0));
+                break;
+            case 'd':
+            case 'i':
+            case 'u':
+            case 'x':
+            case 'X':
+            case 'o': {
+                if (!value.is_number())
+                    fail(std::string("%") + type + " format: a real number is required, not " + std::string(type_name(value)));
+                const int64_t n = value.is_float() ? static_cast<int64_t>(value.as_float())
+                                                   : (value.is_bool() ? int64_t{value.as_bool()} : value.as_int());
+                const uint64_t magnitude = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+                char buf[32];
+                const int base = (type == 'x' || type == 'X') ? 16 : type == 'o' ? 8 : 10;
+                const auto res = std::to_chars(buf, buf + sizeof buf, magnitude, base);
+                text.assign(buf, res.ptr);
+                if (type == 'X')
+                    for (char & ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+                if (flags.find('#') != std::string::npos && base != 10) text = (base == 16 ? std::string("0") + type : "0o") + text;
+                if (n < 0) text = "-" + text;
+                numeric = true;
+                break;
             }
-            if (type != lower) for (char & ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-            numeric = true;
-            break;
-        }
-        default: fail(std::string("unsupported format character '") + type + "'");
+            case 'f':
+            case 'F':
+            case 'e':
+            case 'E':
+            case 'g':
+            case 'G': {
+                if (!value.is_number())
+                    fail(std::string("%") + type + " format: a real number is required, not " + std::string(type_name(value)));
+                const double d = value.to_double();
+                const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(type)));
+                const auto fmt = lower == 'f'   ? std::chars_format::fixed
+                                 : lower == 'e' ? std::chars_format::scientific
+                                                : std::chars_format::general;
+                char buf[512];
+                const auto res = std::to_chars(buf, buf + sizeof buf, d, fmt, precision < 0 ? 6 : precision);
+                text.assign(buf, res.ptr);
+                if (lower == 'e' || lower == 'g') {
+                    // C and Python write at least two exponent digits: 1e+05, not 1e+5.
+                    const size_t e = text.find('e');
+                    if (e != std::string::npos && text.size() - e == 3) text.insert(e + 2, "0");
+                }
+                if (type != lower)
+                    for (char & ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+                numeric = true;
+                break;
+            }
+            default: fail(std::string("unsupported format character '") + type + "'");
         }
         if (type == 's' || type == 'r' || type == 'a') {
             if (precision >= 0) {
@@ -424,21 +440,21 @@ std::string percent_format(std::string_view format, const Value & args) {
 
 Array iterate(const Value & v) {
     switch (v.kind()) {
-    case ValueKind::undefined: return {};
-    case ValueKind::array: return v.as_array();
-    case ValueKind::object: {
-        if (v.as_object().is_namespace) break;
-        Array keys;
-        keys.reserve(v.as_object().entries.size());
-        for (const auto & entry : v.as_object().entries) keys.emplace_back(entry.first);
-        return keys;
-    }
-    case ValueKind::string: {
-        Array chars;
-        for (std::string_view ch : utf8_chars(v.as_string())) chars.emplace_back(ch);
-        return chars;
-    }
-    default: break;
+        case ValueKind::undefined: return {};
+        case ValueKind::array: return v.as_array();
+        case ValueKind::object: {
+            if (v.as_object().is_namespace) break;
+            Array keys;
+            keys.reserve(v.as_object().entries.size());
+            for (const auto & entry : v.as_object().entries) keys.emplace_back(entry.first);
+            return keys;
+        }
+        case ValueKind::string: {
+            Array chars;
+            for (std::string_view ch : utf8_chars(v.as_string())) chars.emplace_back(ch);
+            return chars;
+        }
+        default: break;
     }
     fail("'" + std::string(type_name(v)) + "' object is not iterable");
 }

@@ -42,8 +42,7 @@ struct CallArgs {
     // The argument at position `index` or named `name`, else nullptr.
     const Value * find(size_t index, std::string_view name) const;
     // Fails when more than `max_positional` positional arguments or an unknown keyword was given.
-    void expect(std::string_view function, size_t max_positional,
-                std::initializer_list<std::string_view> keywords = {}) const;
+    void expect(std::string_view function, size_t max_positional, std::initializer_list<std::string_view> keywords = {}) const;
 };
 
 using NativeFunction = std::function<Value(Interpreter &, CallArgs &)>;
@@ -60,17 +59,17 @@ struct None {};
 
 class Value {
 public:
-    Value() = default;  // undefined
-    Value(None) : v_(None{}) {}                                  // NOLINT(google-explicit-constructor)
-    Value(bool b) : v_(b) {}                                     // NOLINT(google-explicit-constructor)
-    Value(int i) : v_(static_cast<int64_t>(i)) {}                // NOLINT(google-explicit-constructor)
-    Value(int64_t i) : v_(i) {}                                  // NOLINT(google-explicit-constructor)
-    Value(double d) : v_(d) {}                                   // NOLINT(google-explicit-constructor)
-    Value(std::string s) : v_(std::move(s)) {}                   // NOLINT(google-explicit-constructor)
-    Value(std::string_view s) : v_(std::string(s)) {}            // NOLINT(google-explicit-constructor)
-    Value(const char * s) : v_(std::string(s)) {}                // NOLINT(google-explicit-constructor)
-    Value(Array a) : v_(std::make_shared<Array>(std::move(a))) {}  // NOLINT(google-explicit-constructor)
-    Value(std::shared_ptr<Object> o) : v_(std::move(o)) {}       // NOLINT(google-explicit-constructor)
+    Value() = default;                                              // undefined
+    Value(None) : v_(None{}) {}                                     // NOLINT(google-explicit-constructor)
+    Value(bool b) : v_(b) {}                                        // NOLINT(google-explicit-constructor)
+    Value(int i) : v_(static_cast<int64_t>(i)) {}                   // NOLINT(google-explicit-constructor)
+    Value(int64_t i) : v_(i) {}                                     // NOLINT(google-explicit-constructor)
+    Value(double d) : v_(d) {}                                      // NOLINT(google-explicit-constructor)
+    Value(std::string s) : v_(std::move(s)) {}                      // NOLINT(google-explicit-constructor)
+    Value(std::string_view s) : v_(std::string(s)) {}               // NOLINT(google-explicit-constructor)
+    Value(const char * s) : v_(std::string(s)) {}                   // NOLINT(google-explicit-constructor)
+    Value(Array a) : v_(std::make_shared<Array>(std::move(a))) {}   // NOLINT(google-explicit-constructor)
+    Value(std::shared_ptr<Object> o) : v_(std::move(o)) {}          // NOLINT(google-explicit-constructor)
     Value(std::shared_ptr<const Callable> c) : v_(std::move(c)) {}  // NOLINT(google-explicit-constructor)
 
     static Value undefined(std::string hint) {
@@ -114,8 +113,8 @@ public:
     const void * identity() const;
 
 private:
-    std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<Array>,
-                 std::shared_ptr<Object>, std::shared_ptr<const Callable>>
+    std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<Array>, std::shared_ptr<Object>,
+                 std::shared_ptr<const Callable>>
         v_;
 };
 

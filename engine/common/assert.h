@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define LR_ASSERT(cond)                                                                  \
-    do {                                                                                 \
-        if (!(cond)) [[unlikely]] {                                                      \
+#define LR_ASSERT(cond)                                                                       \
+    do {                                                                                      \
+        if (!(cond)) [[unlikely]] {                                                           \
             std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::abort();                                                                \
-        }                                                                                \
+            std::abort();                                                                     \
+        }                                                                                     \
     } while (0)

@@ -46,9 +46,9 @@ enum class DType : uint32_t {
 
 struct DTypeTraits {
     std::string_view name;
-    uint32_t block_elems;   // elements per block (1 for plain types)
-    uint32_t block_bytes;   // bytes per block
-    bool supported;         // the engine can dequantize / compute with it
+    uint32_t block_elems;  // elements per block (1 for plain types)
+    uint32_t block_bytes;  // bytes per block
+    bool supported;        // the engine can dequantize / compute with it
 };
 
 // Traits of a type number read from a file; nullopt for a number ggml never defined.

@@ -20,8 +20,8 @@ inline float fp16_to_fp32(uint16_t h) {
     const float magic_bias = 0.5f;
     const float denormalized = std::bit_cast<float>((two_w >> 17) | magic_mask) - magic_bias;
     const uint32_t denormalized_cutoff = 1u << 27;
-    const uint32_t result = sign | (two_w < denormalized_cutoff ? std::bit_cast<uint32_t>(denormalized)
-                                                                : std::bit_cast<uint32_t>(normalized));
+    const uint32_t result = sign |
+                            (two_w < denormalized_cutoff ? std::bit_cast<uint32_t>(denormalized) : std::bit_cast<uint32_t>(normalized));
     return std::bit_cast<float>(result);
 }
 

@@ -15,8 +15,7 @@ using LogSink = std::function<void(LogLevel, std::string_view)>;
 class Logger {
 public:
     Logger() = default;
-    explicit Logger(LogSink sink, LogLevel min_level = LogLevel::info)
-        : sink_(std::move(sink)), min_level_(min_level) {}
+    explicit Logger(LogSink sink, LogLevel min_level = LogLevel::info) : sink_(std::move(sink)), min_level_(min_level) {}
 
     void log(LogLevel level, std::string_view message) const {
         if (sink_ && level >= min_level_) sink_(level, message);

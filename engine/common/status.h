@@ -50,7 +50,7 @@ inline Status error(StatusCode code, std::string message) { return {code, std::m
 template <class T>
 class [[nodiscard]] Result {
 public:
-    Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+    Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
     Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
         if (std::get<Status>(v_).ok()) {
             v_ = Status(StatusCode::internal, "Result built from an ok Status");

@@ -39,11 +39,19 @@ constexpr uint32_t kMaxAlignment = 1u << 20;  // beyond this an alignment is sur
 // Size in bytes of a fixed-size value type; 0 for string/array.
 size_t scalar_size(ValueType t) {
     switch (t) {
-        case ValueType::uint8: case ValueType::int8: case ValueType::boolean: return 1;
-        case ValueType::uint16: case ValueType::int16: return 2;
-        case ValueType::uint32: case ValueType::int32: case ValueType::float32: return 4;
-        case ValueType::uint64: case ValueType::int64: case ValueType::float64: return 8;
-        case ValueType::string: case ValueType::array: return 0;
+        case ValueType::uint8:
+        case ValueType::int8:
+        case ValueType::boolean: return 1;
+        case ValueType::uint16:
+        case ValueType::int16: return 2;
+        case ValueType::uint32:
+        case ValueType::int32:
+        case ValueType::float32: return 4;
+        case ValueType::uint64:
+        case ValueType::int64:
+        case ValueType::float64: return 8;
+        case ValueType::string:
+        case ValueType::array: return 0;
     }
     return 0;
 }
@@ -53,9 +61,7 @@ bool is_known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueTy
 bool is_unsigned(ValueType t) {
     return t == ValueType::uint8 || t == ValueType::uint16 || t == ValueType::uint32 || t == ValueType::uint64;
 }
-bool is_signed(ValueType t) {
-    return t == ValueType::int8 || t == ValueType::int16 || t == ValueType::int32 || t == ValueType::int64;
-}
+bool is_signed(ValueType t) { return t == ValueType::int8 || t == ValueType::int16 || t == ValueType::int32 || t == ValueType::int64; }
 bool is_float(ValueType t) { return t == ValueType::float32 || t == ValueType::float64; }
 
 template <class T>
@@ -98,8 +104,10 @@ public:
         LR_RETURN_IF_ERROR(read_u64(n_kv, "metadata count"));
         // Each entry takes at least 12 bytes: a count past what the file can hold is corrupt,
         // and must not drive an allocation.
-        if (n_kv > remaining() / 12) return fail(StatusCode::corrupt_data, "metadata count " + std::to_string(n_kv) + " exceeds what the file can hold");
-        if (n_tensors > remaining() / 24) return fail(StatusCode::corrupt_data, "tensor count " + std::to_string(n_tensors) + " exceeds what the file can hold");
+        if (n_kv > remaining() / 12)
+            return fail(StatusCode::corrupt_data, "metadata count " + std::to_string(n_kv) + " exceeds what the file can hold");
+        if (n_tensors > remaining() / 24)
+            return fail(StatusCode::corrupt_data, "tensor count " + std::to_string(n_tensors) + " exceeds what the file can hold");
 
         file.metadata_.reserve(n_kv);
         std::unordered_set<std::string_view> keys;
@@ -118,12 +126,13 @@ public:
         for (const MetaEntry & e : file.metadata_) {
             if (e.key != "general.alignment") continue;
             if (e.value.type != ValueType::uint32) {
-                return fail(StatusCode::corrupt_data, "key 'general.alignment' has type " +
-                            std::string(value_type_name(e.value.type)) + ", expected uint32");
+                return fail(StatusCode::corrupt_data,
+                            "key 'general.alignment' has type " + std::string(value_type_name(e.value.type)) + ", expected uint32");
             }
             const uint64_t a = e.value.u;
             if (a == 0 || (a & (a - 1)) != 0 || a > kMaxAlignment) {
-                return fail(StatusCode::corrupt_data, "key 'general.alignment' = " + std::to_string(a) + " is not a power of two up to 1 MiB");
+                return fail(StatusCode::corrupt_data,
+                            "key 'general.alignment' = " + std::to_string(a) + " is not a power of two up to 1 MiB");
             }
             file.alignment_ = static_cast<uint32_t>(a);
         }
@@ -144,12 +153,13 @@ public:
         for (TensorInfo & t : file.tensors_) {
             if (t.offset % file.alignment_ != 0) {
                 return fail(StatusCode::corrupt_data, "tensor '" + t.name + "' offset " + std::to_string(t.offset) +
-                            " is not a multiple of the alignment " + std::to_string(file.alignment_));
+                                                          " is not a multiple of the alignment " + std::to_string(file.alignment_));
             }
             if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
                 return fail(StatusCode::corrupt_data, "tensor '" + t.name + "' data (" + std::to_string(t.n_bytes) +
-                            " bytes at data offset " + std::to_string(t.offset) + ") lies past the end of the file (data section is " +
-                            std::to_string(data_size) + " bytes); the file is truncated or corrupt");
+                                                          " bytes at data offset " + std::to_string(t.offset) +
+                                                          ") lies past the end of the file (data section is " + std::to_string(data_size) +
+                                                          " bytes); the file is truncated or corrupt");
             }
             t.data = bytes_.data() + data_start + t.offset;
         }
@@ -162,8 +172,8 @@ private:
     Status fail(StatusCode code, const std::string & what) const { return error(code, name_ + ": " + what); }
 
     Status truncated(const std::string & what, size_t need) const {
-        return fail(StatusCode::corrupt_data, "truncated file: " + what + " needs " + std::to_string(need) +
-                    " bytes at offset " + std::to_string(pos_) + " but only " + std::to_string(remaining()) + " remain");
+        return fail(StatusCode::corrupt_data, "truncated file: " + what + " needs " + std::to_string(need) + " bytes at offset " +
+                                                  std::to_string(pos_) + " but only " + std::to_string(remaining()) + " remain");
     }
 
     Status read_bytes(const uint8_t *& out, size_t n, const std::string & what) {
@@ -226,7 +236,8 @@ private:
             case ValueType::int64: v.i = load_le<int64_t>(p); break;
             case ValueType::float32: v.f = load_le<float>(p); break;
             case ValueType::float64: v.f = load_le<double>(p); break;
-            case ValueType::string: case ValueType::array: break;
+            case ValueType::string:
+            case ValueType::array: break;
         }
     }
 
@@ -277,7 +288,8 @@ private:
         for (uint32_t d = 0; d < t.n_dims; ++d) {
             LR_RETURN_IF_ERROR(read_u64(t.ne[d], what + " shape"));
             if (t.ne[d] == 0 || t.ne[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / n_elements) {
-                return fail(StatusCode::corrupt_data, what + " has an invalid shape (dimension " + std::to_string(d) + " = " + std::to_string(t.ne[d]) + ")");
+                return fail(StatusCode::corrupt_data,
+                            what + " has an invalid shape (dimension " + std::to_string(d) + " = " + std::to_string(t.ne[d]) + ")");
             }
             n_elements *= t.ne[d];
         }
@@ -288,7 +300,8 @@ private:
         t.type = static_cast<DType>(type);
         if (t.ne[0] % traits->block_elems != 0) {
             return fail(StatusCode::corrupt_data, what + " of type " + std::string(traits->name) + " has a row of " +
-                        std::to_string(t.ne[0]) + " elements, not a multiple of its block size " + std::to_string(traits->block_elems));
+                                                      std::to_string(t.ne[0]) + " elements, not a multiple of its block size " +
+                                                      std::to_string(traits->block_elems));
         }
         const uint64_t n_blocks = n_elements / traits->block_elems;
         if (n_blocks > std::numeric_limits<uint64_t>::max() / traits->block_bytes) {
@@ -317,8 +330,7 @@ Result<GgufFile> GgufFile::open(const std::string & path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
-        return error(err == ENOENT ? StatusCode::not_found : StatusCode::io_error,
-                     path + ": cannot open (" + std::strerror(err) + ")");
+        return error(err == ENOENT ? StatusCode::not_found : StatusCode::io_error, path + ": cannot open (" + std::strerror(err) + ")");
     }
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -377,7 +389,8 @@ double array_element(const MetaValue & v, uint64_t i) {
         case ValueType::uint64: return static_cast<double>(load_le<uint64_t>(p));
         case ValueType::int64: return static_cast<double>(load_le<int64_t>(p));
         case ValueType::float64: return load_le<double>(p);
-        case ValueType::string: case ValueType::array: return 0;
+        case ValueType::string:
+        case ValueType::array: return 0;
     }
     return 0;
 }
@@ -443,9 +456,9 @@ Result<std::optional<std::vector<int64_t>>> GgufFile::get_int_array(std::string_
     std::vector<int64_t> out(v->array_size);
     for (uint64_t i = 0; i < v->array_size; ++i) {
         const uint8_t * p = v->array_data + i * scalar_size(v->array_type);
-        out[i] = v->array_type == ValueType::uint64 ? static_cast<int64_t>(load_le<uint64_t>(p))
-               : v->array_type == ValueType::int64  ? load_le<int64_t>(p)
-                                                    : static_cast<int64_t>(array_element(*v, i));
+        out[i] = v->array_type == ValueType::uint64  ? static_cast<int64_t>(load_le<uint64_t>(p))
+                 : v->array_type == ValueType::int64 ? load_le<int64_t>(p)
+                                                     : static_cast<int64_t>(array_element(*v, i));
     }
     return std::optional<std::vector<int64_t>>(std::move(out));
 }

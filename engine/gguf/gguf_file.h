@@ -20,8 +20,19 @@ namespace lr::gguf {
 
 // Value types as numbered in the file.
 enum class ValueType : uint32_t {
-    uint8 = 0, int8 = 1, uint16 = 2, int16 = 3, uint32 = 4, int32 = 5, float32 = 6,
-    boolean = 7, string = 8, array = 9, uint64 = 10, int64 = 11, float64 = 12,
+    uint8 = 0,
+    int8 = 1,
+    uint16 = 2,
+    int16 = 3,
+    uint32 = 4,
+    int32 = 5,
+    float32 = 6,
+    boolean = 7,
+    string = 8,
+    array = 9,
+    uint64 = 10,
+    int64 = 11,
+    float64 = 12,
 };
 
 const char * value_type_name(ValueType type);
@@ -34,9 +45,9 @@ struct MetaValue {
     uint64_t array_size = 0;
 
     // Scalars (type != string/array).
-    uint64_t u = 0;   // unsigned integers and bool
-    int64_t i = 0;    // signed integers
-    double f = 0;     // float32 / float64
+    uint64_t u = 0;        // unsigned integers and bool
+    int64_t i = 0;         // signed integers
+    double f = 0;          // float32 / float64
     std::string_view str;  // type == string
 
     // Arrays: raw little-endian elements (numeric), or the strings (string arrays).
@@ -54,9 +65,9 @@ struct TensorInfo {
     DType type = DType::F32;
     uint32_t n_dims = 0;
     std::array<uint64_t, 4> ne{1, 1, 1, 1};  // ne[0] is the contiguous (row) dimension
-    uint64_t offset = 0;                      // from the start of the data section
+    uint64_t offset = 0;                     // from the start of the data section
     uint64_t n_bytes = 0;
-    const uint8_t * data = nullptr;           // inside the mapping
+    const uint8_t * data = nullptr;  // inside the mapping
 
     uint64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };

@@ -1,9 +1,9 @@
 #include "gguf_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 
 #include "engine/common/assert.h"
@@ -27,9 +27,14 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 size_t element_size(ValueType t) {
     switch (t) {
-        case ValueType::uint8: case ValueType::int8: case ValueType::boolean: return 1;
-        case ValueType::uint16: case ValueType::int16: return 2;
-        case ValueType::uint32: case ValueType::int32: case ValueType::float32: return 4;
+        case ValueType::uint8:
+        case ValueType::int8:
+        case ValueType::boolean: return 1;
+        case ValueType::uint16:
+        case ValueType::int16: return 2;
+        case ValueType::uint32:
+        case ValueType::int32:
+        case ValueType::float32: return 4;
         default: return 8;
     }
 }
@@ -72,9 +77,7 @@ void GgufWriter::set_float32(const std::string & key, float v) {
     put(p, v);
     set_raw(key, ValueType::float32, std::move(p));
 }
-void GgufWriter::set_bool(const std::string & key, bool v) {
-    set_raw(key, ValueType::boolean, {static_cast<uint8_t>(v ? 1 : 0)});
-}
+void GgufWriter::set_bool(const std::string & key, bool v) { set_raw(key, ValueType::boolean, {static_cast<uint8_t>(v ? 1 : 0)}); }
 void GgufWriter::set_string(const std::string & key, const std::string & v) {
     std::vector<uint8_t> p;
     put_string(p, v);
@@ -123,7 +126,8 @@ void GgufWriter::copy_entry(const MetaEntry & entry) {
         case ValueType::int16: put(p, static_cast<int16_t>(v.i)); break;
         case ValueType::int32: put(p, static_cast<int32_t>(v.i)); break;
         case ValueType::int64: put(p, v.i); break;
-        case ValueType::uint8: case ValueType::boolean: put(p, static_cast<uint8_t>(v.u)); break;
+        case ValueType::uint8:
+        case ValueType::boolean: put(p, static_cast<uint8_t>(v.u)); break;
         case ValueType::uint16: put(p, static_cast<uint16_t>(v.u)); break;
         case ValueType::uint32: put(p, static_cast<uint32_t>(v.u)); break;
         case ValueType::uint64: put(p, v.u); break;
@@ -165,12 +169,9 @@ std::vector<uint8_t> GgufWriter::header() const {
     return out;
 }
 
-uint64_t GgufWriter::data_size() const {
-    return tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().n_bytes;
-}
+uint64_t GgufWriter::data_size() const { return tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().n_bytes; }
 
-Status GgufWriter::produce(size_t i, const TensorFiller & fill,
-                          const std::function<Status(std::span<const uint8_t>)> & sink) const {
+Status GgufWriter::produce(size_t i, const TensorFiller & fill, const std::function<Status(std::span<const uint8_t>)> & sink) const {
     constexpr uint64_t kPieceBytes = 16u << 20;
     const Tensor & t = tensors_[i];
     const uint64_t n_rows = t.n_bytes / t.row_bytes;

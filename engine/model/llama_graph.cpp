@@ -26,8 +26,8 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens) 
 
 uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
     // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up, logits.
-    return sizeof(float) * (uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_kv()) +
-                            2 * uint64_t(hp.n_ff) + hp.n_vocab);
+    return sizeof(float) * (uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_q()) +
+                            2 * uint64_t(hp.n_embd_kv()) + 2 * uint64_t(hp.n_ff) + hp.n_vocab);
 }
 
 Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
@@ -93,12 +93,14 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
     const int64_t n = plan.n_tokens();
     if (n == 0) return error(StatusCode::invalid_argument, "empty ubatch");
     if (n > max_tokens_) {
-        return error(StatusCode::invalid_argument, "ubatch of " + std::to_string(n) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
+        return error(StatusCode::invalid_argument,
+                     "ubatch of " + std::to_string(n) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
     }
     for (int32_t t : plan.tokens()) {
         if (t < 0 || uint32_t(t) >= hp.n_vocab) {
             kv.discard(plan);
-            return error(StatusCode::invalid_argument, "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+            return error(StatusCode::invalid_argument,
+                         "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
         }
     }
     tokens_.assign(plan.tokens().begin(), plan.tokens().end());
@@ -124,8 +126,8 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
 Status LlamaGraph::forward(KvCache & kv, SeqId seq, std::span<const int32_t> tokens, bool all_logits, std::vector<float> & logits_out) {
     if (tokens.empty()) return error(StatusCode::invalid_argument, "empty ubatch");
     if (tokens.size() > max_tokens_) {
-        return error(StatusCode::invalid_argument, "ubatch of " + std::to_string(tokens.size()) + " tokens does not fit the graph (" +
-                     std::to_string(max_tokens_) + ")");
+        return error(StatusCode::invalid_argument,
+                     "ubatch of " + std::to_string(tokens.size()) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
     }
     LR_ASSIGN_OR_RETURN(UbatchPlan plan, kv.plan(seq, {.tokens = tokens, .max_tokens = uint32_t(tokens.size())}));
     return forward(plan, all_logits, kv, logits_out);

@@ -35,15 +35,15 @@ private:
     const Model * model_;
     uint32_t max_tokens_;
     // Activations, backend memory.
-    DeviceBuffer x_;       // [n][n_embd] residual stream
-    DeviceBuffer xn_;      // [n][n_embd] normed
-    DeviceBuffer q_;       // [n][n_head][head_dim]
-    DeviceBuffer k_;       // [n][n_head_kv][head_dim]
-    DeviceBuffer v_;       // [n][n_head_kv][head_dim]
-    DeviceBuffer attn_;    // [n][n_head][head_dim]
-    DeviceBuffer gate_;    // [n][n_ff]
-    DeviceBuffer up_;      // [n][n_ff]
-    DeviceBuffer logits_;  // [n][n_vocab]
+    DeviceBuffer x_;               // [n][n_embd] residual stream
+    DeviceBuffer xn_;              // [n][n_embd] normed
+    DeviceBuffer q_;               // [n][n_head][head_dim]
+    DeviceBuffer k_;               // [n][n_head_kv][head_dim]
+    DeviceBuffer v_;               // [n][n_head_kv][head_dim]
+    DeviceBuffer attn_;            // [n][n_head][head_dim]
+    DeviceBuffer gate_;            // [n][n_ff]
+    DeviceBuffer up_;              // [n][n_ff]
+    DeviceBuffer logits_;          // [n][n_vocab]
     std::vector<int32_t> tokens_;  // the ubatch's tokens (host)
 };
 

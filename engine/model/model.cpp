@@ -10,8 +10,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string & path, Backe
     return finish_load(std::move(file), backend);
 }
 
-Result<std::shared_ptr<const Model>> Model::load_from_memory(std::span<const uint8_t> bytes, const std::string & name,
-                                                             Backend & backend) {
+Result<std::shared_ptr<const Model>> Model::load_from_memory(std::span<const uint8_t> bytes, const std::string & name, Backend & backend) {
     LR_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::parse(bytes, name));
     return finish_load(std::move(file), backend);
 }
@@ -22,7 +21,7 @@ Result<std::shared_ptr<const Model>> Model::finish_load(gguf::GgufFile file, Bac
     LR_ASSIGN_OR_RETURN(Vocab vocab, load_vocab(model->file_));
     if (vocab.tokens.size() != model->hparams_.n_vocab) {
         return error(StatusCode::corrupt_data, model->file_.path() + ": the tokenizer has " + std::to_string(vocab.tokens.size()) +
-                     " tokens but the model's vocabulary is " + std::to_string(model->hparams_.n_vocab));
+                                                   " tokens but the model's vocabulary is " + std::to_string(model->hparams_.n_vocab));
     }
     LR_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::create(std::move(vocab)));
     model->tokenizer_.emplace(std::move(tokenizer));

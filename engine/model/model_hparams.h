@@ -14,15 +14,15 @@ enum class ModelArch { llama, qwen2 };
 
 struct ModelHParams {
     ModelArch arch = ModelArch::llama;
-    std::string arch_name;   // as in the file: "llama", "qwen2"
-    std::string name;        // general.name, or the file name
+    std::string arch_name;  // as in the file: "llama", "qwen2"
+    std::string name;       // general.name, or the file name
     uint32_t n_vocab = 0;
     uint32_t n_ctx_train = 0;
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;
-    uint32_t head_dim = 0;   // attention.key_length (= value_length), default n_embd / n_head
+    uint32_t head_dim = 0;  // attention.key_length (= value_length), default n_embd / n_head
     uint32_t n_ff = 0;
     float rms_eps = 1e-5f;
     RopeMode rope_mode = RopeMode::normal;

@@ -16,7 +16,7 @@ namespace lr {
 // the metadata the loader reads (model_hparams.cpp).
 struct ModelShape {
     ModelArch arch = ModelArch::llama;
-    uint32_t n_vocab = 0;          // replaced by the token count when a vocabulary is copied
+    uint32_t n_vocab = 0;  // replaced by the token count when a vocabulary is copied
     uint32_t n_ctx_train = 2048;
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
@@ -25,8 +25,8 @@ struct ModelShape {
     uint32_t n_ff = 0;
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
-    bool qkv_bias = false;         // attn_q/k/v.bias (qwen2)
-    bool tied_output = false;      // no output.weight: the logits reuse token_embd
+    bool qkv_bias = false;     // attn_q/k/v.bias (qwen2)
+    bool tied_output = false;  // no output.weight: the logits reuse token_embd
 
     uint32_t head_dim() const { return n_head == 0 ? 0 : n_embd / n_head; }
     uint32_t n_embd_kv() const { return n_head_kv * head_dim(); }

@@ -7,20 +7,22 @@ namespace {
 
 class WeightLoader {
 public:
-    WeightLoader(const gguf::GgufFile & file, Backend & backend, ModelWeights & out)
-        : file_(file), backend_(backend), out_(out) {}
+    WeightLoader(const gguf::GgufFile & file, Backend & backend, ModelWeights & out) : file_(file), backend_(backend), out_(out) {}
 
     // A tensor of shape ne0 x ne1 (ne1 = 1 for vectors).
     Result<WeightView> get(const std::string & name, uint64_t ne0, uint64_t ne1) {
         const gguf::TensorInfo * t = file_.find_tensor(name);
         if (!t) return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' is missing");
         if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-            return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) +
-                         ", " + std::to_string(t->ne[1]) + "], expected [" + std::to_string(ne0) + ", " + std::to_string(ne1) + "]");
+            return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) + ", " +
+                                                       std::to_string(t->ne[1]) + "], expected [" + std::to_string(ne0) + ", " +
+                                                       std::to_string(ne1) + "]");
         }
         if (!quant::can_dequantize(t->type)) {
-            return error(StatusCode::unsupported, file_.path() + ": tensor '" + name + "' has type " + std::string(dtype_name(t->type)) +
-                         ", which Longread does not support (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL)");
+            return error(
+                StatusCode::unsupported,
+                file_.path() + ": tensor '" + name + "' has type " + std::string(dtype_name(t->type)) +
+                    ", which Longread does not support (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL)");
         }
         if (ne1 == 1 && t->type != DType::F32) {
             return error(StatusCode::unsupported, file_.path() + ": vector tensor '" + name + "' must be F32");
@@ -50,7 +52,8 @@ Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParam
     WeightLoader load(file, backend, w);
     for (const gguf::TensorInfo & t : file.tensors()) {
         if (t.name.find("ffn_gate_inp") != std::string::npos || t.name.find("_exps") != std::string::npos) {
-            return error(StatusCode::unsupported, file.path() + ": mixture-of-experts models (tensor '" + t.name + "') are not supported yet");
+            return error(StatusCode::unsupported,
+                         file.path() + ": mixture-of-experts models (tensor '" + t.name + "') are not supported yet");
         }
     }
     LR_ASSIGN_OR_RETURN(w.token_embd, load.get("token_embd.weight", hp.n_embd, hp.n_vocab));

@@ -12,19 +12,19 @@
 namespace lr {
 
 struct LayerWeights {
-    WeightView attn_norm;              // [n_embd]
-    WeightView wq, wk, wv;             // [n_embd_q | n_embd_kv][n_embd]
+    WeightView attn_norm;                  // [n_embd]
+    WeightView wq, wk, wv;                 // [n_embd_q | n_embd_kv][n_embd]
     std::optional<WeightView> bq, bk, bv;  // qwen2 biases
-    WeightView wo;                     // [n_embd][n_embd_q]
-    WeightView ffn_norm;               // [n_embd]
-    WeightView ffn_gate, ffn_up;       // [n_ff][n_embd]
-    WeightView ffn_down;               // [n_embd][n_ff]
+    WeightView wo;                         // [n_embd][n_embd_q]
+    WeightView ffn_norm;                   // [n_embd]
+    WeightView ffn_gate, ffn_up;           // [n_ff][n_embd]
+    WeightView ffn_down;                   // [n_embd][n_ff]
 };
 
 struct ModelWeights {
-    WeightView token_embd;             // [n_vocab][n_embd]
-    WeightView output_norm;            // [n_embd]
-    WeightView output;                 // [n_vocab][n_embd]; token_embd when tied
+    WeightView token_embd;   // [n_vocab][n_embd]
+    WeightView output_norm;  // [n_embd]
+    WeightView output;       // [n_vocab][n_embd]; token_embd when tied
     bool tied_output = false;
     std::optional<WeightView> rope_freqs;  // [n_rot / 2]
     std::vector<LayerWeights> layers;

@@ -72,7 +72,8 @@ Result<uint32_t> count_tokens(const gguf::GgufFile & from) {
         return error(StatusCode::corrupt_data, from.path() + ": no tokenizer.ggml.tokens string array to take the vocabulary from");
     }
     if (tokens->array_size == 0 || tokens->array_size > UINT32_MAX) {
-        return error(StatusCode::corrupt_data, from.path() + ": tokenizer.ggml.tokens has " + std::to_string(tokens->array_size) + " tokens");
+        return error(StatusCode::corrupt_data,
+                     from.path() + ": tokenizer.ggml.tokens has " + std::to_string(tokens->array_size) + " tokens");
     }
     return static_cast<uint32_t>(tokens->array_size);
 }

@@ -55,8 +55,8 @@ void draw_row(uint64_t key, uint64_t row, TensorInit init, float * out, size_t n
     for (size_t i = 0; i < n; i += 2) {
         state += kGolden;
         const uint64_t r = mix64(state);
-        const float u1 = float((r >> 40) + 1) * kInv24;            // (0, 1]
-        const float u2 = float((r >> 16) & 0xFFFFFFu) * kInv24;    // [0, 1)
+        const float u1 = float((r >> 40) + 1) * kInv24;          // (0, 1]
+        const float u2 = float((r >> 16) & 0xFFFFFFu) * kInv24;  // [0, 1)
         const float radius = stddev * std::sqrt(-2.0f * std::log(u1));
         const float angle = kTwoPi * u2;
         out[i] = mean + radius * std::cos(angle);
@@ -94,8 +94,7 @@ std::string generic_name(const std::string & name) {
 
 class Planner {
 public:
-    Planner(const ModelShape & shape, const WeightFormat & format, RandomModelPlan & plan)
-        : shape_(shape), format_(format), plan_(plan) {}
+    Planner(const ModelShape & shape, const WeightFormat & format, RandomModelPlan & plan) : shape_(shape), format_(format), plan_(plan) {}
 
     void vector(const std::string & name, uint64_t n, TensorInit init) {
         add({.name = name, .ne0 = n, .ne1 = 1, .type = DType::F32, .init = init});
@@ -177,8 +176,8 @@ void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint
     const std::string arch(arch_name(s.arch));
     w.set_string("general.architecture", arch);
     w.set_string("general.name", plan.name);
-    w.set_string("general.description", "random weights (Longread make-model, seed " + std::to_string(seed) +
-                                             "): benchmarks and tests, not a trained model");
+    w.set_string("general.description",
+                 "random weights (Longread make-model, seed " + std::to_string(seed) + "): benchmarks and tests, not a trained model");
     w.set_uint32("general.file_type", plan.file_type);
     if (!is_float_format(plan.weights)) w.set_uint32("general.quantization_version", 2);
     w.set_uint32(arch + ".vocab_size", s.n_vocab);
@@ -302,9 +301,9 @@ Status write_random_model(const RandomModelSpec & spec, std::stop_token stop) {
 
     const int n_threads = spec.n_threads > 0 ? spec.n_threads : std::max(1, int(std::thread::hardware_concurrency()));
     TensorProducer producer(plan, spec, std::move(stop), n_threads);
-    return writer.write_file(spec.output_path, [&](size_t index, uint64_t first_row, std::span<uint8_t> dst) {
-                     return producer.fill(index, first_row, dst);
-                 })
+    return writer
+        .write_file(spec.output_path,
+                    [&](size_t index, uint64_t first_row, std::span<uint8_t> dst) { return producer.fill(index, first_row, dst); })
         .with_context("make-model");
 }
 

@@ -28,18 +28,18 @@ namespace lr {
 using MakeModelProgress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)>;
 
 struct RandomModelSpec {
-    std::string preset = "tiny";        // a model_presets() name; unused when `shape` is set
-    std::optional<ModelShape> shape;    // an explicit shape instead of a preset
-    WeightFormat weights{};             // F16 unless set; weight_format_from_name parses names
-    std::string output_path;            // replaced if it exists
+    std::string preset = "tiny";      // a model_presets() name; unused when `shape` is set
+    std::optional<ModelShape> shape;  // an explicit shape instead of a preset
+    WeightFormat weights{};           // F16 unless set; weight_format_from_name parses names
+    std::string output_path;          // replaced if it exists
     uint64_t seed = 42;
     // A GGUF file whose tokenizer.* keys are all copied (a model or a vocab-only file). The
     // model's vocabulary size then is its token count, whatever the preset says. Empty: a
     // built-in byte-level vocabulary of the preset's size (at least 259 tokens).
     std::string vocab_from;
-    std::string name;                   // general.name; empty: "<preset>-random-<type>"
-    int n_threads = 0;                  // generation/quantization threads; 0: every core
-    MakeModelProgress progress;         // optional
+    std::string name;            // general.name; empty: "<preset>-random-<type>"
+    int n_threads = 0;           // generation/quantization threads; 0: every core
+    MakeModelProgress progress;  // optional
 };
 
 // Checks the spec alone (no file is opened): preset known or shape valid, weight type
@@ -52,8 +52,8 @@ enum class TensorInit { weight, norm, bias };
 
 struct PlannedTensor {
     std::string name;
-    uint64_t ne0 = 0;              // row length (GGUF ne[0])
-    uint64_t ne1 = 1;              // rows; 1 for a vector (written as a 1-D tensor)
+    uint64_t ne0 = 0;  // row length (GGUF ne[0])
+    uint64_t ne1 = 1;  // rows; 1 for a vector (written as a 1-D tensor)
     DType type = DType::F32;
     TensorInit init = TensorInit::weight;
     uint64_t n_bytes = 0;
@@ -64,16 +64,16 @@ struct PlannedTensor {
 
 // What write_random_model will write, worked out without writing anything.
 struct RandomModelPlan {
-    std::string name;                  // general.name
-    ModelShape shape;                  // n_vocab as written (from the vocabulary file if any)
+    std::string name;  // general.name
+    ModelShape shape;  // n_vocab as written (from the vocabulary file if any)
     WeightFormat weights;
-    uint32_t file_type = 0;            // general.file_type (llama_ftype)
+    uint32_t file_type = 0;              // general.file_type (llama_ftype)
     std::vector<PlannedTensor> tensors;  // in file order
     // Things the user should know: type fallbacks (tensor, wanted type, written type),
     // the vocabulary size taken from the vocabulary file.
     std::vector<std::string> notes;
     uint64_t n_params = 0;
-    uint64_t n_tensor_bytes = 0;       // tensor data, without metadata and alignment padding
+    uint64_t n_tensor_bytes = 0;  // tensor data, without metadata and alignment padding
 };
 
 // Validates the spec, resolves the shape (opening vocab_from for its token count) and

@@ -13,10 +13,9 @@ struct FormatEntry {
 
 // The writable types, in the order help text lists them, with llama.cpp's ftype numbers.
 constexpr std::array kWritable = {
-    FormatEntry{DType::F32, 0},   FormatEntry{DType::F16, 1},    FormatEntry{DType::BF16, 32},
-    FormatEntry{DType::Q8_0, 7},  FormatEntry{DType::Q6_K, 18},  FormatEntry{DType::Q5_K, 17},
-    FormatEntry{DType::Q5_1, 9},  FormatEntry{DType::Q5_0, 8},   FormatEntry{DType::Q4_K, 15},
-    FormatEntry{DType::Q4_1, 3},  FormatEntry{DType::Q4_0, 2},   FormatEntry{DType::IQ4_NL, 25},
+    FormatEntry{DType::F32, 0},   FormatEntry{DType::F16, 1},   FormatEntry{DType::BF16, 32}, FormatEntry{DType::Q8_0, 7},
+    FormatEntry{DType::Q6_K, 18}, FormatEntry{DType::Q5_K, 17}, FormatEntry{DType::Q5_1, 9},  FormatEntry{DType::Q5_0, 8},
+    FormatEntry{DType::Q4_K, 15}, FormatEntry{DType::Q4_1, 3},  FormatEntry{DType::Q4_0, 2},  FormatEntry{DType::IQ4_NL, 25},
     FormatEntry{DType::Q3_K, 12}, FormatEntry{DType::Q2_K, 10},
 };
 
@@ -40,9 +39,7 @@ bool iequals(std::string_view a, std::string_view b) {
 
 // llama.cpp's use_more_bits(): the first and last eighth of the layers, and every third
 // layer in between.
-bool use_more_bits(int il, int n_layer) {
-    return il < n_layer / 8 || il >= 7 * n_layer / 8 || (il - n_layer / 8) % 3 == 2;
-}
+bool use_more_bits(int il, int n_layer) { return il < n_layer / 8 || il >= 7 * n_layer / 8 || (il - n_layer / 8) % 3 == 2; }
 
 // llama.cpp's Q4_K_M choice (llama_tensor_get_type_impl, for dense llama/qwen2 models).
 DType q4_k_m_type(WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0, bool tied_output) {
@@ -104,8 +101,8 @@ uint32_t llama_file_type(const WeightFormat & format) {
     return e ? e->file_type : 0;
 }
 
-WeightTypeChoice choose_weight_type(const WeightFormat & format, WeightRole role, uint32_t il, uint32_t n_layer,
-                                    uint64_t ne0, bool tied_output) {
+WeightTypeChoice choose_weight_type(const WeightFormat & format, WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0,
+                                    bool tied_output) {
     WeightTypeChoice c;
     c.wanted = format.mix == WeightMix::q4_k_m ? q4_k_m_type(role, il, n_layer, ne0, tied_output) : format.type;
     c.type = ne0 % dtype_traits(c.wanted).block_elems == 0 ? c.wanted : fallback_type(c.wanted, ne0);

@@ -55,7 +55,7 @@ struct WeightTypeChoice {
 // The type of one 2-D weight with rows of `ne0` elements. `il` / `n_layer` place attn_v
 // and ffn_down in the stack; `tied_output` says token_embd doubles as the output (then
 // it gets the output's type in the mix, as in llama.cpp).
-WeightTypeChoice choose_weight_type(const WeightFormat & format, WeightRole role, uint32_t il, uint32_t n_layer,
-                                    uint64_t ne0, bool tied_output);
+WeightTypeChoice choose_weight_type(const WeightFormat & format, WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0,
+                                    bool tied_output);
 
 }  // namespace lr

@@ -21,7 +21,7 @@ inline constexpr int QK5_1 = 32;
 inline constexpr int QK8_0 = 32;
 inline constexpr int QK8_1 = 32;
 inline constexpr int QK4_NL = 32;
-inline constexpr int QK_K = 256;   // super-block of the K-quants
+inline constexpr int QK_K = 256;         // super-block of the K-quants
 inline constexpr int K_SCALE_SIZE = 12;  // bytes of packed 6-bit scales/mins in Q4_K/Q5_K
 
 // ---- Legacy types: one scale per 32 elements ----------------------------------------------
@@ -29,44 +29,44 @@ inline constexpr int K_SCALE_SIZE = 12;  // bytes of packed 6-bit scales/mins in
 // x[i] = d * (q[i] - 8), q in 0..15.
 // qs[j] holds element j in its low nibble and element j + 16 in its high nibble.
 struct block_q4_0 {
-    uint16_t d;              // fp16 scale
-    uint8_t qs[QK4_0 / 2];   // [16] nibbles
+    uint16_t d;             // fp16 scale
+    uint8_t qs[QK4_0 / 2];  // [16] nibbles
 };
 
 // x[i] = d * q[i] + m, q in 0..15. Nibble layout as in block_q4_0.
 struct block_q4_1 {
-    uint16_t d;              // fp16 scale
-    uint16_t m;              // fp16 minimum (offset)
-    uint8_t qs[QK4_1 / 2];   // [16] nibbles
+    uint16_t d;             // fp16 scale
+    uint16_t m;             // fp16 minimum (offset)
+    uint8_t qs[QK4_1 / 2];  // [16] nibbles
 };
 
 // x[i] = d * (q[i] - 16), q in 0..31: low 4 bits as in block_q4_0, bit 4 of element i is
 // bit i of qh (read as a little-endian uint32).
 struct block_q5_0 {
-    uint16_t d;              // fp16 scale
-    uint8_t qh[4];           // [32] fifth bits, little-endian
-    uint8_t qs[QK5_0 / 2];   // [16] low nibbles
+    uint16_t d;             // fp16 scale
+    uint8_t qh[4];          // [32] fifth bits, little-endian
+    uint8_t qs[QK5_0 / 2];  // [16] low nibbles
 };
 
 // x[i] = d * q[i] + m, q in 0..31. Bit layout as in block_q5_0.
 struct block_q5_1 {
-    uint16_t d;              // fp16 scale
-    uint16_t m;              // fp16 minimum (offset)
-    uint8_t qh[4];           // [32] fifth bits, little-endian
-    uint8_t qs[QK5_1 / 2];   // [16] low nibbles
+    uint16_t d;             // fp16 scale
+    uint16_t m;             // fp16 minimum (offset)
+    uint8_t qh[4];          // [32] fifth bits, little-endian
+    uint8_t qs[QK5_1 / 2];  // [16] low nibbles
 };
 
 // x[i] = d * qs[i].
 struct block_q8_0 {
-    uint16_t d;              // fp16 scale
-    int8_t qs[QK8_0];        // [32]
+    uint16_t d;        // fp16 scale
+    int8_t qs[QK8_0];  // [32]
 };
 
 // x[i] = d * qs[i]; s = d * sum(qs), used by the Q4_1/Q5_1 dot product for the minimum term.
 struct block_q8_1 {
-    uint16_t d;              // fp16 scale
-    uint16_t s;              // fp16 d * sum(qs[0..32))
-    int8_t qs[QK8_1];        // [32]
+    uint16_t d;        // fp16 scale
+    uint16_t s;        // fp16 d * sum(qs[0..32))
+    int8_t qs[QK8_1];  // [32]
 };
 
 // x[i] = d * kvalues_iq4nl[q[i]], q in 0..15: a non-uniform 4-bit grid. Nibble layout as in
@@ -77,8 +77,7 @@ struct block_iq4_nl {
 };
 
 // The 16 levels of IQ4_NL, sorted ascending.
-inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                             1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // ---- K-quants: super-blocks of 256 with quantized sub-block scales ------------------------
 
@@ -107,19 +106,19 @@ struct block_q3_K {
 // (unpack_scale_min_k4). qs: for each 64-element chunk c, qs[32c + l] holds element
 // 64c + l in its low nibble and 64c + 32 + l in its high nibble.
 struct block_q4_K {
-    uint16_t d;                      // fp16 super-block scale of the scales
-    uint16_t dmin;                   // fp16 super-block scale of the mins
-    uint8_t scales[K_SCALE_SIZE];    // 8 x (6-bit scale, 6-bit min), packed
-    uint8_t qs[QK_K / 2];            // [128] nibbles
+    uint16_t d;                    // fp16 super-block scale of the scales
+    uint16_t dmin;                 // fp16 super-block scale of the mins
+    uint8_t scales[K_SCALE_SIZE];  // 8 x (6-bit scale, 6-bit min), packed
+    uint8_t qs[QK_K / 2];          // [128] nibbles
 };
 
 // As block_q4_K with q in 0..31: bit 4 of element 32k + l (sub-block k) is bit k of qh[l].
 struct block_q5_K {
-    uint16_t d;                      // fp16 super-block scale of the scales
-    uint16_t dmin;                   // fp16 super-block scale of the mins
-    uint8_t scales[K_SCALE_SIZE];    // 8 x (6-bit scale, 6-bit min), packed
-    uint8_t qh[QK_K / 8];            // [32] fifth bits
-    uint8_t qs[QK_K / 2];            // [128] low nibbles
+    uint16_t d;                    // fp16 super-block scale of the scales
+    uint16_t dmin;                 // fp16 super-block scale of the mins
+    uint8_t scales[K_SCALE_SIZE];  // 8 x (6-bit scale, 6-bit min), packed
+    uint8_t qh[QK_K / 8];          // [32] fifth bits
+    uint8_t qs[QK_K / 2];          // [128] low nibbles
 };
 
 // 16 sub-blocks of 16: x = d * scales[j] * (q - 32), q in 0..63, scales int8.
@@ -129,17 +128,17 @@ struct block_q5_K {
 //   element 128h + 64 + l : high nibble of ql[l]     | bits 4-5 of qh[l] << 4
 //   element 128h + 96 + l : high nibble of ql[32 + l]| bits 6-7 of qh[l] << 4
 struct block_q6_K {
-    uint8_t ql[QK_K / 2];       // [128] low 4 bits
-    uint8_t qh[QK_K / 4];       // [64] high 2 bits
-    int8_t scales[QK_K / 16];   // [16] 8-bit sub-block scales
-    uint16_t d;                 // fp16 super-block scale
+    uint8_t ql[QK_K / 2];      // [128] low 4 bits
+    uint8_t qh[QK_K / 4];      // [64] high 2 bits
+    int8_t scales[QK_K / 16];  // [16] 8-bit sub-block scales
+    uint16_t d;                // fp16 super-block scale
 };
 
 // Activations for K-quant dot products: x = d * qs, with the sums of each 16 quants.
 struct block_q8_K {
-    float d;                    // fp32 scale
-    int8_t qs[QK_K];            // [256]
-    int16_t bsums[QK_K / 16];   // [16] sum of qs[16j .. 16j+16)
+    float d;                   // fp32 scale
+    int8_t qs[QK_K];           // [256]
+    int16_t bsums[QK_K / 16];  // [16] sum of qs[16j .. 16j+16)
 };
 
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block: the first four

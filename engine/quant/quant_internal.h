@@ -66,8 +66,8 @@ float make_qx_quants(int n, int nmax, const float * x, int8_t * L);
 float make_q3_quants(int n, int nmax, const float * x, int8_t * L);
 // Asymmetric fit x ~ scale * L - the_min with L in [0, nmax], the_min >= 0, by a grid
 // search over nstep + 1 trial scales with a least-squares refit (ggml's make_qkx2_quants).
-float make_qkx2_quants(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min,
-                       uint8_t * Laux, float rmin, float rdelta, int nstep, bool use_mad);
+float make_qkx2_quants(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min, uint8_t * Laux, float rmin,
+                       float rdelta, int nstep, bool use_mad);
 
 // ---- quant_kquants.cpp: super-blocks of 256 ----
 void dequantize_row_q2_K(const block_q2_K * x, float * y, size_t n);

@@ -191,8 +191,7 @@ void pack_scale_min_k4(const uint8_t * ls, const uint8_t * lm, uint8_t * scales)
 void pack_two_bits(const uint8_t * L, uint8_t * qs) {
     for (int j = 0; j < QK_K; j += 128) {
         for (int l = 0; l < 32; ++l) {
-            qs[j / 4 + l] =
-                static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+            qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
         }
     }
 }
@@ -514,16 +513,10 @@ void quantize_row_q8_K_ref(const float * x, block_q8_K * y, size_t n) {
 
 // ---- dot products with Q8_K activations -----------------------------------------------------
 
-float vec_dot_q2_K_q8_K(size_t n, const block_q2_K * x, const block_q8_K * y) {
-    return vec_dot_asymmetric(n, x, y);
-}
+float vec_dot_q2_K_q8_K(size_t n, const block_q2_K * x, const block_q8_K * y) { return vec_dot_asymmetric(n, x, y); }
 float vec_dot_q3_K_q8_K(size_t n, const block_q3_K * x, const block_q8_K * y) { return vec_dot_symmetric(n, x, y); }
-float vec_dot_q4_K_q8_K(size_t n, const block_q4_K * x, const block_q8_K * y) {
-    return vec_dot_asymmetric(n, x, y);
-}
-float vec_dot_q5_K_q8_K(size_t n, const block_q5_K * x, const block_q8_K * y) {
-    return vec_dot_asymmetric(n, x, y);
-}
+float vec_dot_q4_K_q8_K(size_t n, const block_q4_K * x, const block_q8_K * y) { return vec_dot_asymmetric(n, x, y); }
+float vec_dot_q5_K_q8_K(size_t n, const block_q5_K * x, const block_q8_K * y) { return vec_dot_asymmetric(n, x, y); }
 float vec_dot_q6_K_q8_K(size_t n, const block_q6_K * x, const block_q8_K * y) { return vec_dot_symmetric(n, x, y); }
 
 }  // namespace lr::quant::detail

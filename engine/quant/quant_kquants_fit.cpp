@@ -133,8 +133,8 @@ float make_q3_quants(int n, int nmax, const float * x, int8_t * L) {
 // (nmax + rmin + rdelta*is) / range; for each it refits scale and min by weighted least
 // squares and keeps the one with the smallest weighted error (squared, or absolute when
 // use_mad).
-float make_qkx2_quants(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min,
-                       uint8_t * Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx2_quants(int n, int nmax, const float * x, const float * weights, uint8_t * L, float * the_min, uint8_t * Laux, float rmin,
+                       float rdelta, int nstep, bool use_mad) {
     float min = x[0];
     float max = x[0];
     float sum_w = weights[0];

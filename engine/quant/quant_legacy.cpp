@@ -378,8 +378,7 @@ float vec_dot_q4_1_q8_1(size_t n, const block_q4_1 * x, const block_q8_1 * y) {
             sumi += (x[i].qs[j] & 0x0F) * y[i].qs[j];
             sumi += (x[i].qs[j] >> 4) * y[i].qs[j + QK4_1 / 2];
         }
-        sumf += (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi) +
-                fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
+        sumf += (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi) + fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
     }
     return sumf;
 }
@@ -413,8 +412,7 @@ float vec_dot_q5_1_q8_1(size_t n, const block_q5_1 * x, const block_q8_1 * y) {
             sumi += ((x[i].qs[j] & 0x0F) | h0) * y[i].qs[j];
             sumi += ((x[i].qs[j] >> 4) | h1) * y[i].qs[j + QK5_1 / 2];
         }
-        sumf += (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi) +
-                fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
+        sumf += (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) * static_cast<float>(sumi) + fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
     }
     return sumf;
 }

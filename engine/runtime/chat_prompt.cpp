@@ -28,8 +28,7 @@ std::string render_chat_text(const Model & model, std::span<const chat::ChatMess
     return model.chat_template().render_or_fallback(messages, options);
 }
 
-std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages,
-                                        bool add_generation_prompt) {
+std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt) {
     const Tokenizer & tok = model.tokenizer();
     std::vector<int32_t> tokens = tok.encode(render_chat_text(model, messages, add_generation_prompt), true, true);
     if (tokens.size() >= 2 && tokens[0] == tok.bos() && tokens[1] == tok.bos()) tokens.erase(tokens.begin());

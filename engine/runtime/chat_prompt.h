@@ -27,7 +27,6 @@ std::string render_chat_text(const Model & model, std::span<const chat::ChatMess
 
 // render_chat_text tokenized with special tokens parsed and a single BOS (templates that
 // write the BOS text themselves do not get a second one).
-std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages,
-                                        bool add_generation_prompt);
+std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt);
 
 }  // namespace lr

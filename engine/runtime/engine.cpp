@@ -148,7 +148,8 @@ Status Engine::use_session(const SessionOptions & options) {
     }
     m.held.reset();
     m.session.reset();
-    LR_ASSIGN_OR_RETURN(m.session, Session::create(m.model, {.n_ctx = options.n_ctx, .chunk_tokens = options.chunk_tokens, .kv = options.kv}));
+    LR_ASSIGN_OR_RETURN(m.session,
+                        Session::create(m.model, {.n_ctx = options.n_ctx, .chunk_tokens = options.chunk_tokens, .kv = options.kv}));
     m.session_options = options;
     return {};
 }
@@ -174,7 +175,7 @@ Status Engine::prefill(const Conversation & conversation, const ProgressFn & pro
     PromptTokens prompt = m.memo.tokens(*m.model, conversation, {}, false);
     if (prompt.encoded.tokens.size() >= m.session->n_ctx()) {
         return error(StatusCode::context_full, "the conversation takes " + std::to_string(prompt.encoded.tokens.size()) +
-                     " tokens and the context holds " + std::to_string(m.session->n_ctx()));
+                                                   " tokens and the context holds " + std::to_string(m.session->n_ctx()));
     }
     return m.hold(conversation, std::move(prompt), progress, stop);
 }
@@ -187,7 +188,7 @@ Result<GenerateResult> Engine::reply(const Conversation & conversation, std::str
     const size_t n_prompt = prompt.encoded.tokens.size();
     if (n_prompt >= m.session->n_ctx()) {
         return error(StatusCode::context_full, "the conversation needs " + std::to_string(n_prompt) + " tokens but the context holds " +
-                     std::to_string(m.session->n_ctx()) + ": " + params.when_full);
+                                                   std::to_string(m.session->n_ctx()) + ": " + params.when_full);
     }
     Status s = m.hold(conversation, std::move(prompt), progress, stop);
     if (s.code() == StatusCode::cancelled) return GenerateResult{.reason = StopReason::cancelled};

@@ -52,8 +52,8 @@ struct ReplyParams {
 // The planner's answer for the loaded model on this machine now, and what it assumed.
 struct MachinePlan {
     MemoryPlan plan;
-    KvTierCapacities capacities;  // the tier budgets, automatic ones resolved
-    std::string kv_dir;           // where the disk tier and the prefix cache live
+    KvTierCapacities capacities;     // the tier budgets, automatic ones resolved
+    std::string kv_dir;              // where the disk tier and the prefix cache live
     bool weights_on_device = false;  // uploaded to a GPU (else mapped from the file)
 };
 

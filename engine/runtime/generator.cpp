@@ -17,8 +17,7 @@ const char * stop_reason_name(StopReason reason) {
     return "?";
 }
 
-Result<GenerateResult> generate(Session & session, const GenerateParams & params, const TokenSink & sink,
-                                std::stop_token stop) {
+Result<GenerateResult> generate(Session & session, const GenerateParams & params, const TokenSink & sink, std::stop_token stop) {
     LR_RETURN_IF_ERROR(validate(params));
     if (session.logits().empty()) return error(StatusCode::invalid_argument, "nothing to continue: evaluate a prompt first");
     const Tokenizer & tokenizer = session.model().tokenizer();

@@ -17,7 +17,6 @@ namespace lr {
 
 // Generates after what `session` holds (its logits must be those of its last token).
 // Fails only on errors (no logits, an engine failure); stopping is a StopReason.
-Result<GenerateResult> generate(Session & session, const GenerateParams & params, const TokenSink & sink,
-                                std::stop_token stop = {});
+Result<GenerateResult> generate(Session & session, const GenerateParams & params, const TokenSink & sink, std::stop_token stop = {});
 
 }  // namespace lr

@@ -40,14 +40,14 @@ Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const
 }  // namespace
 
 Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
-                                        const KvSettings & policy, size_t max_windows,
-                                        const std::function<void(size_t, size_t)> & progress, std::stop_token stop) {
+                                        const KvSettings & policy, size_t max_windows, const std::function<void(size_t, size_t)> & progress,
+                                        std::stop_token stop) {
     LR_RETURN_IF_ERROR(validate(policy));
     if (n_ctx < 8) return error(StatusCode::invalid_argument, "eval-kv needs windows of at least 8 tokens");
     size_t n_windows = tokens.size() / n_ctx;
     if (n_windows == 0) {
-        return error(StatusCode::invalid_argument, "the text has " + std::to_string(tokens.size()) + " tokens; a window needs " +
-                     std::to_string(n_ctx));
+        return error(StatusCode::invalid_argument,
+                     "the text has " + std::to_string(tokens.size()) + " tokens; a window needs " + std::to_string(n_ctx));
     }
     if (max_windows > 0) n_windows = std::min(n_windows, max_windows);
     KvSettings full = policy;

@@ -19,12 +19,12 @@ namespace lr {
 struct KvEvaluation {
     double ppl_full = 0;
     double ppl = 0;
-    double kld = 0;           // mean KL(full || policy) of the next-token distributions
-    double top1_agree = 0;    // share of predictions where both argmaxes agree
-    uint64_t kv_bytes = 0;    // KV held at the end of a window, mean over windows
+    double kld = 0;         // mean KL(full || policy) of the next-token distributions
+    double top1_agree = 0;  // share of predictions where both argmaxes agree
+    uint64_t kv_bytes = 0;  // KV held at the end of a window, mean over windows
     uint64_t kv_bytes_full = 0;
-    double read_ratio = 1;    // KV rows attention read while decoding, vs the full cache
-    double tok_s = 0;         // decode speed of the scored half
+    double read_ratio = 1;  // KV rows attention read while decoding, vs the full cache
+    double tok_s = 0;       // decode speed of the scored half
     double tok_s_full = 0;
     size_t n_windows = 0;
     size_t n_scored = 0;

@@ -31,14 +31,14 @@ double kl_divergence(std::span<const double> p, std::span<const double> q) {
     return kl;
 }
 
-Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, std::span<const int32_t> tokens,
-                                            uint32_t n_ctx, const SessionConfig & session_config,
-                                            const std::function<void(size_t, size_t)> & progress, std::stop_token stop) {
+Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
+                                            const SessionConfig & session_config, const std::function<void(size_t, size_t)> & progress,
+                                            std::stop_token stop) {
     if (n_ctx < 4) return error(StatusCode::invalid_argument, "perplexity needs a context of at least 4 tokens");
     const size_t n_chunks = tokens.size() / n_ctx;
     if (n_chunks == 0) {
         return error(StatusCode::invalid_argument, "the text has " + std::to_string(tokens.size()) + " tokens; at least " +
-                     std::to_string(n_ctx) + " (one window of -c) are needed");
+                                                       std::to_string(n_ctx) + " (one window of -c) are needed");
     }
     SessionConfig config = session_config;
     config.n_ctx = n_ctx;

@@ -6,8 +6,8 @@
 
 #include <functional>
 #include <span>
-#include <vector>
 #include <stop_token>
+#include <vector>
 
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
@@ -16,17 +16,16 @@ namespace lr {
 
 struct PerplexityResult {
     double ppl = 0;
-    double ppl_error = 0;     // standard error, as llama-perplexity reports it
+    double ppl_error = 0;  // standard error, as llama-perplexity reports it
     size_t n_chunks = 0;
-    size_t n_scored = 0;      // predictions scored
+    size_t n_scored = 0;            // predictions scored
     std::vector<double> chunk_ppl;  // running estimate after each window
 };
 
 // progress(windows done, windows in all).
-Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, std::span<const int32_t> tokens,
-                                            uint32_t n_ctx, const SessionConfig & session_config = {},
-                                            const std::function<void(size_t, size_t)> & progress = {},
-                                            std::stop_token stop = {});
+Result<PerplexityResult> compute_perplexity(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
+                                            const SessionConfig & session_config = {},
+                                            const std::function<void(size_t, size_t)> & progress = {}, std::stop_token stop = {});
 
 // log p(token | logits) with the softmax in double, as llama-perplexity computes it.
 double log_probability(std::span<const float> logits, int32_t token);

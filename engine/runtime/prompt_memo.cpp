@@ -76,8 +76,8 @@ const PromptMemo::Entry & PromptMemo::entry_for(const Model & model, const Conve
         return entries_.front();
     }
     Entry e{.content_hash = hash, .model_identity = model.identity(), .family = tmpl.family(), .builtin_template = tmpl.is_builtin()};
-    const std::vector<chat::ChatMessage> system = conversation_messages({.document_title = conversation.document_title,
-                                                                         .document_text = conversation.document_text});
+    const std::vector<chat::ChatMessage> system = conversation_messages(
+        {.document_title = conversation.document_title, .document_text = conversation.document_text});
     e.text = render_chat_text(model, system, false);
     e.encoded = model.tokenizer().encode_with_offsets(e.text, true, true);
     ++n_tokenized_;

@@ -21,11 +21,11 @@ namespace lr {
 
 // A conversation's prompt as tokens.
 struct PromptTokens {
-    EncodedText encoded;               // tokens (one BOS) and their bytes in the rendered text
-    size_t first_document_token = 0;   // [first, end): the tokens that spell the document
+    EncodedText encoded;              // tokens (one BOS) and their bytes in the rendered text
+    size_t first_document_token = 0;  // [first, end): the tokens that spell the document
     size_t end_document_token = 0;
-    size_t document_begin = 0;         // the document's bytes in the rendered text start here...
-    size_t document_offset = 0;        // ...at this byte of the document (a template may trim it)
+    size_t document_begin = 0;   // the document's bytes in the rendered text start here...
+    size_t document_offset = 0;  // ...at this byte of the document (a template may trim it)
 
     uint32_t document_tokens() const { return uint32_t(end_document_token - first_document_token); }
     // Token i's bytes in the document text (clamped to it).
@@ -38,8 +38,7 @@ public:
 
     // The prompt of `conversation` (then `user_text` as a user turn, when not empty) on
     // `model`: render_chat_tokens' tokens, with offsets.
-    PromptTokens tokens(const Model & model, const Conversation & conversation, std::string_view user_text,
-                        bool add_generation_prompt);
+    PromptTokens tokens(const Model & model, const Conversation & conversation, std::string_view user_text, bool add_generation_prompt);
 
     // Documents tokenized so far (one per document, model and template while remembered),
     // and the bytes of rendered text given to the tokenizer in all.
@@ -53,8 +52,8 @@ private:
         uint64_t model_identity = 0;
         chat::ChatFamily family = chat::ChatFamily::plain;
         bool builtin_template = false;
-        std::string text;      // the document's system message, rendered
-        EncodedText encoded;   // its tokens, offsets and resume point
+        std::string text;     // the document's system message, rendered
+        EncodedText encoded;  // its tokens, offsets and resume point
     };
     const Entry & entry_for(const Model & model, const Conversation & conversation);
 

@@ -16,11 +16,13 @@ ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes) {
 
 Status validate(const SessionConfig & config, const ModelHParams & hp) {
     if (config.chunk_tokens == 0 || config.chunk_tokens > 8192) {
-        return error(StatusCode::invalid_argument, "the prefill chunk must be 1 to 8192 tokens (got " + std::to_string(config.chunk_tokens) + ")");
+        return error(StatusCode::invalid_argument,
+                     "the prefill chunk must be 1 to 8192 tokens (got " + std::to_string(config.chunk_tokens) + ")");
     }
     if (config.n_ctx > hp.n_ctx_train) {
         return error(StatusCode::invalid_argument, "context " + std::to_string(config.n_ctx) + " exceeds the " +
-                     std::to_string(hp.n_ctx_train) + " tokens this model was trained for; lower -c, or use the streaming cache policy");
+                                                       std::to_string(hp.n_ctx_train) +
+                                                       " tokens this model was trained for; lower -c, or use the streaming cache policy");
     }
     return {};
 }
@@ -31,8 +33,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     LR_RETURN_IF_ERROR(validate(config.kv));
     if (config.n_ctx == 0) config.n_ctx = hp.n_ctx_train;
     KvCacheConfig kv_config{.settings = config.kv, .max_tokens = config.n_ctx, .io = config.io, .max_position = hp.n_ctx_train};
-    kv_config.rope = {.mode = hp.rope_mode, .n_rot = hp.n_rot, .head_dim = hp.head_dim,
-                      .freq_base = hp.rope_freq_base, .freq_scale = hp.rope_freq_scale};
+    kv_config.rope = {
+        .mode = hp.rope_mode, .n_rot = hp.n_rot, .head_dim = hp.head_dim, .freq_base = hp.rope_freq_base, .freq_scale = hp.rope_freq_scale};
     if (const gguf::TensorInfo * ff = model->file().find_tensor("rope_freqs.weight"); ff && ff->type == DType::F32) {
         const auto * f = reinterpret_cast<const float *>(ff->data);
         kv_config.rope.freq_factors.assign(f, f + ff->n_elements());
@@ -66,8 +68,8 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
     if (tokens.empty()) return {};
     if (tokens.size() > kv_->room(kSeq)) {
         return error(StatusCode::context_full, "the context holds " + std::to_string(config_.n_ctx) + " tokens: " +
-                     std::to_string(tokens_.size()) + " are used and " + std::to_string(tokens.size()) +
-                     " more do not fit; start a new chat, raise -c, or enable a cache policy");
+                                                   std::to_string(tokens_.size()) + " are used and " + std::to_string(tokens.size()) +
+                                                   " more do not fit; start a new chat, raise -c, or enable a cache policy");
     }
     const uint32_t n_vocab = model_->hparams().n_vocab;
     PrefillProgress p{.n_total = static_cast<uint32_t>(tokens.size())};
@@ -88,7 +90,8 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
         const auto t0 = Clock::now();
         LR_ASSIGN_OR_RETURN(UbatchPlan plan,
-                            kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = tokens.size() > 1}));
+                            kv_->plan(kSeq,
+                                      {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = tokens.size() > 1}));
         const size_t n = plan.n_tokens();
         Status s = graph_.forward(plan, all_logits != nullptr, *kv_, chunk_logits_);
         if (s.code() == StatusCode::corrupt_data) {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "engine/api/generation.h"
+#include "engine/api/memory_plan.h"
 #include "engine/model/llama_graph.h"
 #include "engine/model/model.h"
 #include "kvcache/kv_cache.h"
-#include "engine/api/memory_plan.h"
 
 namespace lr {
 
@@ -70,8 +70,7 @@ public:
 
 private:
     Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph);
-    Status evaluate(std::span<const int32_t> tokens, std::vector<float> * all_logits, const ProgressFn & progress,
-                    std::stop_token stop);
+    Status evaluate(std::span<const int32_t> tokens, std::vector<float> * all_logits, const ProgressFn & progress, std::stop_token stop);
 
     std::shared_ptr<const Model> model_;
     SessionConfig config_;

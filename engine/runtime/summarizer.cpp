@@ -7,10 +7,8 @@
 namespace lr {
 namespace {
 
-constexpr const char * kMapInstruction =
-    "Summarize this part of the document: its main points, names and numbers, in order.";
-constexpr const char * kReduceInstruction =
-    "Combine these summaries into one shorter summary that keeps the main points in order.";
+constexpr const char * kMapInstruction = "Summarize this part of the document: its main points, names and numbers, in order.";
+constexpr const char * kReduceInstruction = "Combine these summaries into one shorter summary that keeps the main points in order.";
 // Tokens kept free for the difference between counting pieces apart and together.
 constexpr uint32_t kMargin = 8;
 // A context that leaves less than this for an answer cannot summarize.
@@ -43,17 +41,14 @@ Messages reduce_messages(std::string_view title, std::span<const std::string> su
         body.append("\"").append(title).append("\"");
     }
     body += ", in order:\n";
-    for (size_t i = 0; i < summaries.size(); ++i) body.append("\n").append(summary_label(first_index + i)).append(summaries[i]).append("\n");
+    for (size_t i = 0; i < summaries.size(); ++i)
+        body.append("\n").append(summary_label(first_index + i)).append(summaries[i]).append("\n");
     return {{"system", body}, {"user", instruction}};
 }
 
-uint32_t count_tokens(const Model & model, std::string_view text) {
-    return uint32_t(model.tokenizer().encode(text, false, false).size());
-}
+uint32_t count_tokens(const Model & model, std::string_view text) { return uint32_t(model.tokenizer().encode(text, false, false).size()); }
 
-uint32_t prompt_size(const Model & model, const Messages & messages) {
-    return uint32_t(render_chat_tokens(model, messages, true).size());
-}
+uint32_t prompt_size(const Model & model, const Messages & messages) { return uint32_t(render_chat_tokens(model, messages, true).size()); }
 
 // Sizes every prompt shape needs besides its text; the largest one bounds the chunks.
 struct Budget {
@@ -63,16 +58,15 @@ struct Budget {
 
 Result<Budget> budget_for(const Model & model, uint32_t n_ctx, const SummarizeParams & params) {
     const std::string empty_summary;
-    const uint32_t overhead =
-        std::max({prompt_size(model, map_messages(params.title, 998, 999, "")),
-                  prompt_size(model, reduce_messages(params.title, {}, 0, params.instruction)),
-                  prompt_size(model, reduce_messages(params.title, {}, 0, kReduceInstruction)),
-                  prompt_size(model, one_pass_messages(params.title, "", params.instruction))}) +
-        kMargin;
+    const uint32_t overhead = std::max({prompt_size(model, map_messages(params.title, 998, 999, "")),
+                                        prompt_size(model, reduce_messages(params.title, {}, 0, params.instruction)),
+                                        prompt_size(model, reduce_messages(params.title, {}, 0, kReduceInstruction)),
+                                        prompt_size(model, one_pass_messages(params.title, "", params.instruction))}) +
+                              kMargin;
     if (n_ctx <= overhead + 4 * kMinAnswerTokens) {
-        return error(StatusCode::context_full, "a context of " + std::to_string(n_ctx) +
-                     " tokens is too small to summarize: the instructions alone take " + std::to_string(overhead) +
-                     "; use a context of at least " + std::to_string(overhead + 4 * kMinAnswerTokens + 1));
+        return error(StatusCode::context_full,
+                     "a context of " + std::to_string(n_ctx) + " tokens is too small to summarize: the instructions alone take " +
+                         std::to_string(overhead) + "; use a context of at least " + std::to_string(overhead + 4 * kMinAnswerTokens + 1));
     }
     Budget b;
     // A quarter of what is left at most, so that a reduce prompt holds at least three
@@ -152,14 +146,12 @@ void atomize(std::string_view text, uint32_t n_tokens, uint32_t max_tokens, size
 
 }  // namespace
 
-const char * summary_method_name(SummaryMethod method) {
-    return method == SummaryMethod::one_pass ? "one pass" : "map-reduce";
-}
+const char * summary_method_name(SummaryMethod method) { return method == SummaryMethod::one_pass ? "one pass" : "map-reduce"; }
 
 Status validate(const SummarizeParams & params) {
     if (params.answer_tokens < kMinAnswerTokens || params.answer_tokens > 65536) {
         return error(StatusCode::invalid_argument, "the summary length must be " + std::to_string(kMinAnswerTokens) +
-                     " to 65536 tokens (got " + std::to_string(params.answer_tokens) + ")");
+                                                       " to 65536 tokens (got " + std::to_string(params.answer_tokens) + ")");
     }
     if (params.max_levels == 0) return error(StatusCode::invalid_argument, "max_levels must be at least 1");
     if (params.instruction.empty()) return error(StatusCode::invalid_argument, "the summary instruction is empty");
@@ -169,8 +161,8 @@ Status validate(const SummarizeParams & params) {
 std::string SummaryResult::describe() const {
     std::string out = std::string(summary_method_name(method)) + " over " + std::to_string(document_tokens) + " tokens";
     if (method == SummaryMethod::map_reduce) {
-        out += ": " + std::to_string(n_chunks) + " chunks, " + std::to_string(n_levels) + " reduce level" +
-               (n_levels == 1 ? "" : "s") + ", " + std::to_string(n_passes) + " passes";
+        out += ": " + std::to_string(n_chunks) + " chunks, " + std::to_string(n_levels) + " reduce level" + (n_levels == 1 ? "" : "s") +
+               ", " + std::to_string(n_passes) + " passes";
     }
     return out;
 }
@@ -237,18 +229,24 @@ Result<SummaryResult> summarize(Session & session, std::string_view text, const 
         report.tokens_generated = 0;
         if (progress) progress(report);
         const std::vector<int32_t> prompt = render_chat_tokens(model, messages, true);
-        Status s = session.sync(prompt, [&](const PrefillProgress & p) {
-            report.prefill = p;
-            if (progress) progress(report);
-        }, stop);
+        Status s = session.sync(
+            prompt,
+            [&](const PrefillProgress & p) {
+                report.prefill = p;
+                if (progress) progress(report);
+            },
+            stop);
         if (s.code() == StatusCode::cancelled) return GenerateResult{.reason = StopReason::cancelled};
         if (!s.ok()) return s;
         GenerateParams gen{.max_tokens = int32_t(budget.answer), .sampler = params.sampler};
-        LR_ASSIGN_OR_RETURN(GenerateResult g, generate(session, gen, [&](int32_t token, std::string_view piece) {
-            ++report.tokens_generated;
-            if (progress) progress(report);
-            return !streamed || !sink || sink(token, piece);
-        }, stop));
+        LR_ASSIGN_OR_RETURN(GenerateResult g, generate(
+                                                  session, gen,
+                                                  [&](int32_t token, std::string_view piece) {
+                                                      ++report.tokens_generated;
+                                                      if (progress) progress(report);
+                                                      return !streamed || !sink || sink(token, piece);
+                                                  },
+                                                  stop));
         ++result.n_passes;
         ++report.passes_done;
         return g;
@@ -272,7 +270,9 @@ Result<SummaryResult> summarize(Session & session, std::string_view text, const 
     result.method = SummaryMethod::map_reduce;
     const std::vector<std::string_view> chunks = split_text(text, budget.chunk, count);
     result.n_chunks = uint32_t(chunks.size());
-    report = {.method = SummaryMethod::map_reduce, .stage = SummaryStage::map, .count = result.n_chunks,
+    report = {.method = SummaryMethod::map_reduce,
+              .stage = SummaryStage::map,
+              .count = result.n_chunks,
               .passes_total = result.n_chunks + estimate_reduce_passes(result.n_chunks, budget.answer, budget.chunk)};
 
     std::vector<std::string> summaries;
@@ -312,8 +312,7 @@ Result<SummaryResult> summarize(Session & session, std::string_view text, const 
             report.stage = SummaryStage::final;
             report.index = 0;
             report.passes_total = report.passes_done + 1;
-            LR_ASSIGN_OR_RETURN(GenerateResult g,
-                                run_pass(reduce_messages(params.title, summaries, 0, params.instruction), true));
+            LR_ASSIGN_OR_RETURN(GenerateResult g, run_pass(reduce_messages(params.title, summaries, 0, params.instruction), true));
             result.text = g.text;
             result.reason = g.reason;
             return result;

@@ -45,8 +45,7 @@ Result<SummaryPlan> plan_summary(const Model & model, uint32_t n_ctx, std::strin
 // `sink` receives the final pass's tokens as they come. Errors: context_full when the context
 // is too small to summarize at all, or the engine's errors; stopping is reason cancelled.
 Result<SummaryResult> summarize(Session & session, std::string_view text, const SummarizeParams & params,
-                                const SummaryProgressFn & progress = {}, const TokenSink & sink = {},
-                                std::stop_token stop = {});
+                                const SummaryProgressFn & progress = {}, const TokenSink & sink = {}, std::stop_token stop = {});
 
 // The text cut into pieces of at most max_tokens tokens each (by `count`), at paragraph
 // breaks, else sentence ends, else spaces, else UTF-8 character boundaries. Concatenated,

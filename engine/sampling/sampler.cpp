@@ -15,15 +15,13 @@ namespace {
 Status out_of_range(const char * name, float value, const char * allowed) {
     char buf[32];
     const auto res = std::to_chars(buf, buf + sizeof buf, value);  // shortest: 1.5, not 1.500000
-    return error(StatusCode::invalid_argument, std::string("sampler: ") + name + " = " + std::string(buf, res.ptr) +
-                                                   " is out of range (" + allowed + ")");
+    return error(StatusCode::invalid_argument,
+                 std::string("sampler: ") + name + " = " + std::string(buf, res.ptr) + " is out of range (" + allowed + ")");
 }
 
 bool by_logit_desc(const auto & a, const auto & b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
 
-std::seed_seq seed_sequence(uint64_t seed) {
-    return std::seed_seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-}
+std::seed_seq seed_sequence(uint64_t seed) { return std::seed_seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}; }
 
 }  // namespace
 
@@ -67,8 +65,7 @@ void Sampler::accept(int32_t token) {
 // llama.cpp's penalties: each distinct recent token's logit is divided by repeat_penalty
 // (multiplied when negative), then lowered by count * frequency + presence.
 void Sampler::apply_penalties(std::vector<float> & logits) const {
-    const bool active = params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
-                        params_.presence_penalty != 0.0f;
+    const bool active = params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f;
     if (!active || recent_.empty()) return;
     std::vector<int32_t> tokens(recent_.begin(), recent_.end());
     std::sort(tokens.begin(), tokens.end());
@@ -103,8 +100,7 @@ size_t Sampler::keep_top_p(size_t n_kept, bool sorted) {
     while (true) {
         if (n_sorted < n_kept) {
             n_sorted = std::min(n_kept, std::max(chunk, n_sorted));
-            std::partial_sort(candidates_.begin() + static_cast<ptrdiff_t>(i),
-                              candidates_.begin() + static_cast<ptrdiff_t>(n_sorted),
+            std::partial_sort(candidates_.begin() + static_cast<ptrdiff_t>(i), candidates_.begin() + static_cast<ptrdiff_t>(n_sorted),
                               candidates_.begin() + static_cast<ptrdiff_t>(n_kept),
                               [](const Candidate & a, const Candidate & b) { return by_logit_desc(a, b); });
             chunk *= 4;

@@ -47,10 +47,10 @@ private:
 
     SamplerParams params_;
     std::mt19937 rng_;
-    std::deque<int32_t> recent_;          // the last repeat_last_n accepted tokens, oldest first
-    std::vector<float> work_;             // [n_vocab] penalized logits, reused between calls
-    std::vector<Candidate> candidates_;   // [n_vocab] reused between calls
-    std::vector<double> weights_;         // [n_kept] unnormalized probabilities of the draw
+    std::deque<int32_t> recent_;         // the last repeat_last_n accepted tokens, oldest first
+    std::vector<float> work_;            // [n_vocab] penalized logits, reused between calls
+    std::vector<Candidate> candidates_;  // [n_vocab] reused between calls
+    std::vector<double> weights_;        // [n_kept] unnormalized probabilities of the draw
 };
 
 }  // namespace lr

@@ -46,9 +46,9 @@ int32_t BpeModel::piece_id(std::string_view piece, const TokenIndex & tokens) co
 void BpeModel::encode_word(std::string_view word, const TokenIndex & tokens, std::vector<int32_t> & out,
                            std::vector<TextSpan> * spans) const {
     struct Symbol {
-        int32_t id;       // token id, extra piece id, or -1 (can take part in no merge)
-        uint32_t begin;   // byte offset in `word`
-        uint32_t n_bytes; // 0 once merged into its left neighbour
+        int32_t id;        // token id, extra piece id, or -1 (can take part in no merge)
+        uint32_t begin;    // byte offset in `word`
+        uint32_t n_bytes;  // 0 once merged into its left neighbour
         int32_t prev;
         int32_t next;
     };
@@ -60,17 +60,15 @@ void BpeModel::encode_word(std::string_view word, const TokenIndex & tokens, std
         uint32_t right_bytes;
         int32_t result;
     };
-    const auto later = [](const Bigram & a, const Bigram & b) {
-        return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-    };
+    const auto later = [](const Bigram & a, const Bigram & b) { return a.rank > b.rank || (a.rank == b.rank && a.left > b.left); };
 
     std::vector<Symbol> symbols;
     symbols.reserve(word.size());
     for (size_t pos = 0; pos < word.size();) {
         const size_t len = std::min(unicode::lead_byte_len(static_cast<uint8_t>(word[pos])), word.size() - pos);
         const auto index = static_cast<int32_t>(symbols.size());
-        symbols.push_back({piece_id(word.substr(pos, len), tokens), static_cast<uint32_t>(pos),
-                           static_cast<uint32_t>(len), index - 1, index + 1});
+        symbols.push_back(
+            {piece_id(word.substr(pos, len), tokens), static_cast<uint32_t>(pos), static_cast<uint32_t>(len), index - 1, index + 1});
         pos += len;
     }
     if (symbols.empty()) return;

@@ -20,8 +20,7 @@ struct Text {
 // llama.cpp's splitters see OUT_OF_RANGE past a segment's end.
 class Scanner {
 public:
-    Scanner(const Text & text, size_t begin, size_t end, std::vector<size_t> & out)
-        : text_(text), end_(end), prev_end_(begin), out_(out) {}
+    Scanner(const Text & text, size_t begin, size_t end, std::vector<size_t> & out) : text_(text), end_(end), prev_end_(begin), out_(out) {}
 
     bool in(size_t pos) const { return pos < end_; }
     uint32_t cpt(size_t pos) const { return in(pos) ? text_.cpts[pos] : 0xFFFFFFFFu; }
@@ -226,19 +225,20 @@ std::vector<size_t> split_default(const Text & text) {
     const auto cpts = text.cpts;
     std::vector<size_t> words{cpts.size()};
     words = refine(words, [&](size_t b, size_t e, std::vector<size_t> & out) {
-        split_runs(b, e, [&](size_t p) {
-            const uint32_t c = cpts[p];
-            return f[p].is_punctuation || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' ||
-                   c == '~' || c == '|';
-        }, out);
+        split_runs(
+            b, e,
+            [&](size_t p) {
+                const uint32_t c = cpts[p];
+                return f[p].is_punctuation || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '~' || c == '|';
+            },
+            out);
     });
     words = refine(words, [&](size_t b, size_t e, std::vector<size_t> & out) { split_gpt2(text, b, e, out); });
     words = refine(words, [&](size_t b, size_t e, std::vector<size_t> & out) {
-        split_runs(b, e, [&](size_t p) { return f[p].is_number; }, out);
+        split_runs(
+            b, e, [&](size_t p) { return f[p].is_number; }, out);
     });
-    words = refine(words, [&](size_t b, size_t e, std::vector<size_t> & out) {
-        split_digit_triples(cpts, b, e, out);
-    });
+    words = refine(words, [&](size_t b, size_t e, std::vector<size_t> & out) { split_digit_triples(cpts, b, e, out); });
     return words;
 }
 

@@ -25,9 +25,7 @@ std::string byte_piece(uint8_t b) {
 // The library rejects empty pieces, pieces with NUL and pieces of 8000+ bytes. Such a
 // token gets a stand-in text that is not UTF-8, so no input (which reaches the library
 // only as well-formed UTF-8) can produce it.
-bool library_accepts(std::string_view piece) {
-    return !piece.empty() && piece.find('\0') == std::string_view::npos && piece.size() < 8000;
-}
+bool library_accepts(std::string_view piece) { return !piece.empty() && piece.find('\0') == std::string_view::npos && piece.size() < 8000; }
 
 }  // namespace
 
@@ -77,7 +75,11 @@ Result<SpmModel> SpmModel::create(const Vocab & vocab, const TokenIndex & tokens
     spm_proto::BpeModelSpec spec;
     spec.pieces.reserve(vocab.tokens.size() + 257);
     for (size_t i = 0; i < vocab.tokens.size(); ++i) {
-        if (!library_accepts(vocab.tokens[i].text)) stand_ins.push_back("\xff" "lr-stand-in-" + std::to_string(i));
+        if (!library_accepts(vocab.tokens[i].text))
+            stand_ins.push_back(
+                "\xff"
+                "lr-stand-in-" +
+                std::to_string(i));
     }
     size_t i_stand_in = 0;
     for (const TokenData & t : vocab.tokens) {
@@ -85,7 +87,10 @@ Result<SpmModel> SpmModel::create(const Vocab & vocab, const TokenIndex & tokens
         spec.pieces.push_back({text, t.score, spm_proto::PieceType::normal});
     }
     spec.unk_id = vocab.n_tokens();
-    spec.pieces.push_back({"\xff" "lr-unknown", 0.0f, spm_proto::PieceType::unknown});
+    spec.pieces.push_back(
+        {"\xff"
+         "lr-unknown",
+         0.0f, spm_proto::PieceType::unknown});
     for (int b = 0; b < 256; ++b) {
         byte_pieces[static_cast<size_t>(b)] = byte_piece(static_cast<uint8_t>(b));
         spec.pieces.push_back({byte_pieces[static_cast<size_t>(b)], 0.0f, spm_proto::PieceType::byte});
@@ -132,8 +137,7 @@ void SpmModel::encode_chunk(std::string_view run, Sink & sink) const {
     if (cut_before_space_) {
         while (run.size() > 2 * cut_after_bytes) {
             size_t cut = run.find(escaped_space, cut_after_bytes);
-            while (cut != std::string_view::npos &&
-                   run.compare(cut - escaped_space.size(), escaped_space.size(), escaped_space) == 0) {
+            while (cut != std::string_view::npos && run.compare(cut - escaped_space.size(), escaped_space.size(), escaped_space) == 0) {
                 cut = run.find(escaped_space, cut + 1);
             }
             if (cut == std::string_view::npos) break;

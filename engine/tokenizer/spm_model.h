@@ -70,7 +70,8 @@ private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
     int32_t n_vocab_ = 0;
     int32_t unk_id_ = -1;
-    std::vector<uint32_t> text_bytes_;    // per token: the bytes of its text, what it stands for in `escaped`                 // the vocabulary's, -1 if none
+    std::vector<uint32_t>
+        text_bytes_;  // per token: the bytes of its text, what it stands for in `escaped`                 // the vocabulary's, -1 if none
     std::array<int32_t, 256> byte_ids_{};  // byte -> token ("<0xXX>", else the 1-byte text), -1 if none
     // ASCII characters no token of two or more bytes contains ('\n' in Llama's vocabulary):
     // nothing merges across them, so the text is cut there and each library call stays

@@ -13,8 +13,8 @@ namespace {
 constexpr std::string_view replacement = "\xef\xbf\xbd";  // U+FFFD
 
 struct Prefix {
-    size_t n_valid;  // bytes at the position that start a well-formed sequence
-    size_t n_needed; // length of the sequence the lead byte announces (0: not a lead byte)
+    size_t n_valid;   // bytes at the position that start a well-formed sequence
+    size_t n_needed;  // length of the sequence the lead byte announces (0: not a lead byte)
 };
 
 // How far the bytes at `pos` follow the well-formed UTF-8 table (Unicode 15, table 3-7):
@@ -50,16 +50,14 @@ Prefix valid_prefix(std::string_view s, size_t pos) {
 
 }  // namespace
 
-StreamingDecoder::StreamingDecoder(const Tokenizer & tokenizer, DecodeOptions options)
-    : tokenizer_(&tokenizer), options_(options) {}
+StreamingDecoder::StreamingDecoder(const Tokenizer & tokenizer, DecodeOptions options) : tokenizer_(&tokenizer), options_(options) {}
 
 std::string StreamingDecoder::push(int32_t id) {
     std::string piece = tokenizer_->token_to_piece(id, options_.render_special);
     if (tokenizer_->is_special(id)) {
         at_start_ = true;
     } else {
-        if (at_start_ && options_.strip_space_prefix && tokenizer_->adds_space_prefix() && !piece.empty() &&
-            piece[0] == ' ') {
+        if (at_start_ && options_.strip_space_prefix && tokenizer_->adds_space_prefix() && !piece.empty() && piece[0] == ' ') {
             piece.erase(0, 1);
         }
         at_start_ = false;

@@ -261,8 +261,8 @@ void Tokenizer::Impl::encode_bpe_fragment(std::string_view text, size_t base, st
     }
 }
 
-void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out,
-                             std::vector<TextSpan> * spans, std::vector<ResumePoint> * points) const {
+void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out, std::vector<TextSpan> * spans,
+                             std::vector<ResumePoint> * points) const {
     const auto push = [&](int32_t id, TextSpan span) {
         out.push_back(id);
         if (spans) spans->push_back(span);
@@ -323,8 +323,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
     for (const int32_t id : {vocab.bos_id, vocab.eos_id, vocab.unk_id, vocab.pad_id, vocab.eot_id, vocab.eom_id}) {
         if (id != -1 && !vocab.in_range(id)) {
             return error(StatusCode::invalid_argument, "tokenizer: special token id " + std::to_string(id) +
-                                                           " is outside the vocabulary of " +
-                                                           std::to_string(vocab.n_tokens()) + " tokens");
+                                                           " is outside the vocabulary of " + std::to_string(vocab.n_tokens()) + " tokens");
         }
     }
     if ((vocab.add_bos && vocab.bos_id < 0) || (vocab.add_eos && vocab.eos_id < 0)) {
@@ -338,8 +337,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
         const auto [it, inserted] = impl->index.emplace(text, id);
         if (!inserted) {
             return error(StatusCode::corrupt_data, "tokenizer.ggml.tokens: duplicate token '" + text + "' (ids " +
-                                                       std::to_string(it->second) + " and " + std::to_string(id) +
-                                                       ")");
+                                                       std::to_string(it->second) + " and " + std::to_string(id) + ")");
         }
     }
     impl->specials = SpecialTokenSplitter(vocab);
@@ -371,10 +369,11 @@ EncodedText Tokenizer::encode_with_offsets(std::string_view text, bool add_speci
     return e;
 }
 
-EncodedText Tokenizer::encode_reusing(const EncodedText & earlier, std::string_view earlier_text, std::string_view text,
-                                      bool add_special, bool parse_special) const {
+EncodedText Tokenizer::encode_reusing(const EncodedText & earlier, std::string_view earlier_text, std::string_view text, bool add_special,
+                                      bool parse_special) const {
     const EncodeFlags flags{.add_bos = add_special, .add_eos = add_special, .parse_special = parse_special};
-    const size_t common = size_t(std::mismatch(earlier_text.begin(), earlier_text.end(), text.begin(), text.end()).first - earlier_text.begin());
+    const size_t common = size_t(std::mismatch(earlier_text.begin(), earlier_text.end(), text.begin(), text.end()).first -
+                                 earlier_text.begin());
     const ResumePoint r = impl_->resume_point(earlier, earlier_text, common, flags);
     EncodedText rest;
     impl_->encode(text.substr(r.byte), {.add_eos = add_special, .parse_special = parse_special, .mid_text = r.mid_text}, rest.tokens,
@@ -434,9 +433,7 @@ bool Tokenizer::is_eog(int32_t id) const {
     return std::binary_search(eog.begin(), eog.end(), id);
 }
 
-bool Tokenizer::adds_space_prefix() const {
-    return impl_->vocab.type == VocabType::spm && impl_->vocab.add_space_prefix;
-}
+bool Tokenizer::adds_space_prefix() const { return impl_->vocab.type == VocabType::spm && impl_->vocab.add_space_prefix; }
 
 bool Tokenizer::is_special(int32_t id) const {
     if (!impl_->vocab.in_range(id)) return false;

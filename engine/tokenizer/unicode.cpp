@@ -58,8 +58,7 @@ Decoded decode_lenient(std::string_view text, size_t pos) {
     }
     if (!(b0 & 0x08)) {
         if (!cont(1) || !cont(2) || !cont(3)) return {replacement_char, 1};
-        const uint32_t cpt = ((b0 & 0x07u) << 18) | ((byte(1) & 0x3Fu) << 12) | ((byte(2) & 0x3Fu) << 6) |
-                             (byte(3) & 0x3Fu);
+        const uint32_t cpt = ((b0 & 0x07u) << 18) | ((byte(1) & 0x3Fu) << 12) | ((byte(2) & 0x3Fu) << 6) | (byte(3) & 0x3Fu);
         // NOTE: llama.cpp would throw re-encoding such a code point; the replacement
         // character keeps the rest of the text tokenizable.
         if (cpt > 0x10FFFF) return {replacement_char, 4};
@@ -79,7 +78,6 @@ std::vector<uint32_t> codepoints_lenient(std::string_view text) {
     return cpts;
 }
 
-
 CodepointFlags codepoint_flags(uint32_t cpt) {
     CodepointFlags f;
     if (cpt < 0x80) {
@@ -88,9 +86,8 @@ CodepointFlags codepoint_flags(uint32_t cpt) {
         f.is_letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
         f.is_number = c >= '0' && c <= '9';
         f.is_whitespace = c == ' ' || (c >= '\t' && c <= '\r');
-        f.is_punctuation = (c >= '!' && c <= '#') || (c >= '%' && c <= '*') || (c >= ',' && c <= '/') ||
-                           c == ':' || c == ';' || c == '?' || c == '@' || (c >= '[' && c <= ']') ||
-                           c == '_' || c == '{' || c == '}';
+        f.is_punctuation = (c >= '!' && c <= '#') || (c >= '%' && c <= '*') || (c >= ',' && c <= '/') || c == ':' || c == ';' || c == '?' ||
+                           c == '@' || (c >= '[' && c <= ']') || c == '_' || c == '{' || c == '}';
         return f;
     }
     if (cpt > 0x10FFFF) return f;
@@ -105,7 +102,7 @@ CodepointFlags codepoint_flags(uint32_t cpt) {
 
 uint32_t byte_to_codepoint(uint8_t byte) {
     if ((byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE) return byte;
-    if (byte <= 0x20) return 256u + byte;                 // 33 control bytes and space
+    if (byte <= 0x20) return 256u + byte;                  // 33 control bytes and space
     if (byte <= 0xA0) return 256u + 33u + (byte - 0x7Fu);  // DEL, C1 controls, NBSP
     return 256u + 33u + 34u;                               // 0xAD, soft hyphen
 }

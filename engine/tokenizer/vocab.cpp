@@ -32,8 +32,7 @@ struct PreConfig {
 std::optional<PreConfig> pre_config(std::string_view name) {
     constexpr std::array llama3_names{"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"};
     constexpr std::array llama3_regex_names{"dbrx", "smaug-bpe"};
-    constexpr std::array gpt2_names{"gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de",
-                                    "gigachat", "mpt", "olmo", "jais"};
+    constexpr std::array gpt2_names{"gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "gigachat", "mpt", "olmo", "jais"};
     const auto in = [&](const auto & names) { return std::find(names.begin(), names.end(), name) != names.end(); };
     if (name.empty() || name == "default") return PreConfig{.pre = PreTokenizer::llama_default};
     if (in(llama3_names)) return PreConfig{.pre = PreTokenizer::llama3, .ignore_merges = true, .add_bos = true};
@@ -58,9 +57,7 @@ Result<std::optional<int64_t>> read_token_id(const gguf::GgufFile & file, std::s
     return v;
 }
 
-bool contains(std::string_view haystack, std::string_view needle) {
-    return haystack.find(needle) != std::string_view::npos;
-}
+bool contains(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != std::string_view::npos; }
 
 }  // namespace
 
@@ -78,10 +75,10 @@ uint32_t token_attr_from_type(TokenType type) {
 }
 
 void finish_special_tokens(Vocab & vocab) {
-    constexpr std::array eot_texts{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                   "<EOT>", "_<EOT>", "<|end_of_text|>"};
-    constexpr std::array eog_texts{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                   "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>"};
+    constexpr std::array eot_texts{"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                   "<|endoftext|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>"};
+    constexpr std::array eog_texts{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",  "<|endoftext|>",
+                                   "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>"};
     // Fill-in-the-middle tokens llama.cpp recognises by text; pad/repo/file-sep also end
     // generation.
     constexpr std::array fim_pre_texts{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>"};
@@ -91,9 +88,7 @@ void finish_special_tokens(Vocab & vocab) {
     constexpr std::array fim_rep_texts{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"};
     constexpr std::array fim_sep_texts{"<|file_sep|>"};
 
-    const auto is_one_of = [](std::string_view text, const auto & list) {
-        return std::find(list.begin(), list.end(), text) != list.end();
-    };
+    const auto is_one_of = [](std::string_view text, const auto & list) { return std::find(list.begin(), list.end(), text) != list.end(); };
     // The token with the earliest text in `list`; it becomes a control token.
     // NOTE: llama.cpp takes whichever its hash map yields first; list order is stable.
     const auto detect = [&](const auto & list) {
@@ -149,8 +144,7 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
     } else if (*model == "gpt2") {
         vocab.type = VocabType::bpe;
     } else {
-        return error(StatusCode::unsupported, path + ": tokenizer model '" + vocab.model_name + "' (" +
-                                                  std::string(key_model) +
+        return error(StatusCode::unsupported, path + ": tokenizer model '" + vocab.model_name + "' (" + std::string(key_model) +
                                                   ") is not supported; Longread reads 'llama' (SentencePiece) "
                                                   "and 'gpt2' (byte-level BPE) vocabularies");
     }
@@ -166,13 +160,11 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
 
     LR_ASSIGN_OR_RETURN(const std::optional<std::vector<float>> scores, file.get_float_array(key_scores));
     if (scores && scores->size() != n_tokens) {
-        return key_error(file, key_scores, std::to_string(scores->size()) + " scores for " + std::to_string(n_tokens) +
-                                               " tokens");
+        return key_error(file, key_scores, std::to_string(scores->size()) + " scores for " + std::to_string(n_tokens) + " tokens");
     }
     LR_ASSIGN_OR_RETURN(const std::optional<std::vector<int64_t>> types, file.get_int_array(key_token_type));
     if (types && types->size() != n_tokens) {
-        return key_error(file, key_token_type, std::to_string(types->size()) + " types for " +
-                                                   std::to_string(n_tokens) + " tokens");
+        return key_error(file, key_token_type, std::to_string(types->size()) + " types for " + std::to_string(n_tokens) + " tokens");
     }
 
     vocab.tokens.resize(n_tokens);
@@ -203,8 +195,8 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
     } else {
         LR_ASSIGN_OR_RETURN(const std::optional<std::vector<std::string_view>> merges, file.get_string_array(key_merges));
         if (!merges) {
-            return error(StatusCode::not_found, path + ": " + std::string(key_merges) +
-                                                    " is missing (a 'gpt2' vocabulary needs its BPE merges)");
+            return error(StatusCode::not_found,
+                         path + ": " + std::string(key_merges) + " is missing (a 'gpt2' vocabulary needs its BPE merges)");
         }
         vocab.merges.assign(merges->begin(), merges->end());
         // NOTE: llama.cpp's defaults for BPE vocabularies (GPT-NeoX era); files set them.
@@ -238,19 +230,15 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
         bool required_in_range;
     };
     const SpecialKey special_keys[] = {
-        {"tokenizer.ggml.bos_token_id", &vocab.bos_id, true},
-        {"tokenizer.ggml.eos_token_id", &vocab.eos_id, true},
-        {"tokenizer.ggml.unknown_token_id", &vocab.unk_id, true},
-        {"tokenizer.ggml.padding_token_id", &vocab.pad_id, false},
-        {"tokenizer.ggml.eot_token_id", &vocab.eot_id, false},
-        {"tokenizer.ggml.eom_token_id", &vocab.eom_id, false},
+        {"tokenizer.ggml.bos_token_id", &vocab.bos_id, true},     {"tokenizer.ggml.eos_token_id", &vocab.eos_id, true},
+        {"tokenizer.ggml.unknown_token_id", &vocab.unk_id, true}, {"tokenizer.ggml.padding_token_id", &vocab.pad_id, false},
+        {"tokenizer.ggml.eot_token_id", &vocab.eot_id, false},    {"tokenizer.ggml.eom_token_id", &vocab.eom_id, false},
     };
     for (const SpecialKey & k : special_keys) {
         LR_ASSIGN_OR_RETURN(const std::optional<int64_t> id, read_token_id(file, k.key));
         if (!id) continue;
         if (*id >= static_cast<int64_t>(n_tokens)) {
-            const std::string what = "id " + std::to_string(*id) + " is outside the vocabulary of " +
-                                     std::to_string(n_tokens) + " tokens";
+            const std::string what = "id " + std::to_string(*id) + " is outside the vocabulary of " + std::to_string(n_tokens) + " tokens";
             if (k.required_in_range) return key_error(file, k.key, what);
             vocab.notes.push_back(std::string(k.key) + ": " + what + ", ignored");
             continue;
@@ -274,9 +262,8 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
     // --- per-model token attributes (llama.cpp keys them on general.name)
     LR_ASSIGN_OR_RETURN(const std::optional<std::string_view> name_view, file.get_string("general.name"));
     std::string name = name_view ? std::string(*name_view) : std::string();
-    std::transform(name.begin(), name.end(), name.begin(), [](char c) {
-        return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
     if (contains(name, "phi-3") || contains(name, "phi3")) {
         for (TokenData & t : vocab.tokens) {
             if (t.attr & (token_attr::control | token_attr::user_defined | token_attr::unknown)) {

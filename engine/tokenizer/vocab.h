@@ -80,8 +80,8 @@ struct TokenData {
 
 struct Vocab {
     VocabType type = VocabType::spm;
-    std::string model_name;  // tokenizer.ggml.model
-    std::string pre_name;    // tokenizer.ggml.pre as written ("" when absent)
+    std::string model_name;                          // tokenizer.ggml.model
+    std::string pre_name;                            // tokenizer.ggml.pre as written ("" when absent)
     PreTokenizer pre = PreTokenizer::llama_default;  // bpe only
 
     std::vector<TokenData> tokens;
@@ -101,7 +101,7 @@ struct Vocab {
     bool ignore_merges = false;     // bpe: a word that is a whole token is not merged (Llama 3)
     bool clean_spaces = false;      // detokenizer's clean_up_tokenization_spaces
 
-    std::vector<int32_t> eog_ids;  // sorted, unique
+    std::vector<int32_t> eog_ids;    // sorted, unique
     std::vector<std::string> notes;  // what loading chose that a user may want to know
 
     int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }

@@ -21,9 +21,12 @@ MessageRecord message(qint64 id, const QString & role, const QString & text) {
 struct Spies {
     explicit Spies(QAbstractItemModel * m)
         : reset(m, &QAbstractItemModel::modelReset), inserted(m, &QAbstractItemModel::rowsInserted),
-          removed(m, &QAbstractItemModel::rowsRemoved), moved(m, &QAbstractItemModel::rowsMoved), changed(m, &QAbstractItemModel::dataChanged) {}
+          removed(m, &QAbstractItemModel::rowsRemoved), moved(m, &QAbstractItemModel::rowsMoved),
+          changed(m, &QAbstractItemModel::dataChanged) {}
     QSignalSpy reset, inserted, removed, moved, changed;
-    QList<int> counts() const { return {int(reset.count()), int(inserted.count()), int(removed.count()), int(moved.count()), int(changed.count())}; }
+    QList<int> counts() const {
+        return {int(reset.count()), int(inserted.count()), int(removed.count()), int(moved.count()), int(changed.count())};
+    }
 };
 
 }  // namespace
@@ -117,11 +120,20 @@ private slots:
     void modelListShowsEstimatesAndReasons() {
         ModelListModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        ModelEntry good{.path = "/m/good.gguf", .source = "~/models", .name = "Good", .architecture = "llama", .quantization = "Q4_0",
-                        .fileBytes = 1 << 20, .nCtxTrain = 4096,
+        ModelEntry good{.path = "/m/good.gguf",
+                        .source = "~/models",
+                        .name = "Good",
+                        .architecture = "llama",
+                        .quantization = "Q4_0",
+                        .fileBytes = 1 << 20,
+                        .nCtxTrain = 4096,
                         .shape = {.n_layer = 4, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 4096, .weight_bytes = 1 << 20},
                         .supported = true};
-        ModelEntry bad{.path = "/m/moe.gguf", .source = "LM Studio", .name = "Moe", .architecture = "mamba", .supported = false,
+        ModelEntry bad{.path = "/m/moe.gguf",
+                       .source = "LM Studio",
+                       .name = "Moe",
+                       .architecture = "mamba",
+                       .supported = false,
                        .problem = "model architecture 'mamba' is not supported"};
         QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
         model.setEntries({good, bad});

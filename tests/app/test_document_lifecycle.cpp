@@ -14,8 +14,14 @@ using namespace lr::app;
 
 namespace {
 
-const DocumentRecord kStored{.id = 5, .conversationId = 1, .path = "/docs/notes.md", .title = "notes.md", .format = "md",
-                             .fileBytes = 1200, .tokenCount = -1, .text = "Meeting on Tuesday."};
+const DocumentRecord kStored{.id = 5,
+                             .conversationId = 1,
+                             .path = "/docs/notes.md",
+                             .title = "notes.md",
+                             .format = "md",
+                             .fileBytes = 1200,
+                             .tokenCount = -1,
+                             .text = "Meeting on Tuesday."};
 const ContextMeasure kFits{.documentTokens = 300, .promptTokens = 340, .contextLimit = 2048, .reserveTokens = 512, .fits = true};
 const ContextMeasure kTooLong{.documentTokens = 3000, .promptTokens = 3040, .contextLimit = 2048, .reserveTokens = 512, .fits = false};
 
@@ -73,7 +79,8 @@ const std::vector<Scenario> & scenarios() {
          [](DocumentLifecycle & d) {
              storedAndReading(d);
              d.measured(1, kTooLong);
-             d.readFailed(1, {.kind = JobKind::prefill, .errorKind = JobErrorKind::contextFull, .message = "does not fit", .measure = kTooLong});
+             d.readFailed(
+                 1, {.kind = JobKind::prefill, .errorKind = JobErrorKind::contextFull, .message = "does not fit", .measure = kTooLong});
          },
          DocumentPhase::tooLong, 4},
         {"the engine failed",

@@ -52,11 +52,15 @@ class TestDocumentLoader : public QObject {
         if (kind == "txt") return write("notes.txt", "Caf\xC3\xA9 opening hours.\n\nMonday to Friday, 9 to 5.\n");
         if (kind == "md") return write("readme.md", "# Title\n\nSome *markdown* with a [link](http://x).\n");
         if (kind == "html") {
-            return write("page.html", "<html><head><meta charset=\"utf-8\"><title>T</title><style>p{color:red}</style></head>"
-                                      "<body><h1>Quarterly report</h1><p>Sales rose &amp; costs fell.</p><p>Na\xC3\xAFve caf\xC3\xA9.</p></body></html>");
+            return write(
+                "page.html",
+                "<html><head><meta charset=\"utf-8\"><title>T</title><style>p{color:red}</style></head>"
+                "<body><h1>Quarterly report</h1><p>Sales rose &amp; costs fell.</p><p>Na\xC3\xAFve caf\xC3\xA9.</p></body></html>");
         }
-        if (kind == "pdf") return writePdf("report.pdf", {"The first page talks about apples.", "The second page talks about pears."}, true);
-        if (kind == "utf16") return write("wide.txt", QByteArray("\xFF\xFE", 2) + QByteArray(reinterpret_cast<const char *>(u"Hello UTF-16"), 24));
+        if (kind == "pdf")
+            return writePdf("report.pdf", {"The first page talks about apples.", "The second page talks about pears."}, true);
+        if (kind == "utf16")
+            return write("wide.txt", QByteArray("\xFF\xFE", 2) + QByteArray(reinterpret_cast<const char *>(u"Hello UTF-16"), 24));
         if (kind == "latin1") return write("old.txt", "na\xEFve caf\xE9\n");
         if (kind == "csv") return write("table.csv", "a,b\n1,2\n");
         if (kind == "empty") return write("empty.txt", "");
@@ -91,22 +95,36 @@ private slots:
         QTest::addColumn<QString>("format");
         QTest::addColumn<QString>("expected");  // in the text, or in the error
         QTest::newRow("txt") << "txt" << true << "txt" << QString::fromUtf8("Caf\xC3\xA9 opening hours.");
-        QTest::newRow("md") << "md" << true << "md" << "Some *markdown*";
+        QTest::newRow("md") << "md" << true << "md"
+                            << "Some *markdown*";
         QTest::newRow("html") << "html" << true << "html" << QString::fromUtf8("Sales rose & costs fell.");
-        QTest::newRow("pdf") << "pdf" << true << "pdf" << "second page talks about pears";
-        QTest::newRow("utf-16") << "utf16" << true << "txt" << "Hello UTF-16";
+        QTest::newRow("pdf") << "pdf" << true << "pdf"
+                             << "second page talks about pears";
+        QTest::newRow("utf-16") << "utf16" << true << "txt"
+                                << "Hello UTF-16";
         QTest::newRow("latin-1") << "latin1" << true << "txt" << QString::fromUtf8("na\xC3\xAFve caf\xC3\xA9");
-        QTest::newRow("unknown suffix, text") << "csv" << true << "txt" << "1,2";
-        QTest::newRow("empty") << "empty" << false << "" << "is empty";
-        QTest::newRow("only blanks") << "blank" << false << "" << "has no text";
-        QTest::newRow("huge") << "huge" << false << "" << "is 65.0 MB; Longread opens documents up to 64.0 MB";
-        QTest::newRow("binary renamed .txt") << "binary" << false << "" << "is not text: it contains binary data";
-        QTest::newRow("unknown suffix, binary") << "binaryUnknown" << false << "" << "not a format Longread reads";
-        QTest::newRow("PDF without text layer") << "scan" << false << "" << "has no text layer";
-        QTest::newRow("damaged PDF") << "damagedPdf" << false << "" << "cannot be opened as a PDF";
-        QTest::newRow("folder") << "folder" << false << "" << "is a folder";
-        QTest::newRow("missing") << "missing" << false << "" << "does not exist";
-        QTest::newRow("HTML with no text") << "htmlEmpty" << false << "" << "has no text";
+        QTest::newRow("unknown suffix, text") << "csv" << true << "txt"
+                                              << "1,2";
+        QTest::newRow("empty") << "empty" << false << ""
+                               << "is empty";
+        QTest::newRow("only blanks") << "blank" << false << ""
+                                     << "has no text";
+        QTest::newRow("huge") << "huge" << false << ""
+                              << "is 65.0 MB; Longread opens documents up to 64.0 MB";
+        QTest::newRow("binary renamed .txt") << "binary" << false << ""
+                                             << "is not text: it contains binary data";
+        QTest::newRow("unknown suffix, binary") << "binaryUnknown" << false << ""
+                                                << "not a format Longread reads";
+        QTest::newRow("PDF without text layer") << "scan" << false << ""
+                                                << "has no text layer";
+        QTest::newRow("damaged PDF") << "damagedPdf" << false << ""
+                                     << "cannot be opened as a PDF";
+        QTest::newRow("folder") << "folder" << false << ""
+                                << "is a folder";
+        QTest::newRow("missing") << "missing" << false << ""
+                                 << "does not exist";
+        QTest::newRow("HTML with no text") << "htmlEmpty" << false << ""
+                                           << "has no text";
     }
     void loads() {
         QFETCH(QString, kind);

@@ -225,9 +225,12 @@ private slots:
     void whatTheEngineThrowsFailsTheJob_data() {
         QTest::addColumn<QString>("what");
         QTest::addColumn<QString>("message");
-        QTest::newRow("out of memory") << "bad_alloc" << "The engine ran out of memory: std::bad_alloc. Lower the context";
-        QTest::newRow("std::exception") << "runtime_error" << "The engine failed: a tensor went missing.";
-        QTest::newRow("anything else") << "int" << "The engine failed with an unknown error.";
+        QTest::newRow("out of memory") << "bad_alloc"
+                                       << "The engine ran out of memory: std::bad_alloc. Lower the context";
+        QTest::newRow("std::exception") << "runtime_error"
+                                        << "The engine failed: a tensor went missing.";
+        QTest::newRow("anything else") << "int"
+                                       << "The engine failed with an unknown error.";
     }
     void whatTheEngineThrowsFailsTheJob() {
         QFETCH(QString, what);

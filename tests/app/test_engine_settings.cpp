@@ -14,13 +14,20 @@ private slots:
     void validationNamesTheSetting_data() {
         QTest::addColumn<QString>("field");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("valid") << "" << "";
-        QTest::newRow("chunk 0") << "chunk0" << "prefill chunk";
-        QTest::newRow("tiny context") << "ctx10" << "context";
-        QTest::newRow("bits 5") << "bits5" << "KV bits";
-        QTest::newRow("keep 0") << "keep0" << "keep ratio";
-        QTest::newRow("summary 4") << "summary4" << "summary length";
-        QTest::newRow("negative budget") << "budget" << "tier budgets";
+        QTest::newRow("valid") << ""
+                               << "";
+        QTest::newRow("chunk 0") << "chunk0"
+                                 << "prefill chunk";
+        QTest::newRow("tiny context") << "ctx10"
+                                      << "context";
+        QTest::newRow("bits 5") << "bits5"
+                                << "KV bits";
+        QTest::newRow("keep 0") << "keep0"
+                                << "keep ratio";
+        QTest::newRow("summary 4") << "summary4"
+                                   << "summary length";
+        QTest::newRow("negative budget") << "budget"
+                                         << "tier budgets";
     }
     void validationNamesTheSetting() {
         QFETCH(QString, field);

@@ -61,7 +61,8 @@ private slots:
         LlmEngine other;
         auto r = other.loadModel({.path = QStringLiteral("/nonexistent/model.gguf"), .threads = 1}, {});
         QVERIFY(!r.ok());
-        QVERIFY2(QString::fromStdString(r.status().message()).contains(QStringLiteral("/nonexistent/model.gguf")), r.status().message().c_str());
+        QVERIFY2(QString::fromStdString(r.status().message()).contains(QStringLiteral("/nonexistent/model.gguf")),
+                 r.status().message().c_str());
         QVERIFY(!other.hasModel());
     }
 
@@ -75,10 +76,14 @@ private slots:
 
         uint32_t done = 0;
         int reports = 0;
-        QVERIFY(m_engine.prefill(context, m_settings, [&](const PrefillProgress & p) {
-            ++reports;
-            done = p.n_done;
-        }, {}).ok());
+        QVERIFY(m_engine
+                    .prefill(context, m_settings,
+                             [&](const PrefillProgress & p) {
+                                 ++reports;
+                                 done = p.n_done;
+                             },
+                             {})
+                    .ok());
         QCOMPARE(done, m->promptTokens);
         QCOMPARE(reports, int((m->promptTokens + 63) / 64));
 
@@ -98,13 +103,13 @@ private slots:
         // A question after the document evaluates only the question: the KV is reused.
         uint32_t evaluated = 0;
         std::string streamed;
-        auto r = m_engine.reply(context, QStringLiteral("Who is in the story?"), m_settings,
-                                [&](const PrefillProgress & p) { evaluated = p.n_total; },
-                                [&](int32_t, std::string_view piece) {
-                                    streamed += piece;
-                                    return true;
-                                },
-                                {});
+        auto r = m_engine.reply(
+            context, QStringLiteral("Who is in the story?"), m_settings, [&](const PrefillProgress & p) { evaluated = p.n_total; },
+            [&](int32_t, std::string_view piece) {
+                streamed += piece;
+                return true;
+            },
+            {});
         QVERIFY2(r.ok(), r.status().message().c_str());
         QVERIFY2(evaluated < 40, qPrintable(QString::number(evaluated)));
         QCOMPARE(streamed, r->text);
@@ -168,7 +173,8 @@ private slots:
         {
             LlmEngine first;
             QVERIFY(first.loadModel({.path = QString::fromLatin1(kBundledModelPath), .threads = 1}, {}).ok());
-            const Status s = first.prefill(context, settings, [&](const PrefillProgress & p) { computedFirst = p.n_done - p.n_restored; }, {});
+            const Status s = first.prefill(context, settings, [&](const PrefillProgress & p) { computedFirst = p.n_done - p.n_restored; },
+                                           {});
             QVERIFY2(s.ok(), s.message().c_str());
         }
         LlmEngine second;
@@ -185,9 +191,12 @@ private slots:
         const ConversationContext context = withDocument(m_text.left(800) + QStringLiteral(" fresh"));
         std::stop_source stop;
         int reports = 0;
-        Status s = m_engine.prefill(context, m_settings, [&](const PrefillProgress &) {
-            if (++reports == 1) stop.request_stop();
-        }, stop.get_token());
+        Status s = m_engine.prefill(
+            context, m_settings,
+            [&](const PrefillProgress &) {
+                if (++reports == 1) stop.request_stop();
+            },
+            stop.get_token());
         QCOMPARE(s.code(), StatusCode::cancelled);
         QCOMPARE(reports, 1);
     }

@@ -68,9 +68,9 @@ private slots:
         w.set_string("general.name", "Some Mamba");
         w.add_tensor("token_embd.weight", DType::F32, {4, 4});
         QVERIFY(w.write_file((m_extra + "/mamba.gguf").toStdString(), [](size_t, uint64_t, std::span<uint8_t> dst) {
-            std::fill(dst.begin(), dst.end(), uint8_t(0));
-            return Status{};
-        }).ok());
+                     std::fill(dst.begin(), dst.end(), uint8_t(0));
+                     return Status{};
+                 }).ok());
     }
 
     void findsEachModelOnceWithItsFacts() {

@@ -25,8 +25,10 @@ struct Core {
           engine(fakeFactory(std::move(script))) {
         if (!db.open()) qFatal("%s", qPrintable(db.errorMessage()));
         controller = std::make_unique<SessionController>(db, engine, settings);
-        conversationsTester = std::make_unique<QAbstractItemModelTester>(controller->conversations(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        messagesTester = std::make_unique<QAbstractItemModelTester>(controller->messages(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        conversationsTester = std::make_unique<QAbstractItemModelTester>(controller->conversations(),
+                                                                         QAbstractItemModelTester::FailureReportingMode::QtTest);
+        messagesTester = std::make_unique<QAbstractItemModelTester>(controller->messages(),
+                                                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
     }
     ~Core() {
         messagesTester.reset();

@@ -52,8 +52,8 @@ int runWriter(const QString & path) {
     const qint64 conversation = conversations.create(QStringLiteral("written until killed"))->id;
     const QString chunk = QString(400, QLatin1Char('x'));
     for (int i = 0;; ++i) {
-        std::optional<MessageRecord> m = messages.insert({.conversationId = conversation, .role = QStringLiteral("assistant"),
-                                                          .state = MessageState::streaming});
+        std::optional<MessageRecord> m = messages.insert(
+            {.conversationId = conversation, .role = QStringLiteral("assistant"), .state = MessageState::streaming});
         QString text;
         for (int k = 0; k < 5; ++k) {
             text += chunk;
@@ -95,8 +95,12 @@ private slots:
         QCOMPARE(Database::latestVersion(), 2);
         QCOMPARE(scalar(db, QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
         QCOMPARE(scalar(db, QStringLiteral("PRAGMA foreign_keys")), QStringLiteral("1"));
-        QCOMPARE(scalar(db, QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name IN ('conversations','messages','documents','conversation_settings')")),
-                 QStringLiteral("4"));
+        QCOMPARE(
+            scalar(
+                db,
+                QStringLiteral(
+                    "SELECT count(*) FROM sqlite_master WHERE name IN ('conversations','messages','documents','conversation_settings')")),
+            QStringLiteral("4"));
     }
 
     void migratesStepByStep_data() {
@@ -156,7 +160,8 @@ private slots:
         QVERIFY(a.id != b.id);
         QCOMPARE(conversations.list().front().id, b.id);  // newest first
         QTest::qWait(2);
-        QVERIFY(messages.insert({.conversationId = a.id, .role = QStringLiteral("user"), .text = QStringLiteral("What does clause 7 say? 100%")}));
+        QVERIFY(messages.insert(
+            {.conversationId = a.id, .role = QStringLiteral("user"), .text = QStringLiteral("What does clause 7 say? 100%")}));
         QCOMPARE(conversations.list().front().id, a.id);  // a message moves it to the top
         QVERIFY(conversations.rename(b.id, QStringLiteral("Nginx logs")));
         QCOMPARE(conversations.get(b.id)->title, QStringLiteral("Nginx logs"));
@@ -169,8 +174,13 @@ private slots:
         QCOMPARE(conversations.search(QStringLiteral("nothing like this")).size(), size_t(0));
         QCOMPARE(conversations.search(QString()).size(), size_t(2));
 
-        QVERIFY(documents.attach({.conversationId = a.id, .path = QStringLiteral("/tmp/c.pdf"), .title = QStringLiteral("c.pdf"),
-                                  .format = QStringLiteral("pdf"), .sha256 = QStringLiteral("ab"), .fileBytes = 10, .text = QStringLiteral("text")}));
+        QVERIFY(documents.attach({.conversationId = a.id,
+                                  .path = QStringLiteral("/tmp/c.pdf"),
+                                  .title = QStringLiteral("c.pdf"),
+                                  .format = QStringLiteral("pdf"),
+                                  .sha256 = QStringLiteral("ab"),
+                                  .fileBytes = 10,
+                                  .text = QStringLiteral("text")}));
         QVERIFY(settings.save(a.id, {{"contextTokens", 2048}}));
         QVERIFY(conversations.remove(a.id));
         QCOMPARE(messages.forConversation(a.id).size(), size_t(0));
@@ -184,15 +194,18 @@ private slots:
         QVERIFY(db.open());
         const qint64 c = ConversationRepository(db).create(QStringLiteral("t"))->id;
         MessageRepository messages(db);
-        const std::optional<MessageRecord> inserted = messages.insert({.conversationId = c, .role = QStringLiteral("user"), .text = QStringLiteral("hi")});
+        const std::optional<MessageRecord> inserted = messages.insert(
+            {.conversationId = c, .role = QStringLiteral("user"), .text = QStringLiteral("hi")});
         QVERIFY2(inserted.has_value(), qPrintable(db.lastFailure()));
         const MessageRecord user = *inserted;
-        const MessageRecord reply = *messages.insert({.conversationId = c, .role = QStringLiteral("assistant"), .state = MessageState::streaming});
+        const MessageRecord reply = *messages.insert(
+            {.conversationId = c, .role = QStringLiteral("assistant"), .state = MessageState::streaming});
         QVERIFY(reply.id > user.id);
         QVERIFY(messages.updateText(reply.id, QStringLiteral("Hel")));
         QCOMPARE(messages.get(reply.id)->text, QStringLiteral("Hel"));
         QCOMPARE(messages.get(reply.id)->state, MessageState::streaming);
-        QVERIFY(messages.finish(reply.id, QStringLiteral("Hello."), MessageState::stopped, QStringLiteral("stopped"), QStringLiteral("3 tokens")));
+        QVERIFY(messages.finish(reply.id, QStringLiteral("Hello."), MessageState::stopped, QStringLiteral("stopped"),
+                                QStringLiteral("3 tokens")));
         const MessageRecord done = *messages.get(reply.id);
         QCOMPARE(done.text, QStringLiteral("Hello."));
         QCOMPARE(done.state, MessageState::stopped);
@@ -208,13 +221,23 @@ private slots:
         QVERIFY(db.open());
         const qint64 c = ConversationRepository(db).create(QStringLiteral("t"))->id;
         DocumentRepository documents(db);
-        const DocumentRecord first = *documents.attach({.conversationId = c, .path = QStringLiteral("/a.txt"), .title = QStringLiteral("a.txt"),
-                                                        .format = QStringLiteral("txt"), .sha256 = QStringLiteral("aa"), .fileBytes = 3, .text = QStringLiteral("abc")});
+        const DocumentRecord first = *documents.attach({.conversationId = c,
+                                                        .path = QStringLiteral("/a.txt"),
+                                                        .title = QStringLiteral("a.txt"),
+                                                        .format = QStringLiteral("txt"),
+                                                        .sha256 = QStringLiteral("aa"),
+                                                        .fileBytes = 3,
+                                                        .text = QStringLiteral("abc")});
         QCOMPARE(documents.forConversation(c)->tokenCount, qint64(-1));
         QVERIFY(documents.setTokenCount(first.id, 42));
         QCOMPARE(documents.forConversation(c)->tokenCount, qint64(42));
-        documents.attach({.conversationId = c, .path = QStringLiteral("/b.md"), .title = QStringLiteral("b.md"), .format = QStringLiteral("md"),
-                          .sha256 = QStringLiteral("bb"), .fileBytes = 4, .text = QStringLiteral("# b")});
+        documents.attach({.conversationId = c,
+                          .path = QStringLiteral("/b.md"),
+                          .title = QStringLiteral("b.md"),
+                          .format = QStringLiteral("md"),
+                          .sha256 = QStringLiteral("bb"),
+                          .fileBytes = 4,
+                          .text = QStringLiteral("# b")});
         QCOMPARE(documents.forConversation(c)->title, QStringLiteral("b.md"));  // replaced
         QCOMPARE(scalar(db, QStringLiteral("SELECT count(*) FROM documents")), QStringLiteral("1"));
 
@@ -242,7 +265,8 @@ private slots:
                 Database db(file);
                 QVERIFY(db.open());
                 ConversationRepository conversations(db);
-                for (int i = 0; i < 300; ++i) conversations.create(QStringLiteral("conversation %1 ").arg(i) + QString(200, QLatin1Char('y')));
+                for (int i = 0; i < 300; ++i)
+                    conversations.create(QStringLiteral("conversation %1 ").arg(i) + QString(200, QLatin1Char('y')));
                 QSqlQuery(db.connection()).exec(QStringLiteral("PRAGMA wal_checkpoint(TRUNCATE)"));
             }
             QFile f(file);

@@ -24,8 +24,8 @@ struct Case {
     uint32_t block_tokens, n_head_kv, head_dim, n_blocks;
     int32_t group;
     int64_t n_tokens;
-    QString codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
-    bool holes;      // empty and evicted slots, positions differing per head
+    QString codecs;            // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
+    bool holes;                // empty and evicted slots, positions differing per head
     uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
 };
 
@@ -42,8 +42,8 @@ struct World {
     KvBlockShape shape;
     std::vector<std::vector<uint8_t>> storage;
     std::vector<KvBlockRef> blocks;
-    std::vector<float> q;       // [n_tokens][n_head][d]
-    std::vector<int32_t> pos;   // [n_tokens]
+    std::vector<float> q;      // [n_tokens][n_head][d]
+    std::vector<int32_t> pos;  // [n_tokens]
     float max_abs_v = 0;
     AttentionParams params;
     std::vector<uint32_t> read_pages;  // [n_blocks][n_head_kv], empty: every slot read
@@ -120,7 +120,8 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
     r.out.assign(w.q.size(), NAN);
     r.mass.assign(size_t(c.n_blocks) * c.n_head_kv * c.block_tokens, 0.5f);  // adds to what is there
     const PagedKvView view = w.view(mass ? r.mass.data() : nullptr);
-    const AttentionArgs args{.q = w.q.data(), .n_tokens = c.n_tokens, .pos = w.pos.data(), .view = &view, .params = w.params, .out = r.out.data()};
+    const AttentionArgs args{
+        .q = w.q.data(), .n_tokens = c.n_tokens, .pos = w.pos.data(), .view = &view, .params = w.params, .out = r.out.data()};
     AttentionScratch scratch;
     switch (path) {
         case Path::reference: attention_reference(pool, args); break;
@@ -197,7 +198,8 @@ private slots:
                 if (path == Path::fused_avx2 && !avx2) continue;
                 for (int threads : {1, 2, 3}) {
                     const Outputs got = run(w, c, path, threads, mass);
-                    const QString where = QString("%1, %2 threads, mass %3").arg(path == Path::fused_avx2 ? "avx2" : "scalar").arg(threads).arg(mass);
+                    const QString where =
+                        QString("%1, %2 threads, mass %3").arg(path == Path::fused_avx2 ? "avx2" : "scalar").arg(threads).arg(mass);
                     double worst = 0;
                     for (size_t i = 0; i < ref.out.size(); ++i) {
                         QVERIFY2(std::isfinite(got.out[i]), qPrintable(where));
@@ -206,7 +208,8 @@ private slots:
                     QVERIFY2(worst <= tol, qPrintable(where + QString(": max |d| %1 > %2").arg(worst).arg(tol)));
                     for (size_t i = 0; i < ref.mass.size(); ++i) {
                         QVERIFY2(std::fabs(double(got.mass[i]) - ref.mass[i]) <= 1e-5 * double(c.n_tokens * c.group),
-                                 qPrintable(where + QString(": mass %1 vs %2 at %3").arg(double(got.mass[i])).arg(double(ref.mass[i])).arg(i)));
+                                 qPrintable(where +
+                                            QString(": mass %1 vs %2 at %3").arg(double(got.mass[i])).arg(double(ref.mass[i])).arg(i)));
                     }
                 }
                 // Same input, any thread count: the same bits.

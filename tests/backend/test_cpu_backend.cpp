@@ -57,7 +57,8 @@ private slots:
 
     void matmulMatchesScalarPath_data() {
         QTest::addColumn<QString>("type");
-        for (const char * t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}) {
+        for (const char * t :
+             {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}) {
             QTest::newRow(t) << QString(t);
         }
     }
@@ -75,7 +76,8 @@ private slots:
             double scale = 0;
             for (float v : a) scale = std::max(scale, double(std::fabs(v)));
             for (size_t i = 0; i < a.size(); ++i) {
-                QVERIFY2(std::fabs(double(a[i]) - b[i]) <= 1e-5 * scale + 1e-30, qPrintable(QString("output %1: %2 vs %3").arg(i).arg(double(a[i])).arg(double(b[i]))));
+                QVERIFY2(std::fabs(double(a[i]) - b[i]) <= 1e-5 * scale + 1e-30,
+                         qPrintable(QString("output %1: %2 vs %3").arg(i).arg(double(a[i])).arg(double(b[i]))));
             }
             // Rows are computed in chunks that depend on the thread count; the bits do not.
             QVERIFY(matmul(single, w, x, n_tokens) == b);
@@ -92,7 +94,8 @@ private slots:
         simd.rms_norm(x.data(), nw, 1e-5f, rows, a.data());
         ref.rms_norm(x.data(), nw, 1e-5f, rows, b.data());
         QVERIFY(a == b);
-        std::vector<float> g = rng.activations(size_t(n)), u = rng.activations(size_t(n)), sa(static_cast<size_t>(n)), sb(static_cast<size_t>(n));
+        std::vector<float> g = rng.activations(size_t(n)), u = rng.activations(size_t(n)), sa(static_cast<size_t>(n)),
+                           sb(static_cast<size_t>(n));
         simd.swiglu(g.data(), u.data(), n, sa.data());
         ref.swiglu(g.data(), u.data(), n, sb.data());
         QVERIFY(sa == sb);

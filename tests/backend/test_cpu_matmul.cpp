@@ -28,8 +28,8 @@ namespace {
 struct Problem {
     DType type;
     int64_t n_cols, n_rows, n_tokens;
-    std::vector<uint8_t> w;   // [n_rows][row_bytes]
-    std::vector<float> x;     // [n_tokens][n_cols]
+    std::vector<uint8_t> w;  // [n_rows][row_bytes]
+    std::vector<float> x;    // [n_tokens][n_cols]
 };
 
 Problem make_problem(DType type, int64_t n_cols, int64_t n_rows, int64_t n_tokens, uint64_t seed) {
@@ -118,8 +118,8 @@ std::vector<double> abs_products(const Problem & p, std::vector<double> * exact)
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-const char * const kTypes[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL",
-                               "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
+const char * const kTypes[] = {"F32",  "F16",    "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
+                               "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
 
 }  // namespace
 
@@ -186,7 +186,9 @@ private slots:
                     if (is_float_type(wt)) {
                         for (size_t i = 0; i < a.size(); ++i) {
                             QVERIFY2(std::memcmp(&a[i], &b[i], sizeof(float)) == 0,
-                                     qPrintable(where + QString(" output %1: %2 vs %3").arg(i).arg(double(a[i]), 0, 'g', 9).arg(double(b[i]), 0, 'g', 9)));
+                                     qPrintable(
+                                         where +
+                                         QString(" output %1: %2 vs %3").arg(i).arg(double(a[i]), 0, 'g', 9).arg(double(b[i]), 0, 'g', 9)));
                         }
                         continue;
                     }
@@ -201,7 +203,11 @@ private slots:
                                  qPrintable(where + QString(" scalar %1 exact %2").arg(double(a[i])).arg(exact[i])));
                         QVERIFY2(std::fabs(b[i] - exact[i]) <= bound,
                                  qPrintable(where + QString(" output %1: simd %2 exact %3 (scalar %4, bound %5)")
-                                                        .arg(i).arg(double(b[i]), 0, 'g', 9).arg(exact[i], 0, 'g', 9).arg(double(a[i]), 0, 'g', 9).arg(bound)));
+                                                        .arg(i)
+                                                        .arg(double(b[i]), 0, 'g', 9)
+                                                        .arg(exact[i], 0, 'g', 9)
+                                                        .arg(double(a[i]), 0, 'g', 9)
+                                                        .arg(bound)));
                     }
                 }
             }

@@ -53,15 +53,22 @@ void bench_matmul(benchmark::State & state, DType type, CpuIsa isa, int64_t n_ro
     AlignedBuffer act, scratch;
     act.reserve(arb * size_t(n_tokens));
     scratch.reserve(std::max<size_t>(64, k->scratch_bytes(n_cols, n_rows, n_tokens)));
-    const MatmulJob job{.w = w.data(), .w_row_bytes = rb, .n_cols = n_cols, .act = act.data(), .act_row_bytes = arb,
-                        .n_tokens = n_tokens, .y = y.data(), .y_stride = n_rows};
+    const MatmulJob job{.w = w.data(),
+                        .w_row_bytes = rb,
+                        .n_cols = n_cols,
+                        .act = act.data(),
+                        .act_row_bytes = arb,
+                        .n_tokens = n_tokens,
+                        .y = y.data(),
+                        .y_stride = n_rows};
     for (auto _ : state) {
         for (int64_t t = 0; t < n_tokens; ++t) k->convert_act(x.data() + t * n_cols, n_cols, act.data() + size_t(t) * arb);
         k->rows(job, 0, n_rows, scratch.data());
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["weight_GB/s"] = benchmark::Counter(double(w.size()) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-    state.counters["GMAC/s"] = benchmark::Counter(double(n_rows * n_cols * n_tokens) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    state.counters["GMAC/s"] = benchmark::Counter(double(n_rows * n_cols * n_tokens) * double(state.iterations()) / 1e9,
+                                                  benchmark::Counter::kIsRate);
 }
 
 void bench_attention(benchmark::State & state, CpuIsa isa) {
@@ -100,7 +107,8 @@ void bench_attention(benchmark::State & state, CpuIsa isa) {
     for (int64_t t = 0; t < n_tokens; ++t) positions.push_back(int32_t(depth + uint32_t(t)));
     ThreadPool pool(1);
     AttentionScratch scratch;
-    const AttentionArgs args{.q = q.data(), .n_tokens = n_tokens, .pos = positions.data(), .view = &view, .params = params, .out = out.data()};
+    const AttentionArgs args{
+        .q = q.data(), .n_tokens = n_tokens, .pos = positions.data(), .view = &view, .params = params, .out = out.data()};
     for (auto _ : state) {
         if (isa == CpuIsa::scalar) {
             attention_reference(pool, args);
@@ -116,8 +124,8 @@ void register_all() {
     const CpuIsa best = detect_cpu_isa();
     std::vector<CpuIsa> isas = {CpuIsa::scalar};
     if (best != CpuIsa::scalar) isas.push_back(best);
-    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                           DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const DType types[] = {DType::F32,  DType::F16,    DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                           DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
     for (DType type : types) {
         for (CpuIsa isa : isas) {
             const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" + std::string(cpu_isa_name(isa));

@@ -123,15 +123,15 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "the text holds fewer than %u tokens\n", n);
         return 1;
     }
-    std::printf("%d windows of %u tokens, %u layers x %u KV heads, head_dim %u; keys' largest channel RMS / median: %.2f\n\n", windows,
-                n, hp.n_layer, hp.n_head_kv, hp.head_dim, outlier_sum / (windows * hp.n_layer * hp.n_head_kv));
+    std::printf("%d windows of %u tokens, %u layers x %u KV heads, head_dim %u; keys' largest channel RMS / median: %.2f\n\n", windows, n,
+                hp.n_layer, hp.n_head_kv, hp.head_dim, outlier_sum / (windows * hp.n_layer * hp.n_head_kv));
     std::printf("| rows | codec | per token: rel. RMS error | per channel (32 tokens) | per channel better in |\n");
     std::printf("|---|---|---|---|---|\n");
     for (int kv = 0; kv < 2; ++kv) {
         for (int c = 0; c < 2; ++c) {
             const Tally & t = tally[kv][c];
-            std::printf("| %s | %s | %.5f | %.5f | %d of %d heads |\n", kv == 0 ? "K" : "V",
-                        std::string(kv_codec_name(codecs[c])).c_str(), t.token / t.n, t.channel / t.n, t.channel_wins, t.n);
+            std::printf("| %s | %s | %.5f | %.5f | %d of %d heads |\n", kv == 0 ? "K" : "V", std::string(kv_codec_name(codecs[c])).c_str(),
+                        t.token / t.n, t.channel / t.n, t.channel_wins, t.n);
         }
     }
     return 0;

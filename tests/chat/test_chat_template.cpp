@@ -223,19 +223,20 @@ private slots:
             // 3.1/3.3 fall back to a fixed date; 3.2 asks strftime_now for today's.
             const QString date = QString(file).contains("3.2") ? "{TODAY}" : llama31_date;
             const QString system = QString(k_llama31_system).replace("{DATE}", date);
-            QTest::addRow("%s/full", file) << file << "full" << true
-                                           << system + "You are a helpful assistant.<|eot_id|>" + k_llama3_turns << "";
+            QTest::addRow("%s/full", file) << file << "full" << true << system + "You are a helpful assistant.<|eot_id|>" + k_llama3_turns
+                                           << "";
             QTest::addRow("%s/user", file) << file << "user" << true
-                                           << system + "<|eot_id|>"
-                                                       "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-                                                       "<|start_header_id|>assistant<|end_header_id|>\n\n"
+                                           << system +
+                                                  "<|eot_id|>"
+                                                  "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                  "<|start_header_id|>assistant<|end_header_id|>\n\n"
                                            << "";
         }
-        QTest::newRow("llama-3.1/user/no-prompt")
-            << "meta-llama-Llama-3.1-8B-Instruct.jinja" << "user" << false
-            << QString(k_llama31_system).replace("{DATE}", llama31_date) +
-                   "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-            << "";
+        QTest::newRow("llama-3.1/user/no-prompt") << "meta-llama-Llama-3.1-8B-Instruct.jinja"
+                                                  << "user" << false
+                                                  << QString(k_llama31_system).replace("{DATE}", llama31_date) +
+                                                         "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                  << "";
 
         const char * qwen = "Qwen-Qwen2.5-7B-Instruct.jinja";
         QTest::newRow("qwen2.5/full") << qwen << "full" << true << k_chatml_full << "";
@@ -252,13 +253,13 @@ private slots:
 
         const char * nemo = "mistralai-Mistral-Nemo-Instruct-2407.jinja";
         QTest::newRow("mistral-nemo/full")
-            << nemo << "full" << true
-            << "<s>[INST]Hello![/INST]Hi there.</s>[INST]You are a helpful assistant.\n\nWhat is 2+2?\n[/INST]" << "";
-        QTest::newRow("mistral-nemo/user") << nemo << "user" << true << "<s>[INST]Hello![/INST]" << "";
-        QTest::newRow("mistral-nemo/assistant-first")
-            << nemo << "assistant_first" << true << ""
-            << "After the optional system message, conversation roles must alternate "
-               "user/assistant/user/assistant/...";
+            << nemo << "full" << true << "<s>[INST]Hello![/INST]Hi there.</s>[INST]You are a helpful assistant.\n\nWhat is 2+2?\n[/INST]"
+            << "";
+        QTest::newRow("mistral-nemo/user") << nemo << "user" << true << "<s>[INST]Hello![/INST]"
+                                           << "";
+        QTest::newRow("mistral-nemo/assistant-first") << nemo << "assistant_first" << true << ""
+                                                      << "After the optional system message, conversation roles must alternate "
+                                                         "user/assistant/user/assistant/...";
 
         const char * phi = "microsoft-Phi-3.5-mini-instruct.jinja";
         QTest::newRow("phi-3.5/full") << phi << "full" << true
@@ -268,25 +269,26 @@ private slots:
                                          "<|user|>\nWhat is 2+2?\n<|end|>\n"
                                          "<|assistant|>\n"
                                       << "";
-        QTest::newRow("phi-3.5/user") << phi << "user" << true << "<|user|>\nHello!<|end|>\n<|assistant|>\n" << "";
-        QTest::newRow("phi-3.5/user/no-prompt") << phi << "user" << false << "<|user|>\nHello!<|end|>\n</s>" << "";
+        QTest::newRow("phi-3.5/user") << phi << "user" << true << "<|user|>\nHello!<|end|>\n<|assistant|>\n"
+                                      << "";
+        QTest::newRow("phi-3.5/user/no-prompt") << phi << "user" << false << "<|user|>\nHello!<|end|>\n</s>"
+                                                << "";
 
         const char * gemma = "google-gemma-2-2b-it.jinja";
-        QTest::newRow("gemma-2/full") << gemma << "full" << true << "" << "System role not supported";
-        QTest::newRow("gemma-2/user") << gemma << "user" << true
-                                      << "<s><start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n" << "";
+        QTest::newRow("gemma-2/full") << gemma << "full" << true << ""
+                                      << "System role not supported";
+        QTest::newRow("gemma-2/user") << gemma << "user" << true << "<s><start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n"
+                                      << "";
         QTest::newRow("gemma-2/no-system") << gemma << "no_system" << true
                                            << "<s><start_of_turn>user\nHello!<end_of_turn>\n"
                                               "<start_of_turn>model\nHi there.<end_of_turn>\n"
                                               "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n"
                                               "<start_of_turn>model\n"
                                            << "";
-        QTest::newRow("gemma-2/assistant-first")
-            << gemma << "assistant_first" << true << ""
-            << "Conversation roles must alternate user/assistant/user/assistant/...";
+        QTest::newRow("gemma-2/assistant-first") << gemma << "assistant_first" << true << ""
+                                                 << "Conversation roles must alternate user/assistant/user/assistant/...";
 
-        for (const char * file : {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
-                                  "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"}) {
+        for (const char * file : {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"}) {
             QTest::addRow("%s/full", file) << file << "full" << true
                                            << "<s>You are a helpful assistant.<｜User｜>Hello!"
                                               "<｜Assistant｜>Hi there.<｜end▁of▁sentence｜>"
@@ -295,21 +297,22 @@ private slots:
             QTest::addRow("%s/user", file) << file << "user" << true << "<s><｜User｜>Hello!<｜Assistant｜><think>\n"
                                            << "";
         }
-        QTest::newRow("deepseek-distill/user/no-prompt")
-            << "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja" << "user" << false << "<s><｜User｜>Hello!" << "";
+        QTest::newRow("deepseek-distill/user/no-prompt") << "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja"
+                                                         << "user" << false << "<s><｜User｜>Hello!"
+                                                         << "";
 
         const char * r1 = "llama-cpp-deepseek-r1.jinja";
-        QTest::newRow("llama-cpp-deepseek-r1/full")
-            << r1 << "full" << true
-            << "<s>You are a helpful assistant.<｜User｜>Hello!<｜end▁of▁sentence｜>"
-               "<｜Assistant｜>Hi there.<｜end▁of▁sentence｜>"
-               "<｜User｜>What is 2+2?\n<｜end▁of▁sentence｜><｜Assistant｜><think>\n"
-            << "";
+        QTest::newRow("llama-cpp-deepseek-r1/full") << r1 << "full" << true
+                                                    << "<s>You are a helpful assistant.<｜User｜>Hello!<｜end▁of▁sentence｜>"
+                                                       "<｜Assistant｜>Hi there.<｜end▁of▁sentence｜>"
+                                                       "<｜User｜>What is 2+2?\n<｜end▁of▁sentence｜><｜Assistant｜><think>\n"
+                                                    << "";
         QTest::newRow("llama-cpp-deepseek-r1/user")
-            << r1 << "user" << true << "<s><｜User｜>Hello!<｜end▁of▁sentence｜><｜Assistant｜><think>\n" << "";
+            << r1 << "user" << true << "<s><｜User｜>Hello!<｜end▁of▁sentence｜><｜Assistant｜><think>\n"
+            << "";
 
-        for (const char * file : {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
-                                  "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"}) {
+        for (const char * file :
+             {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"}) {
             QTest::addRow("%s/full", file) << file << "full" << true << k_hermes_head + k_chatml_full << "";
             QTest::addRow("%s/user", file) << file << "user" << true
                                            << k_hermes_head + "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n"
@@ -317,49 +320,47 @@ private slots:
         }
 
         const char * f31 = "meetkai-functionary-medium-v3.1.jinja";
-        QTest::newRow("functionary-3.1/full")
-            << f31 << "full" << true
-            << k_functionary31_head + "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
-                                      "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-                                      "<|start_header_id|>assistant<|end_header_id|>\n\nHi there.<|eot_id|>"
-                                      "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?\n<|eot_id|>"
-                                      "<|start_header_id|>assistant<|end_header_id|>\n\n"
-            << "";
-        QTest::newRow("functionary-3.1/user")
-            << f31 << "user" << true
-            << k_functionary31_head + "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-                                      "<|start_header_id|>assistant<|end_header_id|>\n\n"
-            << "";
+        QTest::newRow("functionary-3.1/full") << f31 << "full" << true
+                                              << k_functionary31_head +
+                                                     "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
+                                                     "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                     "<|start_header_id|>assistant<|end_header_id|>\n\nHi there.<|eot_id|>"
+                                                     "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?\n<|eot_id|>"
+                                                     "<|start_header_id|>assistant<|end_header_id|>\n\n"
+                                              << "";
+        QTest::newRow("functionary-3.1/user") << f31 << "user" << true
+                                              << k_functionary31_head +
+                                                     "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                     "<|start_header_id|>assistant<|end_header_id|>\n\n"
+                                              << "";
 
         const char * f32 = "meetkai-functionary-medium-v3.2.jinja";
-        QTest::newRow("functionary-3.2/full")
-            << f32 << "full" << true
-            << k_functionary32_head + "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
-                                      "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-                                      "<|start_header_id|>assistant<|end_header_id|>\n\n>>>all\nHi there.<|eot_id|>"
-                                      "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?\n<|eot_id|>"
-                                      "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
-            << "";
-        QTest::newRow("functionary-3.2/user")
-            << f32 << "user" << true
-            << k_functionary32_head + "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-                                      "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
-            << "";
+        QTest::newRow("functionary-3.2/full") << f32 << "full" << true
+                                              << k_functionary32_head +
+                                                     "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
+                                                     "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                     "<|start_header_id|>assistant<|end_header_id|>\n\n>>>all\nHi there.<|eot_id|>"
+                                                     "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?\n<|eot_id|>"
+                                                     "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
+                                              << "";
+        QTest::newRow("functionary-3.2/user") << f32 << "user" << true
+                                              << k_functionary32_head +
+                                                     "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                     "<|start_header_id|>assistant<|end_header_id|>\n\n>>>"
+                                              << "";
 
         const char * cr = "CohereForAI-c4ai-command-r-plus-tool_use.jinja";
-        QTest::newRow("command-r-plus/full")
-            << cr << "full" << true
-            << k_command_r_head + "You are a helpful assistant." + k_command_r_tools +
-                   "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!<|END_OF_TURN_TOKEN|>"
-                   "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>Hi there.<|END_OF_TURN_TOKEN|>"
-                   "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>What is 2+2?<|END_OF_TURN_TOKEN|>" +
-                   k_command_r_tail
-            << "";
-        QTest::newRow("command-r-plus/user")
-            << cr << "user" << true
-            << k_command_r_head + k_command_r_default_system + k_command_r_tools +
-                   "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!<|END_OF_TURN_TOKEN|>" + k_command_r_tail
-            << "";
+        QTest::newRow("command-r-plus/full") << cr << "full" << true
+                                             << k_command_r_head + "You are a helpful assistant." + k_command_r_tools +
+                                                    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!<|END_OF_TURN_TOKEN|>"
+                                                    "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>Hi there.<|END_OF_TURN_TOKEN|>"
+                                                    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>What is 2+2?<|END_OF_TURN_TOKEN|>" +
+                                                    k_command_r_tail
+                                             << "";
+        QTest::newRow("command-r-plus/user") << cr << "user" << true
+                                             << k_command_r_head + k_command_r_default_system + k_command_r_tools +
+                                                    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!<|END_OF_TURN_TOKEN|>" + k_command_r_tail
+                                             << "";
 
         const char * r7b = "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja";
         QTest::newRow("command-r7b/full")
@@ -375,17 +376,19 @@ private slots:
                    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>What is 2+2?\n<|END_OF_TURN_TOKEN|>"
                    "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
             << "";
-        QTest::newRow("command-r7b/user")
-            << r7b << "user" << true
-            << k_command_r7b_head + "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!"
-                                    "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
-            << "";
+        QTest::newRow("command-r7b/user") << r7b << "user" << true
+                                          << k_command_r7b_head +
+                                                 "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hello!"
+                                                 "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
+                                          << "";
 
         // firefunction-v2 needs `functions` and `datetime`, which chats do not pass: like
         // Hugging Face, rendering fails (firefunctionWithItsVariables renders it with them).
         const char * fire = "fireworks-ai-llama-3-firefunction-v2.jinja";
-        QTest::newRow("firefunction-v2/full") << fire << "full" << true << "" << "'functions' is undefined";
-        QTest::newRow("firefunction-v2/user") << fire << "user" << true << "" << "'functions' is undefined";
+        QTest::newRow("firefunction-v2/full") << fire << "full" << true << ""
+                                              << "'functions' is undefined";
+        QTest::newRow("firefunction-v2/user") << fire << "user" << true << ""
+                                              << "'functions' is undefined";
     }
     void realTemplates() {
         QFETCH(QString, file);
@@ -436,8 +439,7 @@ private slots:
         QVERIFY(context.ok());
         Result<std::string> out = t->render(*context);
         QVERIFY2(out.ok(), out.status().message().c_str());
-        const QString expected = "<s><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.\n" +
-                                 k_firefunction_suffix +
+        const QString expected = "<s><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.\n" + k_firefunction_suffix +
                                  "\n[]\nToday is 2024-07-26.<|eot_id|>" + k_llama3_turns;
         QCOMPARE(QString::fromStdString(*out), expected);
     }
@@ -564,9 +566,12 @@ private slots:
             }
         }
         for (bool prompt : {true, false}) {
-            QTest::addRow("qwen/full/%d", prompt ? 1 : 0) << "Qwen-Qwen2.5-7B-Instruct.jinja" << "full" << prompt;
-            QTest::addRow("gemma/no_system/%d", prompt ? 1 : 0) << "google-gemma-2-2b-it.jinja" << "no_system" << prompt;
-            QTest::addRow("gemma/user/%d", prompt ? 1 : 0) << "google-gemma-2-2b-it.jinja" << "user" << prompt;
+            QTest::addRow("qwen/full/%d", prompt ? 1 : 0) << "Qwen-Qwen2.5-7B-Instruct.jinja"
+                                                          << "full" << prompt;
+            QTest::addRow("gemma/no_system/%d", prompt ? 1 : 0) << "google-gemma-2-2b-it.jinja"
+                                                                << "no_system" << prompt;
+            QTest::addRow("gemma/user/%d", prompt ? 1 : 0) << "google-gemma-2-2b-it.jinja"
+                                                           << "user" << prompt;
         }
     }
     void builtinMatchesItsReferenceTemplate() {
@@ -580,8 +585,7 @@ private slots:
         const std::vector<ChatMessage> messages = conversation(conv);
         Result<std::string> want = real->render(messages, options(generation_prompt));
         QVERIFY2(want.ok(), want.status().message().c_str());
-        QCOMPARE(QString::fromStdString(*builtin.render(messages, options(generation_prompt))),
-                 QString::fromStdString(*want));
+        QCOMPARE(QString::fromStdString(*builtin.render(messages, options(generation_prompt))), QString::fromStdString(*want));
     }
 
     void fallbackWhenTheTemplateRejectsTheChat() {
@@ -601,9 +605,8 @@ private slots:
         const ChatTemplate fire = ChatTemplate::for_model(read_template("fireworks-ai-llama-3-firefunction-v2.jinja"));
         const std::string llama3 = fire.render_or_fallback(conversation("user"), options(true), &reason);
         QVERIFY(QString::fromStdString(reason).contains("'functions' is undefined"));
-        QCOMPARE(QString::fromStdString(llama3),
-                 QString("<s><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-                         "<|start_header_id|>assistant<|end_header_id|>\n\n"));
+        QCOMPARE(QString::fromStdString(llama3), QString("<s><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+                                                         "<|start_header_id|>assistant<|end_header_id|>\n\n"));
     }
 
     void fallbackWhenTheTemplateDoesNotParse() {

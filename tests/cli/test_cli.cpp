@@ -35,7 +35,8 @@ private slots:
         QCOMPARE(r.exit_code, 0);
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();
         QCOMPARE(to_ints(o["prompt_tokens"].toArray()), (std::vector<int32_t>{1, 403, 407, 261, 378}));
-        const std::vector<int32_t> expected = to_ints(read_json(shared_path("reference/stories260K/stories260K_greedy200.json"))["generated_tokens"].toArray());
+        const std::vector<int32_t> expected = to_ints(
+            read_json(shared_path("reference/stories260K/stories260K_greedy200.json"))["generated_tokens"].toArray());
         const std::vector<int32_t> got = to_ints(o["generated_tokens"].toArray());
         QCOMPARE(got, std::vector<int32_t>(expected.begin(), expected.begin() + 20));
         QVERIFY(o["text"].toString().startsWith(", there was a little girl"));
@@ -57,7 +58,8 @@ private slots:
         const std::vector<ReferenceRun> ref = read_reference_logits(shared_path("reference/stories260K/stories260K_logits.json"));
         const std::vector<float> ours = to_floats(first["prompt_position_logits"].toArray()[4].toArray());
         QVERIFY(max_abs_diff(ours.data(), ref[0].prompt_position_logits[4]) < 6e-3f);
-        QCOMPARE(to_ints(first["generated_tokens"].toArray()), std::vector<int32_t>(ref[0].generated.begin(), ref[0].generated.begin() + 2));
+        QCOMPARE(to_ints(first["generated_tokens"].toArray()),
+                 std::vector<int32_t>(ref[0].generated.begin(), ref[0].generated.begin() + 2));
     }
 
     void perplexityPrintsTheFinalEstimate() {
@@ -91,8 +93,8 @@ private slots:
         QVERIFY(text.open(QIODevice::ReadOnly));
         const QString prompt = QString::fromUtf8(text.read(3000));
         auto generate = [&](const QString & stats) {
-            return run_cli({"generate", "-p", prompt, "-n", "16", "--temp", "0", "--json", "--kv-dir", dir.path(),
-                            "--kv-disk-mib", "64", "--kv-stats-json", stats});
+            return run_cli({"generate", "-p", prompt, "-n", "16", "--temp", "0", "--json", "--kv-dir", dir.path(), "--kv-disk-mib", "64",
+                            "--kv-stats-json", stats});
         };
         const Run a = generate(dir.path() + "/a.json");
         QCOMPARE(a.exit_code, 0);
@@ -143,13 +145,16 @@ private slots:
         QTest::newRow("missing model") << QStringList{"generate", "-m", "/nonexistent.gguf", "-p", "x"} << "/nonexistent.gguf: cannot open";
         QTest::newRow("not a gguf") << QStringList{"info", "-m", shared_path("data/text/tinystories_style_eval.txt")} << "not a GGUF file";
         QTest::newRow("vocab only") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-qwen2.gguf")} << "is missing";
-        QTest::newRow("unknown arch") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-gpt-2.gguf")} << "architecture 'gpt2' is not supported";
+        QTest::newRow("unknown arch") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-gpt-2.gguf")}
+                                      << "architecture 'gpt2' is not supported";
         QTest::newRow("context too big") << QStringList{"generate", "-p", "x", "-c", "100000"} << "trained for";
-        QTest::newRow("prompt too long") << QStringList{"generate", "-p", QString("word ").repeated(100), "-c", "32"} << "shorten it or raise -c";
+        QTest::newRow("prompt too long") << QStringList{"generate", "-p", QString("word ").repeated(100), "-c", "32"}
+                                         << "shorten it or raise -c";
         QTest::newRow("missing file") << QStringList{"perplexity", "-f", "/nonexistent.txt"} << "cannot open";
         QTest::newRow("bad temperature") << QStringList{"generate", "-p", "x", "--temp", "-1"} << "--temp must be between";
         QTest::newRow("make-model no output") << QStringList{"make-model", "--preset", "tiny"} << "needs an output file";
-        QTest::newRow("quest page") << QStringList{"generate", "-p", "x", "--kv-policy", "quest", "--quest-page", "24"} << "Quest page (24 tokens)";
+        QTest::newRow("quest page") << QStringList{"generate", "-p", "x", "--kv-policy", "quest", "--quest-page", "24"}
+                                    << "Quest page (24 tokens)";
         QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
     }
     void badInputGivesOneLineError() {

@@ -56,12 +56,18 @@ private slots:
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("arch");
         QTest::addColumn<int>("n_tensors");
-        QTest::newRow("stories260K") << "models/stories260K.gguf" << "llama" << 48;
-        QTest::newRow("llama-2-tiny-random") << "models/llama-2-tiny-random.gguf" << "llama" << -1;
-        QTest::newRow("tiny-q4_k_m") << "models/tiny/tiny-llama-Q4_K_M.gguf" << "llama" << 21;
-        QTest::newRow("tiny-tied") << "models/tiny/tiny-llama-tied-f32.gguf" << "llama" << 20;
-        QTest::newRow("qwen2") << "models/tiny/tiny-qwen2-Q8_0.gguf" << "qwen2" << 27;
-        QTest::newRow("vocab-only") << "data/tokenizer/ggml-vocab-qwen2.gguf" << "" << 0;
+        QTest::newRow("stories260K") << "models/stories260K.gguf"
+                                     << "llama" << 48;
+        QTest::newRow("llama-2-tiny-random") << "models/llama-2-tiny-random.gguf"
+                                             << "llama" << -1;
+        QTest::newRow("tiny-q4_k_m") << "models/tiny/tiny-llama-Q4_K_M.gguf"
+                                     << "llama" << 21;
+        QTest::newRow("tiny-tied") << "models/tiny/tiny-llama-tied-f32.gguf"
+                                   << "llama" << 20;
+        QTest::newRow("qwen2") << "models/tiny/tiny-qwen2-Q8_0.gguf"
+                               << "qwen2" << 27;
+        QTest::newRow("vocab-only") << "data/tokenizer/ggml-vocab-qwen2.gguf"
+                                    << "" << 0;
     }
     void readsSharedModels() {
         QFETCH(QString, file);
@@ -133,9 +139,9 @@ private slots:
         for (const MetaEntry & e : src->metadata()) w.copy_entry(e);
         w.add_tensor("t", DType::F16, {8});
         QVERIFY(w.write_file(path, [](size_t, uint64_t, std::span<uint8_t> d) {
-            std::fill(d.begin(), d.end(), uint8_t(7));
-            return Status{};
-        }).ok());
+                     std::fill(d.begin(), d.end(), uint8_t(7));
+                     return Status{};
+                 }).ok());
         auto f = GgufFile::open(path);
         QVERIFY2(f.ok(), qPrintable(message_of(f)));
         QCOMPARE(f->metadata().size(), src->metadata().size());
@@ -204,23 +210,40 @@ private slots:
     void malformed_data() {
         QTest::addColumn<QString>("mutation");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("magic") << "magic" << "wrong magic";
-        QTest::newRow("version-1") << "version1" << "version 1";
-        QTest::newRow("version-99") << "version99" << "unknown GGUF version 99";
-        QTest::newRow("huge-kv-count") << "kvcount" << "metadata count";
-        QTest::newRow("huge-tensor-count") << "tcount" << "tensor count";
-        QTest::newRow("huge-string") << "keylen" << "truncated file";
-        QTest::newRow("huge-array") << "arraylen" << "tokenizer.ggml.scores";
-        QTest::newRow("unknown-value-type") << "valuetype" << "unknown value type";
-        QTest::newRow("bad-alignment") << "alignment" << "general.alignment";
-        QTest::newRow("unknown-tensor-type") << "tensortype" << "unknown type number";
-        QTest::newRow("too-many-dims") << "ndims" << "dimensions";
-        QTest::newRow("zero-dim") << "zerodim" << "invalid shape";
-        QTest::newRow("misaligned-offset") << "offset" << "alignment";
-        QTest::newRow("data-past-end") << "pastend" << "past the end";
-        QTest::newRow("duplicate-key") << "dupkey" << "duplicate metadata key";
-        QTest::newRow("nested-array") << "nested" << "array of arrays";
-        QTest::newRow("block-size") << "blocksize" << "block size";
+        QTest::newRow("magic") << "magic"
+                               << "wrong magic";
+        QTest::newRow("version-1") << "version1"
+                                   << "version 1";
+        QTest::newRow("version-99") << "version99"
+                                    << "unknown GGUF version 99";
+        QTest::newRow("huge-kv-count") << "kvcount"
+                                       << "metadata count";
+        QTest::newRow("huge-tensor-count") << "tcount"
+                                           << "tensor count";
+        QTest::newRow("huge-string") << "keylen"
+                                     << "truncated file";
+        QTest::newRow("huge-array") << "arraylen"
+                                    << "tokenizer.ggml.scores";
+        QTest::newRow("unknown-value-type") << "valuetype"
+                                            << "unknown value type";
+        QTest::newRow("bad-alignment") << "alignment"
+                                       << "general.alignment";
+        QTest::newRow("unknown-tensor-type") << "tensortype"
+                                             << "unknown type number";
+        QTest::newRow("too-many-dims") << "ndims"
+                                       << "dimensions";
+        QTest::newRow("zero-dim") << "zerodim"
+                                  << "invalid shape";
+        QTest::newRow("misaligned-offset") << "offset"
+                                           << "alignment";
+        QTest::newRow("data-past-end") << "pastend"
+                                       << "past the end";
+        QTest::newRow("duplicate-key") << "dupkey"
+                                       << "duplicate metadata key";
+        QTest::newRow("nested-array") << "nested"
+                                      << "array of arrays";
+        QTest::newRow("block-size") << "blocksize"
+                                    << "block size";
     }
     void malformed() {
         QFETCH(QString, mutation);
@@ -247,8 +270,8 @@ private slots:
             GgufWriter w = small_writer();
             w.set_uint32("general.alignment", 3);  // writer keeps 32, reader must refuse 3
             b = w.write_bytes([](size_t, uint64_t, std::span<uint8_t>) { return Status{}; }).value();
-        } else if (mutation == "tensortype" || mutation == "ndims" || mutation == "zerodim" ||
-                   mutation == "offset" || mutation == "pastend" || mutation == "blocksize") {
+        } else if (mutation == "tensortype" || mutation == "ndims" || mutation == "zerodim" || mutation == "offset" ||
+                   mutation == "pastend" || mutation == "blocksize") {
             // Tensor info of "b.weight": name, n_dims, ne[2], type, offset.
             const size_t at = find_bytes(b, "b.weight") + 8;
             if (mutation == "ndims") put_u32(b, at, 5);

@@ -201,8 +201,9 @@ int main(int argc, char ** argv) {
     std::printf("prefill 512: %.0f tok/s; decode 64: %.1f tok/s = %.0f GB/s of weights (%.2f of peak, %.2f of copy)\n", t.prefill_tps,
                 t.decode_tps, eff, dev.peak_bandwidth_gbs > 0 ? eff / dev.peak_bandwidth_gbs : 0.0, copy_gbs > 0 ? eff / copy_gbs : 0.0);
     json << "  \"model_layers\": " << (*model)->hparams().n_layer << ",\n  \"weight_bytes\": " << w.n_bytes
-         << ",\n  \"bytes_per_token\": " << per_token << ",\n  \"prefill_tps\": " << t.prefill_tps << ",\n  \"decode_tps\": " << t.decode_tps
-         << ",\n  \"decode_gbs\": " << eff << ",\n  \"decode_ratio_peak\": " << (dev.peak_bandwidth_gbs > 0 ? eff / dev.peak_bandwidth_gbs : 0.0)
+         << ",\n  \"bytes_per_token\": " << per_token << ",\n  \"prefill_tps\": " << t.prefill_tps
+         << ",\n  \"decode_tps\": " << t.decode_tps << ",\n  \"decode_gbs\": " << eff
+         << ",\n  \"decode_ratio_peak\": " << (dev.peak_bandwidth_gbs > 0 ? eff / dev.peak_bandwidth_gbs : 0.0)
          << ",\n  \"decode_ratio_copy\": " << (copy_gbs > 0 ? eff / copy_gbs : 0.0) << ",\n";
 
     // A small VRAM tier: about three layers' KV of the 2048-token context.
@@ -233,8 +234,9 @@ int main(int argc, char ** argv) {
         auto streamed = Model::load(model_path, **partial);
         if (!streamed.ok()) die(streamed.status().message());
         const Timing ts = run_session(*streamed, base, 64, 16);
-        std::printf("gpu layers %u of %u (%.2f GiB streamed): decode %.2f tok/s, prefill 64: %.1f tok/s\n", half, (*model)->hparams().n_layer,
-                    double((*partial)->streamed_weight_bytes()) / double(1 << 30), ts.decode_tps, ts.prefill_tps);
+        std::printf("gpu layers %u of %u (%.2f GiB streamed): decode %.2f tok/s, prefill 64: %.1f tok/s\n", half,
+                    (*model)->hparams().n_layer, double((*partial)->streamed_weight_bytes()) / double(1 << 30), ts.decode_tps,
+                    ts.prefill_tps);
         json << "  \"streamed\": {\"gpu_layers\": " << half << ", \"streamed_bytes\": " << (*partial)->streamed_weight_bytes()
              << ", \"decode_tps\": " << ts.decode_tps << ", \"prefill_tps\": " << ts.prefill_tps << "}\n";
     }

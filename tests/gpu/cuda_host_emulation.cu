@@ -93,11 +93,19 @@ T tree_reduce(std::vector<T> part, Op op) {
 
 }  // namespace
 
-void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float * x,
-                    int64_t n_tokens, float * y) {
+void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float * x, int64_t n_tokens,
+                    float * y) {
     LR_ASSERT(n_tokens >= 1 && n_tokens <= kMatvecMaxTokens);
-    const mv::Params p{.w = w, .row_bytes = row_bytes, .n_rows = n_rows, .n_cols = n_cols, .x = x, .n_tokens = int(n_tokens), .y = y,
-                       .y_stride = n_rows, .w_aligned16 = false, .x_vec4 = false};
+    const mv::Params p{.w = w,
+                       .row_bytes = row_bytes,
+                       .n_rows = n_rows,
+                       .n_cols = n_cols,
+                       .x = x,
+                       .n_tokens = int(n_tokens),
+                       .y = y,
+                       .y_stride = n_rows,
+                       .w_aligned16 = false,
+                       .x_vec4 = false};
 #define LR_MATVEC_CASE(T) matvec<T>(p)
     LR_CUDA_DISPATCH_TYPE(type, LR_MATVEC_CASE)
 #undef LR_MATVEC_CASE
@@ -111,8 +119,10 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
                          .n_head = params.n_head,
                          .n_head_kv = params.n_head_kv,
                          .n_blocks = view.n_blocks(),
-                         .dims = {.block_tokens = view.shape.block_tokens, .n_head_kv = view.shape.n_head_kv,
-                                  .head_dim = view.shape.head_dim, .codec_group = kv_codec_group(view.shape.head_dim)},
+                         .dims = {.block_tokens = view.shape.block_tokens,
+                                  .n_head_kv = view.shape.n_head_kv,
+                                  .head_dim = view.shape.head_dim,
+                                  .codec_group = kv_codec_group(view.shape.head_dim)},
                          .scale = params.scale,
                          .f16_k = true,
                          .f16_v = true,
@@ -123,14 +133,23 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
         const KvBlockLayout L = view.layout(b);
         shape.f16_k = shape.f16_k && L.k_codec == KvCodec::f16;
         shape.f16_v = shape.f16_v && L.v_codec == KvCodec::f16;
-        table.push_back({.data = view.blocks[b].data, .k_codec = uint32_t(L.k_codec), .v_codec = uint32_t(L.v_codec),
-                         .k_row_bytes = uint32_t(L.k_row_bytes()), .v_row_bytes = uint32_t(L.v_row_bytes()),
-                         .v_offset = uint32_t(L.v_offset()), .pos_offset = uint32_t(L.pos_offset())});
+        table.push_back({.data = view.blocks[b].data,
+                         .k_codec = uint32_t(L.k_codec),
+                         .v_codec = uint32_t(L.v_codec),
+                         .k_row_bytes = uint32_t(L.k_row_bytes()),
+                         .v_row_bytes = uint32_t(L.v_row_bytes()),
+                         .v_offset = uint32_t(L.v_offset()),
+                         .pos_offset = uint32_t(L.pos_offset())});
     }
     const AttentionPlan pl = plan(shape);
     std::vector<float> scores(pl.scores_bytes / sizeof(float)), partial(pl.partial_bytes / sizeof(float));
-    const AttentionArgs args{.q = q, .pos = pos, .blocks = table.data(), .mass = view.attn_mass, .out = out,
-                             .scores = scores.data(), .partial = partial.data(),
+    const AttentionArgs args{.q = q,
+                             .pos = pos,
+                             .blocks = table.data(),
+                             .mass = view.attn_mass,
+                             .out = out,
+                             .scores = scores.data(),
+                             .partial = partial.data(),
                              .read_pages = view.read_pages.empty() ? nullptr : view.read_pages.data()};
     std::vector<float> smem(std::max(scores_shared_bytes(pl, shape.dims.head_dim), values_shared_bytes(pl, shape.dims.head_dim)) / 4 + 1);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += pl.tile_tokens) {

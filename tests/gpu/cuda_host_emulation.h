@@ -27,8 +27,8 @@ float emulate_kv_decode(KvCodec codec, const uint8_t * row, uint32_t i, uint32_t
 
 // The matvec kernel (matvec.cuh), warp by warp and lane by lane, with the warp's
 // butterfly sum.                        x: [n_tokens][n_cols], y: [n_tokens][n_rows]
-void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float * x,
-                    int64_t n_tokens, float * y);
+void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, const float * x, int64_t n_tokens,
+                    float * y);
 
 // The launches of attention.cu (attention.cuh), block by block and thread by thread in
 // barrier order, on host memory (the view's blocks in RAM). n_sm sizes the plan as on a GPU

@@ -108,12 +108,12 @@ private slots:
         QTest::addColumn<bool>("noted");
         // 500 MiB global + 8 x 200 MiB; usable = free - 768 MiB; automatic keeps a fifth free.
         QTest::newRow("auto-everything-fits") << qulonglong(8192) << -1 << true << 8 << false;
-        QTest::newRow("auto-some") << qulonglong(2048) << -1 << true << 2 << false;      // 1280 usable, 1024 for weights
-        QTest::newRow("auto-none") << qulonglong(1400) << -1 << true << 0 << false;      // 632 usable, 505 for weights
-        QTest::newRow("too-little") << qulonglong(1200) << -1 << false << 0 << true;     // 432 usable < 500 global
+        QTest::newRow("auto-some") << qulonglong(2048) << -1 << true << 2 << false;   // 1280 usable, 1024 for weights
+        QTest::newRow("auto-none") << qulonglong(1400) << -1 << true << 0 << false;   // 632 usable, 505 for weights
+        QTest::newRow("too-little") << qulonglong(1200) << -1 << false << 0 << true;  // 432 usable < 500 global
         QTest::newRow("asked-3") << qulonglong(8192) << 3 << true << 3 << false;
         QTest::newRow("asked-0") << qulonglong(8192) << 0 << true << 0 << false;
-        QTest::newRow("asked-too-many") << qulonglong(2048) << 8 << true << 3 << true;   // 1280 usable: global + 3
+        QTest::newRow("asked-too-many") << qulonglong(2048) << 8 << true << 3 << true;  // 1280 usable: global + 3
         QTest::newRow("asked-more-than-exist") << qulonglong(8192) << 100 << true << 8 << false;
     }
     void gpuLayersPlan() {

@@ -57,7 +57,9 @@ private slots:
                              DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL};
         for (DType t : all) {
             const int block = int(dtype_traits(t).block_elems);
-            const std::vector<int> cols = block == 256 ? std::vector<int>{256, 1024} : block == 32 ? std::vector<int>{96, 800} : std::vector<int>{37, 520};
+            const std::vector<int> cols = block == 256  ? std::vector<int>{256, 1024}
+                                          : block == 32 ? std::vector<int>{96, 800}
+                                                        : std::vector<int>{37, 520};
             for (int n : cols) QTest::addRow("%s-%d", dtype_name(t).data(), n) << t << n;
         }
     }
@@ -83,9 +85,12 @@ private slots:
             std::fill(got.begin(), got.end(), NAN);
             QVERIFY2(emulate_dequant_steps(type, w.data(), rb, n_rows, n_cols, aligned16, got.data()), "a column written twice or never");
             for (size_t i = 0; i < want.size(); ++i) {
-                QVERIFY2(std::memcmp(&got[i], &want[i], 4) == 0,
-                         qPrintable(QString("aligned %1, row %2 col %3: %4 vs %5").arg(aligned16).arg(i / size_t(n_cols)).arg(i % size_t(n_cols))
-                                        .arg(double(got[i])).arg(double(want[i]))));
+                QVERIFY2(std::memcmp(&got[i], &want[i], 4) == 0, qPrintable(QString("aligned %1, row %2 col %3: %4 vs %5")
+                                                                                .arg(aligned16)
+                                                                                .arg(i / size_t(n_cols))
+                                                                                .arg(i % size_t(n_cols))
+                                                                                .arg(double(got[i]))
+                                                                                .arg(double(want[i]))));
             }
         }
     }
@@ -132,7 +137,8 @@ private slots:
                 }
                 const double got = y[size_t(t) * n_rows + size_t(r)];
                 const double bound = 2.0 * n_cols / 16777216.0 * abs_sum + 1e-6;
-                QVERIFY2(std::fabs(got - exact) <= bound, qPrintable(QString("y[%1][%2] = %3, exact %4").arg(t).arg(r).arg(got).arg(exact)));
+                QVERIFY2(std::fabs(got - exact) <= bound,
+                         qPrintable(QString("y[%1][%2] = %3, exact %4").arg(t).arg(r).arg(got).arg(exact)));
             }
         }
     }
@@ -201,7 +207,10 @@ private slots:
         for (float & v : q) v = rng.normal(1.0f);
         std::vector<int32_t> qpos;
         for (int64_t t = 0; t < c.n_tokens; ++t) qpos.push_back(n_pos - int32_t(c.n_tokens) + int32_t(t));
-        const AttentionParams p{.n_head = n_head, .n_head_kv = int32_t(c.n_head_kv), .head_dim = int32_t(d), .scale = 1.0f / std::sqrt(float(d))};
+        const AttentionParams p{.n_head = n_head,
+                                .n_head_kv = int32_t(c.n_head_kv),
+                                .head_dim = int32_t(d),
+                                .scale = 1.0f / std::sqrt(float(d))};
         const bool all_f16 = c.codecs.find_first_not_of('h') == std::string::npos;
         const double tol = (all_f16 ? 2e-3 : 5e-5) * double(max_abs_v);
         const size_t n_mass = size_t(c.n_blocks) * c.n_head_kv * bt;
@@ -249,8 +258,8 @@ private slots:
         Rng rng{uint64_t(head_dim)};
         for (int trial = 0; trial < 50; ++trial) {
             std::vector<float> x = rng.activations(d, trial % 2 ? 3.0f : 0.01f);
-            if (trial == 7) std::fill(x.begin(), x.end(), 0.0f);   // zero scale
-            if (trial == 8) std::fill(x.begin(), x.end(), 1.5f);   // flat group: max == min
+            if (trial == 7) std::fill(x.begin(), x.end(), 0.0f);  // zero scale
+            if (trial == 8) std::fill(x.begin(), x.end(), 1.5f);  // flat group: max == min
             std::vector<uint8_t> want(rb), got(rb, 0xCD);
             kv_encode_row(codec, x.data(), want.data(), d);
             emulate_kv_encode_row(codec, x.data(), got.data(), d);
@@ -259,7 +268,8 @@ private slots:
             kv_decode_row(codec, want.data(), dec.data(), d);
             for (uint32_t i = 0; i < d; ++i) {
                 const float v = emulate_kv_decode(codec, want.data(), i, d);
-                QVERIFY2(std::memcmp(&v, &dec[i], 4) == 0, qPrintable(QString("trial %1 value %2: %3 vs %4").arg(trial).arg(i).arg(double(v)).arg(double(dec[i]))));
+                QVERIFY2(std::memcmp(&v, &dec[i], 4) == 0,
+                         qPrintable(QString("trial %1 value %2: %3 vs %4").arg(trial).arg(i).arg(double(v)).arg(double(dec[i]))));
             }
         }
     }

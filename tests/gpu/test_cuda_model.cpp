@@ -56,8 +56,11 @@ class TestCudaModel : public QObject {
     QString random_model(const QString & type, bool qwen2 = false) {
         const QString path = dir_.path() + "/random-" + type + (qwen2 ? "-qwen2" : "") + ".gguf";
         if (QFile::exists(path)) return path;
-        RandomModelSpec spec{.preset = qwen2 ? "tiny-qwen2" : "tiny", .weights = *weight_format_from_name(type.toStdString()),
-                             .output_path = path.toStdString(), .seed = 11, .n_threads = 2};
+        RandomModelSpec spec{.preset = qwen2 ? "tiny-qwen2" : "tiny",
+                             .weights = *weight_format_from_name(type.toStdString()),
+                             .output_path = path.toStdString(),
+                             .seed = 11,
+                             .n_threads = 2};
         if (Status s = write_random_model(spec); !s.ok()) qFatal("%s", s.message().c_str());
         return path;
     }
@@ -73,12 +76,13 @@ private slots:
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("logits");
         QTest::addColumn<float>("tolerance");
-        QTest::newRow("stories260K") << "models/stories260K.gguf" << "reference/stories260K/stories260K_logits.json" << 6e-3f;
+        QTest::newRow("stories260K") << "models/stories260K.gguf"
+                                     << "reference/stories260K/stories260K_logits.json" << 6e-3f;
         const std::pair<const char *, float> tiny[] = {
-            {"tiny-llama-f32", 1e-3f},  {"tiny-llama-F16", 1e-3f},  {"tiny-llama-BF16", 4e-3f}, {"tiny-llama-Q8_0", 5e-2f},
-            {"tiny-llama-Q4_0", 5e-2f}, {"tiny-llama-Q4_1", 5e-2f}, {"tiny-llama-Q5_0", 5e-2f}, {"tiny-llama-Q5_1", 5e-2f},
-            {"tiny-llama-Q2_K", 5e-2f}, {"tiny-llama-Q3_K", 5e-2f}, {"tiny-llama-Q4_K", 5e-2f}, {"tiny-llama-Q5_K", 5e-2f},
-            {"tiny-llama-Q6_K", 5e-2f}, {"tiny-llama-IQ4_NL", 5e-2f}, {"tiny-llama-Q4_K_M", 5e-2f}, {"tiny-qwen2-f32", 1e-3f},
+            {"tiny-llama-f32", 1e-3f},  {"tiny-llama-F16", 1e-3f},      {"tiny-llama-BF16", 4e-3f},     {"tiny-llama-Q8_0", 5e-2f},
+            {"tiny-llama-Q4_0", 5e-2f}, {"tiny-llama-Q4_1", 5e-2f},     {"tiny-llama-Q5_0", 5e-2f},     {"tiny-llama-Q5_1", 5e-2f},
+            {"tiny-llama-Q2_K", 5e-2f}, {"tiny-llama-Q3_K", 5e-2f},     {"tiny-llama-Q4_K", 5e-2f},     {"tiny-llama-Q5_K", 5e-2f},
+            {"tiny-llama-Q6_K", 5e-2f}, {"tiny-llama-IQ4_NL", 5e-2f},   {"tiny-llama-Q4_K_M", 5e-2f},   {"tiny-qwen2-f32", 1e-3f},
             {"tiny-qwen2-Q8_0", 5e-2f}, {"tiny-llama3rope-f32", 2e-4f}, {"tiny-llama-tied-f32", 1e-3f},
         };
         for (const auto & [name, tol] : tiny) {

@@ -35,8 +35,8 @@ constexpr double kU = 1.0 / 16777216.0;  // 2^-24, float's unit roundoff
 struct Matrix {
     DType type;
     int64_t n_rows, n_cols;
-    std::vector<uint8_t> bytes;   // n_rows rows of row_bytes(type, n_cols)
-    std::vector<float> values;    // the dequantized values, [n_rows][n_cols]
+    std::vector<uint8_t> bytes;  // n_rows rows of row_bytes(type, n_cols)
+    std::vector<float> values;   // the dequantized values, [n_rows][n_cols]
 };
 
 Matrix random_matrix(DType type, int64_t n_rows, int64_t n_cols, uint64_t seed) {
@@ -208,7 +208,8 @@ private slots:
         dev_->get_rows(w, ids.data(), int64_t(ids.size()), out.as<float>());
         const std::vector<float> got = to_host<float>(*dev_, out.data(), ids.size() * size_t(n_cols));
         for (size_t i = 0; i < ids.size(); ++i) {
-            QVERIFY2(std::memcmp(got.data() + i * size_t(n_cols), m.values.data() + size_t(ids[i]) * size_t(n_cols), size_t(n_cols) * 4) == 0,
+            QVERIFY2(std::memcmp(got.data() + i * size_t(n_cols), m.values.data() + size_t(ids[i]) * size_t(n_cols), size_t(n_cols) * 4) ==
+                         0,
                      qPrintable(QString("row %1 (id %2)").arg(i).arg(ids[i])));
         }
     }
@@ -223,7 +224,9 @@ private slots:
         for (DType t : all) {
             const int block = int(dtype_traits(t).block_elems);
             // Columns: below one 256-step, several steps plus a tail (legacy, floats), odd (floats).
-            std::vector<int> cols = block == 256 ? std::vector<int>{256, 1024} : block == 32 ? std::vector<int>{96, 800} : std::vector<int>{37, 544};
+            std::vector<int> cols = block == 256  ? std::vector<int>{256, 1024}
+                                    : block == 32 ? std::vector<int>{96, 800}
+                                                  : std::vector<int>{37, 544};
             for (int n_cols : cols) {
                 for (int n_tokens : {1, 3, 8, 9, 40}) {
                     QTest::addRow("%s-%dx%d-t%d", dtype_name(t).data(), 67, n_cols, n_tokens) << t << 67 << n_cols << n_tokens;
@@ -305,10 +308,12 @@ private slots:
                 DeviceBuffer xb = to_device(*streaming, x), yb = to_device(*streaming, std::vector<float>(size_t(n_tokens * n_rows)));
                 dev_->matmul(in_vram, xa.as<float>(), n_tokens, ya.as<float>());
                 streaming->matmul(in_ram, xb.as<float>(), n_tokens, yb.as<float>());
-                QVERIFY(to_host<float>(*streaming, yb.data(), size_t(n_tokens * n_rows)) == to_host<float>(*dev_, ya.data(), size_t(n_tokens * n_rows)));
+                QVERIFY(to_host<float>(*streaming, yb.data(), size_t(n_tokens * n_rows)) ==
+                        to_host<float>(*dev_, ya.data(), size_t(n_tokens * n_rows)));
             }
             const std::vector<int32_t> ids = {3, 44, 0};
-            DeviceBuffer ra = to_device(*dev_, std::vector<float>(3 * size_t(n_cols))), rb = to_device(*streaming, std::vector<float>(3 * size_t(n_cols)));
+            DeviceBuffer ra = to_device(*dev_, std::vector<float>(3 * size_t(n_cols))),
+                         rb = to_device(*streaming, std::vector<float>(3 * size_t(n_cols)));
             dev_->get_rows(in_vram, ids.data(), 3, ra.as<float>());
             streaming->get_rows(in_ram, ids.data(), 3, rb.as<float>());
             QVERIFY(to_host<float>(*streaming, rb.data(), 3 * size_t(n_cols)) == to_host<float>(*dev_, ra.data(), 3 * size_t(n_cols)));
@@ -332,7 +337,8 @@ private slots:
             dev_->swiglu(a2.as<float>(), bd.as<float>(), n, od.as<float>());
             const std::vector<float> got = to_host<float>(*dev_, od.data(), size_t(n));
             for (size_t i = 0; i < got.size(); ++i) {
-                QVERIFY2(std::fabs(got[i] - sw[i]) <= 1e-6f * std::fabs(sw[i]) + 1e-30f, qPrintable(QString("swiglu[%1] %2 vs %3").arg(i).arg(got[i]).arg(sw[i])));
+                QVERIFY2(std::fabs(got[i] - sw[i]) <= 1e-6f * std::fabs(sw[i]) + 1e-30f,
+                         qPrintable(QString("swiglu[%1] %2 vs %3").arg(i).arg(got[i]).arg(sw[i])));
             }
         }
         // add_bias: exact, rows of odd length.
@@ -342,7 +348,8 @@ private slots:
         const WeightView bh{DType::F32, n_cols, 1, bias.data()};
         ref_.add_bias(want.data(), bh, n_rows);
         // The bytes outlive the weight: the CPU backend (the stand-in) keeps pointing at them.
-        const std::vector<uint8_t> bias_bytes(reinterpret_cast<const uint8_t *>(bias.data()), reinterpret_cast<const uint8_t *>(bias.data() + n_cols));
+        const std::vector<uint8_t> bias_bytes(reinterpret_cast<const uint8_t *>(bias.data()),
+                                              reinterpret_cast<const uint8_t *>(bias.data() + n_cols));
         const WeightView bdv = prepare(*dev_, DType::F32, n_cols, 1, bias_bytes);
         DeviceBuffer xd = to_device(*dev_, x);
         dev_->add_bias(xd.as<float>(), bdv, n_rows);
@@ -374,7 +381,8 @@ private slots:
         const std::vector<float> got = to_host<float>(*dev_, od.data(), x.size());
         // The double sum in another order can move the float mean by one ulp.
         for (size_t i = 0; i < got.size(); ++i) {
-            QVERIFY2(std::fabs(got[i] - want[i]) <= 4e-7f * std::fabs(want[i]) + 1e-30f, qPrintable(QString("%1: %2 vs %3").arg(i).arg(got[i]).arg(want[i])));
+            QVERIFY2(std::fabs(got[i] - want[i]) <= 4e-7f * std::fabs(want[i]) + 1e-30f,
+                     qPrintable(QString("%1: %2 vs %3").arg(i).arg(got[i]).arg(want[i])));
         }
     }
 
@@ -408,8 +416,12 @@ private slots:
         std::vector<uint8_t> ff_bytes(ff.size() * 4);
         std::memcpy(ff_bytes.data(), ff.data(), ff_bytes.size());
         const WeightView ffd = prepare(*dev_, DType::F32, int64_t(ff.size()), 1, ff_bytes);
-        RopeParams p{.mode = neox ? RopeMode::neox : RopeMode::normal, .n_rot = n_rot, .head_dim = head_dim, .freq_base = 500000.0f,
-                     .freq_scale = freq_scale, .freq_factors = factors ? ff.data() : nullptr};
+        RopeParams p{.mode = neox ? RopeMode::neox : RopeMode::normal,
+                     .n_rot = n_rot,
+                     .head_dim = head_dim,
+                     .freq_base = 500000.0f,
+                     .freq_scale = freq_scale,
+                     .freq_factors = factors ? ff.data() : nullptr};
         std::vector<float> want = x;
         ref_.rope(want.data(), n_tokens, n_heads, pos.data(), p);
         p.freq_factors = factors ? static_cast<const float *>(ffd.data) : nullptr;
@@ -418,7 +430,8 @@ private slots:
         const std::vector<float> got = to_host<float>(*dev_, xd.data(), x.size());
         // Same angles; cos and sin correctly rounded on both sides but in rare cases.
         for (size_t i = 0; i < got.size(); ++i) {
-            QVERIFY2(std::fabs(got[i] - want[i]) <= 1e-6f * (1.0f + std::fabs(want[i])), qPrintable(QString("%1: %2 vs %3").arg(i).arg(got[i]).arg(want[i])));
+            QVERIFY2(std::fabs(got[i] - want[i]) <= 1e-6f * (1.0f + std::fabs(want[i])),
+                     qPrintable(QString("%1: %2 vs %3").arg(i).arg(got[i]).arg(want[i])));
         }
     }
 
@@ -456,7 +469,8 @@ private slots:
         for (size_t b = 0; b < w.host.size(); ++b) {
             const std::vector<uint8_t> got = to_host<uint8_t>(*dev_, w.device[b].data(), w.host[b].size());
             for (size_t i = 0; i < got.size(); ++i) {
-                QVERIFY2(got[i] == w.host[b][i], qPrintable(QString("block %1 byte %2: %3 vs %4").arg(b).arg(i).arg(got[i]).arg(w.host[b][i])));
+                QVERIFY2(got[i] == w.host[b][i],
+                         qPrintable(QString("block %1 byte %2: %3 vs %4").arg(b).arg(i).arg(got[i]).arg(w.host[b][i])));
             }
         }
     }
@@ -493,7 +507,9 @@ private slots:
         for (float & v : q) v = rng.normal(1.0f);
         std::vector<int32_t> pos;
         for (int64_t t = 0; t < c.n_tokens; ++t) pos.push_back(n_pos - int32_t(c.n_tokens) + int32_t(t));
-        const AttentionParams p{.n_head = n_head, .n_head_kv = int32_t(c.n_head_kv), .head_dim = int32_t(c.head_dim),
+        const AttentionParams p{.n_head = n_head,
+                                .n_head_kv = int32_t(c.n_head_kv),
+                                .head_dim = int32_t(c.head_dim),
                                 .scale = 1.0f / std::sqrt(float(c.head_dim))};
         const bool all_f16 = c.codecs.find_first_not_of('h') == std::string::npos;
         const double tol = (all_f16 ? 2e-3 : 5e-5) * double(w.max_abs_v);
@@ -531,7 +547,8 @@ private slots:
                 total += double(mass[i]) - 0.5;
             }
             // Each query's weights sum to one.
-            QVERIFY2(std::fabs(total - double(c.n_tokens * n_head)) < 1e-3 * double(c.n_tokens * n_head), qPrintable(QString::number(total)));
+            QVERIFY2(std::fabs(total - double(c.n_tokens * n_head)) < 1e-3 * double(c.n_tokens * n_head),
+                     qPrintable(QString::number(total)));
         }
     }
 

@@ -9,13 +9,13 @@
 #include <random>
 #include <set>
 
+#include "engine/api/memory_plan.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/kv_codec_rows.h"
 #include "engine/common/fp16.h"
 #include "engine/model/random_model_writer.h"
 #include "engine/runtime/generator.h"
 #include "kvcache/kv_cache.h"
-#include "engine/api/memory_plan.h"
 #include "kvcache/page_bounds.h"
 #include "kvcache/token_selection.h"
 #include "support/reference_data.h"
@@ -117,9 +117,9 @@ private slots:
         std::vector<uint8_t> keep;
         select_positions(pos, score, {.budget = 10, .sinks = 4, .recent = 4}, keep);
         QCOMPARE(std::count(keep.begin(), keep.end(), 1), 10);
-        for (int i = 0; i < 4; ++i) QVERIFY(keep[size_t(i)]);        // sinks
-        for (int i = 36; i < 40; ++i) QVERIFY(keep[size_t(i)]);      // recent
-        QVERIFY(keep[10] && keep[25]);                               // heavy hitters
+        for (int i = 0; i < 4; ++i) QVERIFY(keep[size_t(i)]);    // sinks
+        for (int i = 36; i < 40; ++i) QVERIFY(keep[size_t(i)]);  // recent
+        QVERIFY(keep[10] && keep[25]);                           // heavy hitters
         // Among equal scores the more recent position wins.
         score[10] = score[25] = 0.01f;
         select_positions(pos, score, {.budget = 10, .sinks = 4, .recent = 4}, keep);
@@ -260,9 +260,10 @@ private slots:
         SyntheticCache c(s);
         c.append(56, [](int32_t, uint32_t) { return 0.0f; });
         // The observation window votes for position 30 (head 0) and 40 (head 1).
-        c.append(8, [](int32_t p, uint32_t g) { return (g == 0 && p == 30) || (g == 1 && p == 40) ? 1.0f : 0.001f; }, true);
+        c.append(
+            8, [](int32_t p, uint32_t g) { return (g == 0 && p == 30) || (g == 1 && p == 40) ? 1.0f : 0.001f; }, true);
         const std::vector<float> r = c.retention();
-        QCOMPARE(sum(r), 24.0f);  // the budget, in each head
+        QCOMPARE(sum(r), 24.0f);                                     // the budget, in each head
         for (int p = 56; p < 64; ++p) QCOMPARE(r[size_t(p)], 1.0f);  // the window itself
         QCOMPARE(r[0], 1.0f);
         // Pooling keeps the neighbours of the voted position.
@@ -432,7 +433,9 @@ private slots:
         SyntheticCache c(settings);
         constexpr uint32_t kHeads = SyntheticCache::kHeads, kDim = SyntheticCache::kDim, n = 48;  // 12 pages of 4
         std::vector<float> k(size_t(n) * kHeads * kDim, 0.0f), v = k;
-        auto key = [&](uint32_t token, uint32_t head, uint32_t channel) -> float & { return k[(size_t(token) * kHeads + head) * kDim + channel]; };
+        auto key = [&](uint32_t token, uint32_t head, uint32_t channel) -> float & {
+            return k[(size_t(token) * kHeads + head) * kDim + channel];
+        };
         for (uint32_t t = 0; t < 4; ++t) {
             key(12 + t, 0, 0) = 10;  // head 0: pages 3, 7, 8 score 10, 9, 8
             key(28 + t, 0, 0) = 9;
@@ -472,7 +475,7 @@ private slots:
         }
         QCOMPARE(pages_read[0], (std::set<int32_t>{3, 7}));
         QCOMPARE(pages_read[1], (std::set<int32_t>{5, 10}));
-        QCOMPARE(view->n_blocks(), 5u);  // blocks 1, 2, 3, 5 and the new token's
+        QCOMPARE(view->n_blocks(), 5u);                                                           // blocks 1, 2, 3, 5 and the new token's
         for (uint32_t g = 0; g < kHeads; ++g) QCOMPARE(view->read_pages[4 * kHeads + g], 0b11u);  // both pages
         c.kv->discard(*step);
     }
@@ -572,10 +575,11 @@ private slots:
         const uint64_t quest_reads = sparse->kv_stats().block_reads - quest_before;
         const uint64_t full_rows = full->kv_stats().rows_read - full_rows_before;
         const uint64_t quest_rows = sparse->kv_stats().rows_read - quest_rows_before;
-        qInfo("prompt %zu tokens: per decode step %.1f blocks fetched and %.0f rows read (full) vs %.1f and %.0f (quest); same top-1 in "
-              "%d of %d steps",
-              prompt.size(), double(full_reads) / kSteps, double(full_rows) / kSteps, double(quest_reads) / kSteps,
-              double(quest_rows) / kSteps, agree, kSteps);
+        qInfo(
+            "prompt %zu tokens: per decode step %.1f blocks fetched and %.0f rows read (full) vs %.1f and %.0f (quest); same top-1 in "
+            "%d of %d steps",
+            prompt.size(), double(full_reads) / kSteps, double(full_rows) / kSteps, double(quest_reads) / kSteps,
+            double(quest_rows) / kSteps, agree, kSteps);
         // Each KV head reads exactly quest_pages pages per layer and step, the sinks', the
         // recent and the new token's included; the layer fetches the blocks they are in.
         const auto & hp = (*model)->hparams();
@@ -595,7 +599,8 @@ private slots:
         const auto tokens = uint32_t(prompt.size()) + kSteps;
         QCOMPARE(plan_memory(memory_shape(**model), tokens, 128, quest, {.device_bytes = 1ull << 30}).mirror_bytes,
                  sparse->kv_stats().mirror_bytes);
-        QCOMPARE(plan_memory(memory_shape(**model), tokens, 128, {}, {.device_bytes = 1ull << 30}).mirror_bytes, full->kv_stats().mirror_bytes);
+        QCOMPARE(plan_memory(memory_shape(**model), tokens, 128, {}, {.device_bytes = 1ull << 30}).mirror_bytes,
+                 full->kv_stats().mirror_bytes);
         QVERIFY2(agree >= kSteps / 2, qPrintable(QString("quest agrees on %1 of %2 next tokens").arg(agree).arg(kSteps)));
     }
 
@@ -603,7 +608,8 @@ private slots:
     // message, streaming runs on.
     void streamingRunsPastTheTrainedContext() {
         QTemporaryDir dir;
-        RandomModelSpec spec{.preset = "tiny", .output_path = (dir.path() + "/ctx64.gguf").toStdString(),
+        RandomModelSpec spec{.preset = "tiny",
+                             .output_path = (dir.path() + "/ctx64.gguf").toStdString(),
                              .vocab_from = shared_path("models/stories260K.gguf").toStdString()};
         ModelShape shape = find_model_preset("tiny")->shape;
         shape.n_ctx_train = 64;

@@ -5,11 +5,11 @@
 #include <numeric>
 #include <thread>
 
+#include "engine/api/kv_settings.h"
+#include "engine/api/memory_plan.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/io_thread.h"
-#include "engine/api/kv_settings.h"
-#include "engine/api/memory_plan.h"
 #include "kvcache/memory_tier.h"
 #include "kvcache/prefix_store.h"
 #include "support/faulty_file_io.h"
@@ -218,14 +218,22 @@ private slots:
     void settingsAreValidated_data() {
         QTest::addColumn<QString>("field");
         QTest::addColumn<QString>("message");
-        QTest::newRow("keep ratio") << "keep_ratio" << "keep ratio";
-        QTest::newRow("bits") << "k_bits" << "KV bits";
-        QTest::newRow("host bits") << "host_bits" << "RAM and disk tier bits";
-        QTest::newRow("disk bits") << "disk_bits" << "RAM and disk tier bits";
-        QTest::newRow("block") << "block_tokens" << "block size";
-        QTest::newRow("pool") << "pool_kernel" << "pooling kernel";
-        QTest::newRow("then") << "then" << "after snapkv";
-        QTest::newRow("budget") << "device_mib" << "tier budgets";
+        QTest::newRow("keep ratio") << "keep_ratio"
+                                    << "keep ratio";
+        QTest::newRow("bits") << "k_bits"
+                              << "KV bits";
+        QTest::newRow("host bits") << "host_bits"
+                                   << "RAM and disk tier bits";
+        QTest::newRow("disk bits") << "disk_bits"
+                                   << "RAM and disk tier bits";
+        QTest::newRow("block") << "block_tokens"
+                               << "block size";
+        QTest::newRow("pool") << "pool_kernel"
+                              << "pooling kernel";
+        QTest::newRow("then") << "then"
+                              << "after snapkv";
+        QTest::newRow("budget") << "device_mib"
+                                << "tier budgets";
     }
     void settingsAreValidated() {
         QFETCH(QString, field);
@@ -266,8 +274,12 @@ private slots:
 
     void plannerSaysWhatFits() {
         // TinyLlama-1.1B: 22 layers, 4 KV heads of 64: 22 KiB of f16 KV per token.
-        const ModelMemoryShape tl{.n_layer = 22, .n_head_kv = 4, .head_dim = 64, .n_ctx_train = 32768,
-                                  .weight_bytes = 600ull << 20, .scratch_bytes_per_token = 64 << 10};
+        const ModelMemoryShape tl{.n_layer = 22,
+                                  .n_head_kv = 4,
+                                  .head_dim = 64,
+                                  .n_ctx_train = 32768,
+                                  .weight_bytes = 600ull << 20,
+                                  .scratch_bytes_per_token = 64 << 10};
         KvSettings s;
         const uint64_t gib = 1ull << 30;
         MemoryPlan fits = plan_memory(tl, 8192, 256, s, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = 10 * gib});
@@ -291,7 +303,8 @@ private slots:
         KvSettings snapkv = h2o;
         snapkv.policy = KvPolicy::snapkv;
         MemoryPlan snap = plan_memory(tl, 32768, 256, snapkv, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib});
-        QCOMPARE(snap.kv_bytes, plan_memory(tl, 32768, 256, {.k_bits = 8}, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib}).kv_bytes);
+        QCOMPARE(snap.kv_bytes,
+                 plan_memory(tl, 32768, 256, {.k_bits = 8}, {.device_bytes = 2 * gib, .host_bytes = gib, .disk_bytes = gib}).kv_bytes);
         MemoryPlan narrow_device = plan_memory(tl, 32768, 256, snapkv, {.device_bytes = 8 << 20, .host_bytes = 4 * gib, .disk_bytes = gib});
         QCOMPARE(narrow_device.verdict, MemoryVerdict::wont_fit);
         QVERIFY2(QString::fromStdString(narrow_device.message).contains("whole layer"), narrow_device.message.c_str());
@@ -301,12 +314,14 @@ private slots:
         KvSettings tiered = s;
         tiered.host_bits = 8;
         tiered.disk_bits = 4;
-        MemoryPlan narrowed = plan_memory(tl, 32768, 256, tiered, {.device_bytes = 300 << 20, .host_bytes = 200 << 20, .disk_bytes = 10 * gib});
+        MemoryPlan narrowed = plan_memory(tl, 32768, 256, tiered,
+                                          {.device_bytes = 300 << 20, .host_bytes = 200 << 20, .disk_bytes = 10 * gib});
         QCOMPARE(narrowed.kv_device_bytes, disk.kv_device_bytes);
         QCOMPARE(narrowed.kv_host_bytes, disk.kv_host_bytes);          // RAM full either way
         QVERIFY(narrowed.kv_disk_bytes < disk.kv_disk_bytes * 2 / 5);  // q4 blocks: under 0.4 of f16's
         MemoryPlan limit = plan_memory(tl, 32768, 256, s, {.device_bytes = 100 << 20, .host_bytes = 100 << 20, .disk_bytes = 100 << 20});
-        MemoryPlan limit_narrowed = plan_memory(tl, 32768, 256, tiered, {.device_bytes = 100 << 20, .host_bytes = 100 << 20, .disk_bytes = 100 << 20});
+        MemoryPlan limit_narrowed = plan_memory(tl, 32768, 256, tiered,
+                                                {.device_bytes = 100 << 20, .host_bytes = 100 << 20, .disk_bytes = 100 << 20});
         qInfo("largest context in 3 x 100 MiB: %u tokens (f16), %u (RAM q8, disk q4)", limit.max_context, limit_narrowed.max_context);
         QVERIFY(limit_narrowed.max_context > limit.max_context * 9 / 5);
         MemoryPlan too_long = plan_memory(tl, 40000, 256, s, {.device_bytes = 8 * gib, .host_bytes = gib, .disk_bytes = gib});

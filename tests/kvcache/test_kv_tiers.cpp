@@ -376,9 +376,12 @@ private slots:
         auto session = Session::create(m, c);
         QVERIFY(session.ok());
         std::stop_source stop;
-        Status s = (*session)->append(prompt, [&](const PrefillProgress & p) {
-            if (p.n_done >= 64) stop.request_stop();
-        }, stop.get_token());
+        Status s = (*session)->append(
+            prompt,
+            [&](const PrefillProgress & p) {
+                if (p.n_done >= 64) stop.request_stop();
+            },
+            stop.get_token());
         QCOMPARE(s.code(), StatusCode::cancelled);
         const size_t done = (*session)->tokens().size();
         QCOMPARE(done, size_t(64));

@@ -77,7 +77,7 @@ private slots:
         const PolicyPlan window = p->plan({.n_held = 92, .n_tokens = 8, .first_pos = 92, .prompt = true, .n_after = 0});
         QVERIFY(window.collect_mass && window.select_at_prompt_end && !window.evict_to);
         QCOMPARE(p->params(24, true).recent, 8u);  // the window is the recent part
-        QVERIFY(!p->keeps_mass());                  // dropped at the selection ...
+        QVERIFY(!p->keeps_mass());                 // dropped at the selection ...
         p->applied({.n_held = 92, .n_tokens = 8, .first_pos = 92, .prompt = true}, window);
         // ... and with --then none decoding keeps growing.
         const PolicyPlan after = p->plan(decode_step(100));
@@ -147,7 +147,8 @@ private slots:
         //   --keep-ratio 0.25 --kv-block 8 --no-prefix-cache --json [policy flags], at 888c6aa.
         QTest::newRow("h2o") << int(KvPolicy::h2o) << 0 << 16 << 4.569978 << 0.16856884 << 0.796875 << 28800ull;
         QTest::newRow("snapkv") << int(KvPolicy::snapkv) << 0 << 16 << 4.302589 << 0.12378152 << 0.851562 << 57600ull;
-        QTest::newRow("snapkv then h2o") << int(KvPolicy::snapkv) << int(KvPolicy::h2o) << 16 << 4.556497 << 0.19335788 << 0.796875 << 28800ull;
+        QTest::newRow("snapkv then h2o") << int(KvPolicy::snapkv) << int(KvPolicy::h2o) << 16 << 4.556497 << 0.19335788 << 0.796875
+                                         << 28800ull;
         QTest::newRow("streaming") << int(KvPolicy::streaming) << 0 << 16 << 4.585078 << 0.18540241 << 0.789062 << 28800ull;
         QTest::newRow("quest") << int(KvPolicy::quest) << 0 << 16 << 4.500836 << 0.11748726 << 0.84375 << 92160ull;
         QTest::newRow("random") << int(KvPolicy::random) << 0 << 16 << 4.441304 << 0.16694566 << 0.804688 << 28800ull;

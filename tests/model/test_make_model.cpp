@@ -7,8 +7,8 @@
 #include <sys/resource.h>
 #endif
 
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -133,8 +133,12 @@ class TestMakeModel : public QObject {
     QString path(const QString & name) const { return dir_.filePath(name); }
 
     RandomModelSpec tiny_spec(const QString & file, WeightFormat weights) const {
-        return {.preset = "tiny", .weights = weights, .output_path = path(file).toStdString(), .seed = 7,
-                .vocab_from = stories_path().toStdString(), .n_threads = 2};
+        return {.preset = "tiny",
+                .weights = weights,
+                .output_path = path(file).toStdString(),
+                .seed = 7,
+                .vocab_from = stories_path().toStdString(),
+                .n_threads = 2};
     }
 
 private slots:
@@ -194,7 +198,8 @@ private slots:
     // The sizes llama-quantize gives for these shapes (../shared/reference/README.md: TinyLlama
     // shapes, 32000-token vocabulary; its files add about 0.5 MiB of metadata).
     void presetSizesMatchLlamaQuantize() {
-        auto q4_k_m = plan_random_model({.preset = "tinyllama-1.1b", .weights = *weight_format_from_name("Q4_K_M"), .output_path = "x.gguf"});
+        auto q4_k_m = plan_random_model(
+            {.preset = "tinyllama-1.1b", .weights = *weight_format_from_name("Q4_K_M"), .output_path = "x.gguf"});
         QVERIFY(q4_k_m.ok());
         const double mib = 1024.0 * 1024.0;
         qInfo("tinyllama-1.1b Q4_K_M tensor data %.1f MiB (llama-quantize file 636.2 MiB)", double(q4_k_m->n_tensor_bytes) / mib);
@@ -242,7 +247,7 @@ private slots:
 
         auto mix = plan_random_model({.preset = "qwen2.5-0.5b", .weights = *weight_format_from_name("Q4_K_M"), .output_path = "x.gguf"});
         QVERIFY(mix.ok());
-        QCOMPARE(find_planned(*mix, "token_embd.weight")->type, DType::Q8_0);  // tied: the output's rule, 896 % 256 != 0
+        QCOMPARE(find_planned(*mix, "token_embd.weight")->type, DType::Q8_0);    // tied: the output's rule, 896 % 256 != 0
         QCOMPARE(find_planned(*mix, "blk.0.attn_v.weight")->type, DType::Q8_0);  // Q6_K -> Q8_0
         QCOMPARE(find_planned(*mix, "blk.3.attn_v.weight")->type, DType::Q5_0);  // Q4_K -> Q5_0
         QCOMPARE(find_planned(*mix, "blk.0.ffn_down.weight")->type, DType::Q6_K);
@@ -337,20 +342,20 @@ private slots:
         // Bounds: about 3x the KL measured with seed 7 (the qInfo lines; the F32 model's top
         // token has p 0.005 of 512). Quantized types may change the argmax of this flat
         // distribution; 8-bit and up must not.
-        QTest::newRow("F16") << "F16" << 1u << 1e-7 << true;        // measured 3.1e-8
-        QTest::newRow("BF16") << "BF16" << 32u << 1e-5 << true;     // 1.7e-6
-        QTest::newRow("Q8_0") << "Q8_0" << 7u << 5e-5 << true;      // 1.4e-5
-        QTest::newRow("Q6_K") << "Q6_K" << 18u << 3e-4 << false;    // 1.0e-4
-        QTest::newRow("Q5_K") << "Q5_K" << 17u << 1.2e-3 << false;  // 4.0e-4
-        QTest::newRow("Q5_1") << "Q5_1" << 9u << 1.5e-3 << false;   // 5.3e-4
-        QTest::newRow("Q5_0") << "Q5_0" << 8u << 2e-3 << false;     // 6.8e-4
+        QTest::newRow("F16") << "F16" << 1u << 1e-7 << true;          // measured 3.1e-8
+        QTest::newRow("BF16") << "BF16" << 32u << 1e-5 << true;       // 1.7e-6
+        QTest::newRow("Q8_0") << "Q8_0" << 7u << 5e-5 << true;        // 1.4e-5
+        QTest::newRow("Q6_K") << "Q6_K" << 18u << 3e-4 << false;      // 1.0e-4
+        QTest::newRow("Q5_K") << "Q5_K" << 17u << 1.2e-3 << false;    // 4.0e-4
+        QTest::newRow("Q5_1") << "Q5_1" << 9u << 1.5e-3 << false;     // 5.3e-4
+        QTest::newRow("Q5_0") << "Q5_0" << 8u << 2e-3 << false;       // 6.8e-4
         QTest::newRow("Q4_K_M") << "Q4_K_M" << 15u << 4e-3 << false;  // 1.3e-3
-        QTest::newRow("Q4_K") << "Q4_K" << 15u << 5e-3 << false;    // 1.7e-3
-        QTest::newRow("Q4_1") << "Q4_1" << 3u << 6e-3 << false;     // 2.1e-3
-        QTest::newRow("Q4_0") << "Q4_0" << 2u << 6e-3 << false;     // 2.2e-3
+        QTest::newRow("Q4_K") << "Q4_K" << 15u << 5e-3 << false;      // 1.7e-3
+        QTest::newRow("Q4_1") << "Q4_1" << 3u << 6e-3 << false;       // 2.1e-3
+        QTest::newRow("Q4_0") << "Q4_0" << 2u << 6e-3 << false;       // 2.2e-3
         QTest::newRow("IQ4_NL") << "IQ4_NL" << 25u << 5e-3 << false;  // 1.7e-3
-        QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;    // 7.0e-3
-        QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;    // 2.4e-2
+        QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;      // 7.0e-3
+        QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;      // 2.4e-2
     }
     void weightTypesCloseToF32() {
         QFETCH(QString, type);
@@ -464,7 +469,9 @@ private slots:
 
     // The vocabulary size comes from the vocabulary file, whatever the preset says.
     void vocabFromOverridesPresetSize() {
-        RandomModelSpec spec{.preset = "tinyllama-1.1b", .weights = {DType::Q4_0}, .output_path = "x.gguf",
+        RandomModelSpec spec{.preset = "tinyllama-1.1b",
+                             .weights = {DType::Q4_0},
+                             .output_path = "x.gguf",
                              .vocab_from = stories_path().toStdString()};
         auto plan = plan_random_model(spec);
         QVERIFY(plan.ok());
@@ -493,15 +500,51 @@ private slots:
         QTest::addColumn<QString>("output");  // relative to a fresh directory; absolute if it starts with '/'
         QTest::addColumn<QString>("vocab");
         QTest::addColumn<QString>("message");
-        QTest::newRow("unknown preset") << "llama-9000b" << "Q4_0" << "m.gguf" << "" << "unknown model preset 'llama-9000b' (presets: tiny,";
-        QTest::newRow("unsupported type") << "tiny" << "IQ2_XXS" << "m.gguf" << "" << "weight type IQ2_XXS cannot be written (types: F32,";
-        QTest::newRow("activation type") << "tiny" << "Q8_K" << "m.gguf" << "" << "Q8_K cannot be written";
-        QTest::newRow("no output") << "tiny" << "Q4_0" << "" << "" << "no output path";
-        QTest::newRow("missing directory") << "tiny" << "Q4_0" << "no/such/dir/m.gguf" << "" << "does not exist";
-        QTest::newRow("directory") << "tiny" << "Q4_0" << "." << "" << "is a directory";
-        QTest::newRow("unwritable") << "tiny" << "Q4_0" << "/proc/m.gguf" << "" << "cannot create";
-        QTest::newRow("missing vocab") << "tiny" << "Q4_0" << "m.gguf" << "no-such-vocab.gguf" << "no-such-vocab.gguf";
-        QTest::newRow("vocab without tokens") << "tiny" << "Q4_0" << "m.gguf" << "SELF_NO_TOKENS" << "no tokenizer.ggml.tokens";
+        QTest::newRow("unknown preset") << "llama-9000b"
+                                        << "Q4_0"
+                                        << "m.gguf"
+                                        << ""
+                                        << "unknown model preset 'llama-9000b' (presets: tiny,";
+        QTest::newRow("unsupported type") << "tiny"
+                                          << "IQ2_XXS"
+                                          << "m.gguf"
+                                          << ""
+                                          << "weight type IQ2_XXS cannot be written (types: F32,";
+        QTest::newRow("activation type") << "tiny"
+                                         << "Q8_K"
+                                         << "m.gguf"
+                                         << ""
+                                         << "Q8_K cannot be written";
+        QTest::newRow("no output") << "tiny"
+                                   << "Q4_0"
+                                   << ""
+                                   << ""
+                                   << "no output path";
+        QTest::newRow("missing directory") << "tiny"
+                                           << "Q4_0"
+                                           << "no/such/dir/m.gguf"
+                                           << ""
+                                           << "does not exist";
+        QTest::newRow("directory") << "tiny"
+                                   << "Q4_0"
+                                   << "."
+                                   << ""
+                                   << "is a directory";
+        QTest::newRow("unwritable") << "tiny"
+                                    << "Q4_0"
+                                    << "/proc/m.gguf"
+                                    << ""
+                                    << "cannot create";
+        QTest::newRow("missing vocab") << "tiny"
+                                       << "Q4_0"
+                                       << "m.gguf"
+                                       << "no-such-vocab.gguf"
+                                       << "no-such-vocab.gguf";
+        QTest::newRow("vocab without tokens") << "tiny"
+                                              << "Q4_0"
+                                              << "m.gguf"
+                                              << "SELF_NO_TOKENS"
+                                              << "no tokenizer.ggml.tokens";
     }
     void invalidSpecs() {
         QFETCH(QString, preset);
@@ -521,8 +564,11 @@ private slots:
         }
         const std::optional<WeightFormat> format = weight_format_from_name(type.toStdString());
         QVERIFY(format);
-        const RandomModelSpec spec{.preset = preset.toStdString(), .weights = *format,
-                                   .output_path = output.isEmpty() ? "" : output.startsWith('/') ? output.toStdString() : out.filePath(output).toStdString(),
+        const RandomModelSpec spec{.preset = preset.toStdString(),
+                                   .weights = *format,
+                                   .output_path = output.isEmpty()         ? ""
+                                                  : output.startsWith('/') ? output.toStdString()
+                                                                           : out.filePath(output).toStdString(),
                                    .vocab_from = vocab_path.toStdString()};
         const Status s = write_random_model(spec);
         QVERIFY(!s.ok());

@@ -22,9 +22,7 @@ struct Comparison {
 
 // The issue's 1e-3 holds with the fused AVX2 attention (the default on x86-64); the scalar
 // reference attention rounds differently (see matchesLlamaCpp_data).
-float stories_tolerance() {
-    return detect_cpu_isa() == CpuIsa::avx2 ? 1e-3f : 6e-3f;
-}
+float stories_tolerance() { return detect_cpu_isa() == CpuIsa::avx2 ? 1e-3f : 6e-3f; }
 
 // Runs each reference prompt (prefill with every position's logits, then the reference's
 // greedy tokens one by one) and compares with the reference.
@@ -104,7 +102,8 @@ private slots:
         // its cost). Measured with it (AVX2): stories 8.9e-4 / 5.8e-4, BF16 2.3e-3 / 2.9e-3,
         // F16 0 / 2.1e-4, F32 models within 5e-5. With CpuIsa::scalar (the reference attention):
         // stories 1.4e-3 / 4.7e-3, BF16 8.9e-4 / 1.6e-3, F16 bit-identical.
-        QTest::newRow("stories260K") << "models/stories260K.gguf" << "reference/stories260K/stories260K_logits.json" << stories_tolerance();
+        QTest::newRow("stories260K") << "models/stories260K.gguf"
+                                     << "reference/stories260K/stories260K_logits.json" << stories_tolerance();
         struct Tiny {
             const char * name;
             float tolerance;
@@ -112,13 +111,11 @@ private slots:
         // Tolerances of the engine-foundation issue: float types 1e-3 (rope scaling 2e-4),
         // quantized types 2e-2.
         const Tiny tiny[] = {
-            {"tiny-llama-f32", 1e-3f},   {"tiny-llama-F16", 1e-3f},   {"tiny-llama-BF16", 4e-3f},
-            {"tiny-llama-Q8_0", 2e-2f},  {"tiny-llama-Q4_0", 2e-2f},  {"tiny-llama-Q4_1", 2e-2f},
-            {"tiny-llama-Q5_0", 2e-2f},  {"tiny-llama-Q5_1", 2e-2f},  {"tiny-llama-Q2_K", 2e-2f},
-            {"tiny-llama-Q3_K", 2e-2f},  {"tiny-llama-Q4_K", 2e-2f},  {"tiny-llama-Q5_K", 2e-2f},
-            {"tiny-llama-Q6_K", 2e-2f},  {"tiny-llama-IQ4_NL", 2e-2f}, {"tiny-llama-Q4_K_M", 2e-2f},
-            {"tiny-qwen2-f32", 1e-3f},   {"tiny-qwen2-Q8_0", 2e-2f},  {"tiny-llama3rope-f32", 2e-4f},
-            {"tiny-llama-tied-f32", 1e-3f},
+            {"tiny-llama-f32", 1e-3f},  {"tiny-llama-F16", 1e-3f},      {"tiny-llama-BF16", 4e-3f},     {"tiny-llama-Q8_0", 2e-2f},
+            {"tiny-llama-Q4_0", 2e-2f}, {"tiny-llama-Q4_1", 2e-2f},     {"tiny-llama-Q5_0", 2e-2f},     {"tiny-llama-Q5_1", 2e-2f},
+            {"tiny-llama-Q2_K", 2e-2f}, {"tiny-llama-Q3_K", 2e-2f},     {"tiny-llama-Q4_K", 2e-2f},     {"tiny-llama-Q5_K", 2e-2f},
+            {"tiny-llama-Q6_K", 2e-2f}, {"tiny-llama-IQ4_NL", 2e-2f},   {"tiny-llama-Q4_K_M", 2e-2f},   {"tiny-qwen2-f32", 1e-3f},
+            {"tiny-qwen2-Q8_0", 2e-2f}, {"tiny-llama3rope-f32", 2e-4f}, {"tiny-llama-tied-f32", 1e-3f},
         };
         for (const Tiny & t : tiny) {
             QTest::newRow(t.name) << QString("models/tiny/%1.gguf").arg(t.name) << QString("reference/tiny/%1.logits.json").arg(t.name)
@@ -132,8 +129,10 @@ private slots:
         QFETCH(float, tolerance);
         const Comparison c = compare_with_reference(shared_path(model), shared_path(logits), KvCacheConfig{}, 64);
         qInfo("max |d| prompt %.3g, steps %.3g", double(c.max_prompt_diff), double(c.max_step_diff));
-        QVERIFY2(c.max_prompt_diff <= tolerance, qPrintable(QString("prompt logits differ by %1 %2").arg(c.max_prompt_diff).arg(c.first_mismatch)));
-        QVERIFY2(c.max_step_diff <= tolerance, qPrintable(QString("step logits differ by %1 %2").arg(c.max_step_diff).arg(c.first_mismatch)));
+        QVERIFY2(c.max_prompt_diff <= tolerance,
+                 qPrintable(QString("prompt logits differ by %1 %2").arg(c.max_prompt_diff).arg(c.first_mismatch)));
+        QVERIFY2(c.max_step_diff <= tolerance,
+                 qPrintable(QString("step logits differ by %1 %2").arg(c.max_step_diff).arg(c.first_mismatch)));
         QCOMPARE(c.greedy_mismatches_with_clear_gap, 0);
     }
 

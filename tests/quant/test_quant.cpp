@@ -121,8 +121,7 @@ Built build(DType type) {
         }
         case DType::F16: {
             const uint16_t v[4] = {0x3C00, 0xC000, 0x7BFF, 0x0001};
-            return {QByteArray(reinterpret_cast<const char *>(v), sizeof(v)),
-                    {1.0f, -2.0f, 65504.0f, 5.960464477539063e-08f}};
+            return {QByteArray(reinterpret_cast<const char *>(v), sizeof(v)), {1.0f, -2.0f, 65504.0f, 5.960464477539063e-08f}};
         }
         case DType::BF16: {
             const uint16_t v[3] = {0x3F80, 0xC040, 0x4049};
@@ -255,7 +254,7 @@ Built build(DType type) {
             for (int k = 0; k < 128; ++k) b.ql[k] = static_cast<uint8_t>(k * 29 + 1);
             for (int k = 0; k < 64; ++k) b.qh[k] = static_cast<uint8_t>(k * 11 + 5);
             for (int i = 0; i < 256; ++i) {
-                const int h = i / 128;  // half
+                const int h = i / 128;         // half
                 const int g = (i % 128) / 32;  // group of 32 within the half
                 const int l = i % 32;
                 const uint8_t lb = b.ql[64 * h + (g % 2) * 32 + l];
@@ -272,8 +271,7 @@ Built build(DType type) {
             for (int i = 0; i < 256; ++i) e.push_back(0.5f * static_cast<float>(i - 128));
             return built_from(b, e);
         }
-        default:
-            qFatal("no hand-built block for %s", std::string(dtype_name(type)).c_str());
+        default: qFatal("no hand-built block for %s", std::string(dtype_name(type)).c_str());
     }
     return {};
 }
@@ -292,20 +290,20 @@ struct TypeBounds {
 };
 
 const TypeBounds kWeightTypes[] = {
-    {"F32", 0.0, 0.0, 2e-7},                 // dot 5.2e-8
-    {"F16", 3e-4, 5e-4, 1.5e-5},             // 2.2e-4, 2.8e-4, 5.4e-6
-    {"BF16", 2.5e-3, 4e-3, 2e-4},            // 1.7e-3, 2.4e-3, 8.7e-5
-    {"Q8_0", 6.5e-3, 5e-4, 8e-4},            // 5.4e-3, 2.4e-4, 3.2e-4
-    {"Q4_0", 0.11, 5e-4, 6e-3},              // 0.086, 2.8e-4, 2.7e-3
-    {"Q4_1", 0.10, 5e-4, 8e-3},              // 0.080, 2.8e-4, 3.7e-3
-    {"Q5_0", 0.055, 5e-4, 3e-3},             // 0.044, 2.8e-4, 1.4e-3
-    {"Q5_1", 0.05, 5e-4, 3e-3},              // 0.039, 2.8e-4, 1.5e-3
-    {"Q2_K", 0.40, 5e-4, 0.025},             // 0.306, 5.0e-5, 0.010
-    {"Q3_K", 0.20, 5e-4, 0.012},             // 0.156, 2.8e-4, 5.9e-3
-    {"Q4_K", 0.10, 5e-4, 6e-3},              // 0.074, 2.9e-4, 3.0e-3
-    {"Q5_K", 0.05, 5e-4, 1.2e-3},            // 0.036, 2.4e-4, 5.3e-4
-    {"Q6_K", 0.025, 5e-4, 2e-3},             // 0.018, 2.8e-4, 8.7e-4
-    {"IQ4_NL", 0.10, 5e-4, 6e-3},            // 0.078, 2.4e-4, 3.1e-3
+    {"F32", 0.0, 0.0, 2e-7},       // dot 5.2e-8
+    {"F16", 3e-4, 5e-4, 1.5e-5},   // 2.2e-4, 2.8e-4, 5.4e-6
+    {"BF16", 2.5e-3, 4e-3, 2e-4},  // 1.7e-3, 2.4e-3, 8.7e-5
+    {"Q8_0", 6.5e-3, 5e-4, 8e-4},  // 5.4e-3, 2.4e-4, 3.2e-4
+    {"Q4_0", 0.11, 5e-4, 6e-3},    // 0.086, 2.8e-4, 2.7e-3
+    {"Q4_1", 0.10, 5e-4, 8e-3},    // 0.080, 2.8e-4, 3.7e-3
+    {"Q5_0", 0.055, 5e-4, 3e-3},   // 0.044, 2.8e-4, 1.4e-3
+    {"Q5_1", 0.05, 5e-4, 3e-3},    // 0.039, 2.8e-4, 1.5e-3
+    {"Q2_K", 0.40, 5e-4, 0.025},   // 0.306, 5.0e-5, 0.010
+    {"Q3_K", 0.20, 5e-4, 0.012},   // 0.156, 2.8e-4, 5.9e-3
+    {"Q4_K", 0.10, 5e-4, 6e-3},    // 0.074, 2.9e-4, 3.0e-3
+    {"Q5_K", 0.05, 5e-4, 1.2e-3},  // 0.036, 2.4e-4, 5.3e-4
+    {"Q6_K", 0.025, 5e-4, 2e-3},   // 0.018, 2.8e-4, 8.7e-4
+    {"IQ4_NL", 0.10, 5e-4, 6e-3},  // 0.078, 2.4e-4, 3.1e-3
 };
 
 const TypeBounds & bounds_of(DType type) {
@@ -543,8 +541,7 @@ private slots:
         auto quant = gguf::GgufFile::open(dir + file.toStdString());
         if (!f32.ok() || !quant.ok()) {
             QSKIP(qPrintable(QString("tiny models not available: %1")
-                                 .arg(QString::fromStdString(!f32.ok() ? f32.status().message()
-                                                                       : quant.status().message()))));
+                                 .arg(QString::fromStdString(!f32.ok() ? f32.status().message() : quant.status().message()))));
         }
 
         int n_quantized = 0;
@@ -585,8 +582,8 @@ private slots:
             worst_err = std::max(worst_err, err);
             if (tq.type != DType::F32) ++n_quantized;
         }
-        qInfo("%s: %zu rows of %d quantized tensors compared, worst relative rmse %.3g", qPrintable(file), n_rows_total,
-              n_quantized, worst_err);
+        qInfo("%s: %zu rows of %d quantized tensors compared, worst relative rmse %.3g", qPrintable(file), n_rows_total, n_quantized,
+              worst_err);
         QCOMPARE(n_quantized, 2 + 2 * 7);  // token_embd, output, 7 matrices per layer x 2 layers
         QVERIFY2(mismatches.isEmpty(), qPrintable(mismatches.join("; ")));
     }

@@ -40,8 +40,8 @@ class TestEngine : public QObject {
     Q_OBJECT
 
     QTemporaryDir m_dir;
-    std::string m_story;       // 1.5 KB of the evaluation text, ending in a word
-    std::string m_long_story;  // 3 KB
+    std::string m_story;                      // 1.5 KB of the evaluation text, ending in a word
+    std::string m_long_story;                 // 3 KB
     std::map<QString, std::string> m_models;  // name -> path
 
 private slots:
@@ -57,12 +57,20 @@ private slots:
         const std::pair<const char *, ModelArch> bpe[] = {{"qwen2", ModelArch::qwen2}, {"llama-bpe", ModelArch::llama}};
         for (const auto & [vocab, arch] : bpe) {
             const std::string path = (m_dir.path() + "/" + vocab + ".gguf").toStdString();
-            const Status s = write_random_model({.shape = ModelShape{.arch = arch, .n_vocab = 1, .n_ctx_train = 4096, .n_embd = 32, .n_layer = 1, .n_head = 2,
-                                                                     .n_head_kv = 1, .n_ff = 64, .qkv_bias = arch == ModelArch::qwen2,
-                                                                     .tied_output = true},
-                                                 .output_path = path,
-                                                 .vocab_from = shared_path(QStringLiteral("data/tokenizer/ggml-vocab-%1.gguf").arg(vocab)).toStdString(),
-                                                 .n_threads = 1});
+            const Status s = write_random_model(
+                {.shape = ModelShape{.arch = arch,
+                                     .n_vocab = 1,
+                                     .n_ctx_train = 4096,
+                                     .n_embd = 32,
+                                     .n_layer = 1,
+                                     .n_head = 2,
+                                     .n_head_kv = 1,
+                                     .n_ff = 64,
+                                     .qkv_bias = arch == ModelArch::qwen2,
+                                     .tied_output = true},
+                 .output_path = path,
+                 .vocab_from = shared_path(QStringLiteral("data/tokenizer/ggml-vocab-%1.gguf").arg(vocab)).toStdString(),
+                 .n_threads = 1});
             QVERIFY2(s.ok(), s.message().c_str());
             m_models[QString::fromLatin1(vocab)] = path;
         }
@@ -120,7 +128,7 @@ private slots:
         QCOMPARE(engine.snapshot().context_used, held);  // the same session, its KV kept
         options.kv.k_bits = 8;
         QVERIFY(engine.use_session(options).ok());
-        QCOMPARE(engine.snapshot().context_used, 0u);    // a new one
+        QCOMPARE(engine.snapshot().context_used, 0u);  // a new one
         QCOMPARE(engine.snapshot().context_limit, 256u);
         options.n_ctx = 100000;  // beyond the trained 2048
         const Status s = engine.use_session(options);
@@ -181,11 +189,12 @@ private slots:
         for (const char * question : {"Who is in the story?", "And then?"}) {
             uint32_t evaluated = 0;
             std::string streamed;
-            const Result<GenerateResult> r = engine.reply(c, question, params, [&](const PrefillProgress & p) { evaluated = p.n_total; },
-                                                          [&](int32_t, std::string_view piece) {
-                                                              streamed += piece;
-                                                              return true;
-                                                          });
+            const Result<GenerateResult> r = engine.reply(
+                c, question, params, [&](const PrefillProgress & p) { evaluated = p.n_total; },
+                [&](int32_t, std::string_view piece) {
+                    streamed += piece;
+                    return true;
+                });
             QVERIFY2(r.ok(), r.status().message().c_str());
             QVERIFY2(evaluated < 40, qPrintable(QString::number(evaluated)));
             QCOMPARE(streamed, r->text);
@@ -233,9 +242,12 @@ private slots:
         QVERIFY(engine.use_session({.n_ctx = 1024, .chunk_tokens = 16, .kv = {.prefix_cache = false}}).ok());
         std::stop_source stop;
         int reports = 0;
-        const Result<GenerateResult> r = engine.reply({.document_text = m_story}, "hi", {}, [&](const PrefillProgress &) {
-            if (++reports == 1) stop.request_stop();
-        }, {}, stop.get_token());
+        const Result<GenerateResult> r = engine.reply(
+            {.document_text = m_story}, "hi", {},
+            [&](const PrefillProgress &) {
+                if (++reports == 1) stop.request_stop();
+            },
+            {}, stop.get_token());
         QVERIFY(r.ok());
         QCOMPARE(r->reason, StopReason::cancelled);
         QCOMPARE(reports, 1);

@@ -63,19 +63,22 @@ private slots:
     }
     void chunkedPrefillEqualsOneBatch() {
         QFETCH(uint32_t, chunk);
-        const std::vector<int32_t> tokens = model_->tokenizer().encode(
-            "Lily and Tom went to the park. They saw a big dog and a little cat. The cat was sad.", true, false);
+        const std::vector<int32_t> tokens =
+            model_->tokenizer().encode("Lily and Tom went to the park. They saw a big dog and a little cat. The cat was sad.", true, false);
         auto whole = new_session({.chunk_tokens = 512});
         QVERIFY(whole->append(tokens).ok());
         auto chunked = new_session({.chunk_tokens = chunk});
         int calls = 0;
         uint32_t last_done = 0;
-        QVERIFY(chunked->append(tokens, [&](const PrefillProgress & p) {
-            ++calls;
-            QVERIFY(p.n_done > last_done);
-            last_done = p.n_done;
-            QCOMPARE(p.n_total, uint32_t(tokens.size()));
-        }).ok());
+        QVERIFY(chunked
+                    ->append(tokens,
+                             [&](const PrefillProgress & p) {
+                                 ++calls;
+                                 QVERIFY(p.n_done > last_done);
+                                 last_done = p.n_done;
+                                 QCOMPARE(p.n_total, uint32_t(tokens.size()));
+                             })
+                    .ok());
         QCOMPARE(calls, int((tokens.size() + chunk - 1) / chunk));
         QCOMPARE(last_done, uint32_t(tokens.size()));
         // Chunking changes the matmul order (gemm vs gemv): near, not bit-identical.
@@ -133,11 +136,14 @@ private slots:
         auto session = new_session({.chunk_tokens = 2});
         const std::vector<int32_t> tokens(20, 300);
         std::stop_source stop;
-        Status s = session->append(tokens, [&](const PrefillProgress & p) {
-            if (p.n_done >= 6) stop.request_stop();
-        }, stop.get_token());
+        Status s = session->append(
+            tokens,
+            [&](const PrefillProgress & p) {
+                if (p.n_done >= 6) stop.request_stop();
+            },
+            stop.get_token());
         QCOMPARE(s.code(), StatusCode::cancelled);
-        QCOMPARE(session->tokens().size(), size_t(6));  // finished chunks stay
+        QCOMPARE(session->tokens().size(), size_t(6));                // finished chunks stay
         QVERIFY(session->append(std::vector<int32_t>(4, 300)).ok());  // and the session is usable
         QCOMPARE(session->tokens().size(), size_t(10));
     }

@@ -54,9 +54,11 @@ private slots:
         QFETCH(uint32_t, maxTokens);
         std::string text;
         if (kind == "eval") text = long_text_;
-        if (kind == "sentence") for (int i = 0; i < 60; ++i) text += "the little dog ran to the park and ";
+        if (kind == "sentence")
+            for (int i = 0; i < 60; ++i) text += "the little dog ran to the park and ";
         if (kind == "nospace") text = std::string(700, 'x') + "yz";
-        if (kind == "utf8") for (int i = 0; i < 80; ++i) text += "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC\xF0\x9F\x98\x80";
+        if (kind == "utf8")
+            for (int i = 0; i < 80; ++i) text += "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC\xF0\x9F\x98\x80";
         if (kind == "short") text = "Lily saw a cat.";
         const auto counter = [this](std::string_view t) { return count(t); };
         const std::vector<std::string_view> chunks = split_text(text, maxTokens, counter);
@@ -100,17 +102,18 @@ private slots:
         auto session = new_session(512);
         std::string streamed;
         int reports = 0;
-        auto r = summarize(*session, "Lily and Tom went to the park. They saw a big dog and a little cat.",
-                           {.title = "park.txt", .sampler = {.temperature = 0}},
-                           [&](const SummaryProgress & p) {
-                               ++reports;
-                               QCOMPARE(p.method, SummaryMethod::one_pass);
-                               QCOMPARE(p.passes_total, 1u);
-                           },
-                           [&](int32_t, std::string_view piece) {
-                               streamed += piece;
-                               return true;
-                           });
+        auto r = summarize(
+            *session, "Lily and Tom went to the park. They saw a big dog and a little cat.",
+            {.title = "park.txt", .sampler = {.temperature = 0}},
+            [&](const SummaryProgress & p) {
+                ++reports;
+                QCOMPARE(p.method, SummaryMethod::one_pass);
+                QCOMPARE(p.passes_total, 1u);
+            },
+            [&](int32_t, std::string_view piece) {
+                streamed += piece;
+                return true;
+            });
         QVERIFY2(r.ok(), r.status().message().c_str());
         QCOMPARE(r->method, SummaryMethod::one_pass);
         QCOMPARE(r->n_passes, 1u);
@@ -126,18 +129,19 @@ private slots:
         std::string streamed;
         uint32_t last_done = 0;
         std::set<uint32_t> map_chunks_seen;
-        auto r = summarize(*session, medium_text_, {.title = "stories.txt", .answer_tokens = 48, .sampler = {.temperature = 0}},
-                           [&](const SummaryProgress & p) {
-                               QCOMPARE(p.method, SummaryMethod::map_reduce);
-                               QVERIFY(p.passes_done >= last_done);
-                               QVERIFY(p.passes_done <= p.passes_total);
-                               last_done = p.passes_done;
-                               if (p.stage == SummaryStage::map) map_chunks_seen.insert(p.index);
-                           },
-                           [&](int32_t, std::string_view piece) {
-                               streamed += piece;
-                               return true;
-                           });
+        auto r = summarize(
+            *session, medium_text_, {.title = "stories.txt", .answer_tokens = 48, .sampler = {.temperature = 0}},
+            [&](const SummaryProgress & p) {
+                QCOMPARE(p.method, SummaryMethod::map_reduce);
+                QVERIFY(p.passes_done >= last_done);
+                QVERIFY(p.passes_done <= p.passes_total);
+                last_done = p.passes_done;
+                if (p.stage == SummaryStage::map) map_chunks_seen.insert(p.index);
+            },
+            [&](int32_t, std::string_view piece) {
+                streamed += piece;
+                return true;
+            });
         QVERIFY2(r.ok(), r.status().message().c_str());
         QCOMPARE(r->method, SummaryMethod::map_reduce);
         QVERIFY(r->n_chunks > 1);
@@ -163,9 +167,12 @@ private slots:
         std::stop_source stop;
         if (stopAfterReports == 0) stop.request_stop();
         int reports = 0;
-        auto r = summarize(*session, medium_text_, {.answer_tokens = 48, .sampler = {.temperature = 0}}, [&](const SummaryProgress &) {
-            if (++reports == stopAfterReports) stop.request_stop();
-        }, {}, stop.get_token());
+        auto r = summarize(
+            *session, medium_text_, {.answer_tokens = 48, .sampler = {.temperature = 0}},
+            [&](const SummaryProgress &) {
+                if (++reports == stopAfterReports) stop.request_stop();
+            },
+            {}, stop.get_token());
         QVERIFY2(r.ok(), r.status().message().c_str());
         QCOMPARE(r->reason, StopReason::cancelled);
         QCOMPARE(r->method, SummaryMethod::map_reduce);

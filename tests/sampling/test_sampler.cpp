@@ -64,16 +64,16 @@ private slots:
         QFETCH(QString, name);
         SamplerParams p;
         switch (which) {
-        case 0: p.temperature = std::numeric_limits<float>::quiet_NaN(); break;
-        case 1: p.top_k = -1; break;
-        case 2: p.top_p = 1.5f; break;
-        case 3: p.top_p = -0.1f; break;
-        case 4: p.min_p = 2.0f; break;
-        case 5: p.repeat_penalty = 0.0f; break;
-        case 6: p.repeat_penalty = k_inf; break;
-        case 7: p.repeat_last_n = -1; break;
-        case 8: p.presence_penalty = 3.0f; break;
-        default: p.frequency_penalty = -2.5f; break;
+            case 0: p.temperature = std::numeric_limits<float>::quiet_NaN(); break;
+            case 1: p.top_k = -1; break;
+            case 2: p.top_p = 1.5f; break;
+            case 3: p.top_p = -0.1f; break;
+            case 4: p.min_p = 2.0f; break;
+            case 5: p.repeat_penalty = 0.0f; break;
+            case 6: p.repeat_penalty = k_inf; break;
+            case 7: p.repeat_last_n = -1; break;
+            case 8: p.presence_penalty = 3.0f; break;
+            default: p.frequency_penalty = -2.5f; break;
         }
         const Status s = validate_sampler_params(p);
         QVERIFY(!s.ok());
@@ -235,7 +235,7 @@ private slots:
         QTest::newRow("repeat-multiplies-negative") << std::vector<float>{-1.0f, -1.1f} << 1.2f << 0.0f << 0.0f << 1 << 1;
         QTest::newRow("repeat-once-per-token") << close << 1.04f << 0.0f << 0.0f << 3 << 0;  // 2.0 / 1.04 > 1.9
         QTest::newRow("presence") << close << 1.0f << 0.5f << 0.0f << 1 << 1;
-        QTest::newRow("frequency-once") << close << 1.0f << 0.0f << 0.05f << 1 << 0;   // 1.95
+        QTest::newRow("frequency-once") << close << 1.0f << 0.0f << 0.05f << 1 << 0;    // 1.95
         QTest::newRow("frequency-thrice") << close << 1.0f << 0.0f << 0.05f << 3 << 1;  // 1.85
         QTest::newRow("negative-presence-favours") << std::vector<float>{1.9f, 2.0f} << 1.0f << -0.5f << 0.0f << 1 << 0;
     }
@@ -246,10 +246,8 @@ private slots:
         QFETCH(float, frequency);
         QFETCH(int, n_accepted);
         QFETCH(int, expected);
-        Sampler sampler({.temperature = 0.0f,
-                         .repeat_penalty = repeat_penalty,
-                         .presence_penalty = presence,
-                         .frequency_penalty = frequency});
+        Sampler sampler(
+            {.temperature = 0.0f, .repeat_penalty = repeat_penalty, .presence_penalty = presence, .frequency_penalty = frequency});
         for (int i = 0; i < n_accepted; ++i) sampler.accept(0);
         QCOMPARE(sampler.sample(logits), expected);
     }

@@ -27,13 +27,16 @@ public:
     Status unlink(const std::string & path) override { return real_->unlink(path); }
 
     Status pwrite(int fd, const void * data, size_t n, uint64_t offset, const std::string & what) override {
-        if (fault_ == Fault::disk_full && trigger()) return error(StatusCode::out_of_memory, what + ": write failed (" + std::strerror(ENOSPC) + ")");
-        if (fault_ == Fault::write_error && trigger()) return error(StatusCode::io_error, what + ": write failed (" + std::strerror(EIO) + ")");
+        if (fault_ == Fault::disk_full && trigger())
+            return error(StatusCode::out_of_memory, what + ": write failed (" + std::strerror(ENOSPC) + ")");
+        if (fault_ == Fault::write_error && trigger())
+            return error(StatusCode::io_error, what + ": write failed (" + std::strerror(EIO) + ")");
         return real_->pwrite(fd, data, n, offset, what);
     }
 
     Status pread(int fd, void * data, size_t n, uint64_t offset, const std::string & what) override {
-        if (fault_ == Fault::read_error && trigger()) return error(StatusCode::io_error, what + ": read failed (" + std::strerror(EIO) + ")");
+        if (fault_ == Fault::read_error && trigger())
+            return error(StatusCode::io_error, what + ": read failed (" + std::strerror(EIO) + ")");
         if (fault_ == Fault::truncated_read && trigger()) {
             return error(StatusCode::corrupt_data, what + ": the file is shorter than expected (truncated?)");
         }

@@ -7,8 +7,8 @@
 #include <map>
 #include <memory>
 
-#include "tokenizer/tokenizer_vectors.h"
 #include "engine/tokenizer/unicode.h"
+#include "tokenizer/tokenizer_vectors.h"
 
 using namespace lr;
 using namespace lr::test;
@@ -25,7 +25,8 @@ struct Boundary {
 const Boundary kBoundaries[] = {
     {"plain", "<s>System: Read the report below.\n\nSales grew 4% in May.\n", "User: What grew?\nAssistant:"},
     {"plain no newline", "System: the end", " of it.\nUser: hi"},
-    {"chatml", "<|im_start|>system\nRead this.\n\nSales grew.<|im_end|>\n", "<|im_start|>user\nWhat grew?<|im_end|>\n<|im_start|>assistant\n"},
+    {"chatml", "<|im_start|>system\nRead this.\n\nSales grew.<|im_end|>\n",
+     "<|im_start|>user\nWhat grew?<|im_end|>\n<|im_start|>assistant\n"},
     {"llama3", "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nSales grew.<|eot_id|>",
      "<|start_header_id|>user<|end_header_id|>\n\nWhat grew?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
     {"phi3", "<|system|>\nSales grew.<|end|>\n", "<|user|>\nWhat grew?<|end|>\n<|assistant|>\n"},
@@ -101,7 +102,8 @@ private slots:
             const std::string piece = t->token_to_piece(e.tokens[i], false);
             const bool prefixed = t->adds_space_prefix() && piece == " " + spelled;
             QVERIFY2(piece == spelled || prefixed || (t->is_special(e.tokens[i]) && s.begin == s.end),
-                     qPrintable(QString("token %1 '%2' spans '%3'").arg(i).arg(QString::fromStdString(piece), QString::fromStdString(spelled))));
+                     qPrintable(
+                         QString("token %1 '%2' spans '%3'").arg(i).arg(QString::fromStdString(piece), QString::fromStdString(spelled))));
         }
         if (well_formed) QCOMPARE(covered, text);
     }
@@ -143,7 +145,8 @@ private slots:
                 QCOMPARE(ids_to_string(got.tokens), ids_to_string(expected.tokens));
                 QVERIFY(got.spans == expected.spans);
                 QCOMPARE(got.tokens, t->encode(whole, true, parse_special));
-                const size_t common = size_t(std::mismatch(earlier.begin(), earlier.end(), whole.begin(), whole.end()).first - earlier.begin());
+                const size_t common = size_t(std::mismatch(earlier.begin(), earlier.end(), whole.begin(), whole.end()).first -
+                                             earlier.begin());
                 QVERIFY(got.reused_bytes <= common);
             }
         }
@@ -161,17 +164,20 @@ private slots:
         const QByteArray im = "<|im_start|>system\nDoc<|im_end|>\n";
         const QByteArray eot = "<|start_header_id|>system<|end_header_id|>\n\nDoc<|eot_id|>";
         QTest::newRow("spm newline") << QString(spm) << QByteArray("Hello\nworld") << QByteArray("Hello\nworld, again") << 6;
-        QTest::newRow("stories newline") << "models/stories260K.gguf" << QByteArray("System: a story.\n") << QByteArray("System: a story.\nUser: hi") << 17;
+        QTest::newRow("stories newline") << "models/stories260K.gguf" << QByteArray("System: a story.\n")
+                                         << QByteArray("System: a story.\nUser: hi") << 17;
         QTest::newRow("spm no cut") << QString(spm) << QByteArray("Hello world") << QByteArray("Hello world again") << 0;
         QTest::newRow("qwen2 im_end") << "data/tokenizer/ggml-vocab-qwen2.gguf" << im << im + "<|im_start|>user\nQ" << 22;
         QTest::newRow("llama3 eot") << "data/tokenizer/ggml-vocab-llama-bpe.gguf" << eot << eot + "<|start_header_id|>user" << 47;
         // Llama 3's older template ends every prompt with the assistant's header: the turns
         // part after <|start_header_id|>, where encoding resumes.
-        QTest::newRow("llama3 turns part") << "data/tokenizer/ggml-vocab-llama-bpe.gguf" << eot + "<|start_header_id|>assistant<|end_header_id|>\n\n"
+        QTest::newRow("llama3 turns part") << "data/tokenizer/ggml-vocab-llama-bpe.gguf"
+                                           << eot + "<|start_header_id|>assistant<|end_header_id|>\n\n"
                                            << eot + "<|start_header_id|>user<|end_header_id|>\n\nQ" << 57;
-        QTest::newRow("bpe no special") << "data/tokenizer/ggml-vocab-gpt-2.gguf" << QByteArray("Hello\nworld\n") << QByteArray("Hello\nworld\nmore") << 0;
-        QTest::newRow("qwen2 special cut at the end") << "data/tokenizer/ggml-vocab-qwen2.gguf" << QByteArray("a<|im_end|>b<|im_")
-                                                      << QByteArray("a<|im_end|>b<|im_start|>") << 1;
+        QTest::newRow("bpe no special") << "data/tokenizer/ggml-vocab-gpt-2.gguf" << QByteArray("Hello\nworld\n")
+                                        << QByteArray("Hello\nworld\nmore") << 0;
+        QTest::newRow("qwen2 special cut at the end")
+            << "data/tokenizer/ggml-vocab-qwen2.gguf" << QByteArray("a<|im_end|>b<|im_") << QByteArray("a<|im_end|>b<|im_start|>") << 1;
     }
     void resumePoints() {
         QFETCH(QString, vocab);
@@ -180,7 +186,8 @@ private slots:
         QFETCH(int, reused);
         const Tokenizer * t = tok(vocab);
         QVERIFY(t);
-        const EncodedText e = t->encode_reusing(t->encode_with_offsets(to_std(earlier), true, true), to_std(earlier), to_std(text), true, true);
+        const EncodedText e = t->encode_reusing(t->encode_with_offsets(to_std(earlier), true, true), to_std(earlier), to_std(text), true,
+                                                true);
         QCOMPARE(int(e.reused_bytes), reused);
         QCOMPARE(e.tokens, t->encode(to_std(text), true, true));
     }

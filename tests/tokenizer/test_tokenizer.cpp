@@ -29,7 +29,10 @@ namespace {
 gguf::GgufWriter small_spm_writer() {
     gguf::GgufWriter w;
     w.set_string("tokenizer.ggml.model", "llama");
-    w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "\xe2\x96\x81" "a", "b"});
+    w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>",
+                                                 "\xe2\x96\x81"
+                                                 "a",
+                                                 "b"});
     w.set_float32_array("tokenizer.ggml.scores", {0, 0, 0, -1, -2});
     w.set_int32_array("tokenizer.ggml.token_type", {2, 3, 3, 1, 1});
     return w;
@@ -65,9 +68,11 @@ const char * const kRoundTripTexts[] = {
     "  multiple   spaces  between  ",
     "\ttabs\tand\nnewlines\n\n\n",
     "\r\n windows\r\nline ends\r\n",
-    "UTF-8: na\xc3\xafve caf\xc3\xa9, Stra\xc3\x9f" "e, \xce\x95\xce\xbb\xce\xbb\xce\xb7\xce\xbd\xce\xb9\xce\xba\xce\xac, "
+    "UTF-8: na\xc3\xafve caf\xc3\xa9, Stra\xc3\x9f"
+    "e, \xce\x95\xce\xbb\xce\xbb\xce\xb7\xce\xbd\xce\xb9\xce\xba\xce\xac, "
     "\xd1\x80\xd1\x83\xd1\x81\xd1\x81\xd0\xba\xd0\xb8\xd0\xb9",
-    "CJK: \xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8" "apple\xe5\xb7\xa5\xe4\xbd\x9c \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e "
+    "CJK: \xe6\x88\x91\xe6\x83\xb3\xe5\x9c\xa8"
+    "apple\xe5\xb7\xa5\xe4\xbd\x9c \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e "
     "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4",
     "emoji: \xf0\x9f\xa6\x99\xf0\x9f\x9a\x80\xf0\x9f\x98\xb6\xe2\x80\x8d\xf0\x9f\x8c\xab\xef\xb8\x8f \xe2\x9c\x85 "
     "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
@@ -92,9 +97,7 @@ std::vector<int32_t> reference_spm(const Tokenizer & t, std::string_view escaped
         int left, right;
         size_t size;
     };
-    const auto cmp = [](const Bigram & l, const Bigram & r) {
-        return l.score < r.score || (l.score == r.score && l.left > r.left);
-    };
+    const auto cmp = [](const Bigram & l, const Bigram & r) { return l.score < r.score || (l.score == r.score && l.left > r.left); };
     std::vector<Symbol> symbols;
     for (size_t pos = 0; pos < escaped.size();) {
         const size_t n = std::min(unicode::lead_byte_len(uint8_t(escaped[pos])), escaped.size() - pos);
@@ -173,11 +176,23 @@ std::vector<size_t> regex_split_collapsed(const std::vector<uint32_t> & cpts, co
         const auto replace_all = [&](const std::string & from, const std::string & to) {
             for (size_t p = 0; (p = re.find(from, p)) != std::string::npos; p += to.size()) re.replace(p, from.size(), to);
         };
-        replace_all("[^\\r\\n\\p{L}\\p{N}]", "[^\\r\\n\xd2" "A-Za-z\xd1" "0-9]");
-        replace_all("[^\\s\\p{L}\\p{N}]", "[^\\s\xd2" "A-Za-z\xd1" "0-9]");
-        replace_all("[\\p{P}", "[\xd3" "!-#%-*,-/:-;?-@\\[-\\]_{}");
-        replace_all("\\p{L}", "[\xd2" "A-Za-z]");
-        replace_all("\\p{N}", "[\xd1" "0-9]");
+        replace_all("[^\\r\\n\\p{L}\\p{N}]",
+                    "[^\\r\\n\xd2"
+                    "A-Za-z\xd1"
+                    "0-9]");
+        replace_all("[^\\s\\p{L}\\p{N}]",
+                    "[^\\s\xd2"
+                    "A-Za-z\xd1"
+                    "0-9]");
+        replace_all("[\\p{P}",
+                    "[\xd3"
+                    "!-#%-*,-/:-;?-@\\[-\\]_{}");
+        replace_all("\\p{L}",
+                    "[\xd2"
+                    "A-Za-z]");
+        replace_all("\\p{N}",
+                    "[\xd1"
+                    "0-9]");
         const std::regex expr(re);
         // Each pass splits every word of the previous one (llama.cpp's offsets).
         std::vector<size_t> out;
@@ -223,8 +238,8 @@ class TestTokenizer : public QObject {
     }
     QString load_error(const QString & relative) { return load_errors_[shared_path(relative)]; }
 
-#define REQUIRE_TOKENIZER(var, relative)                                         \
-    const Tokenizer * var = tok(QString(relative));                              \
+#define REQUIRE_TOKENIZER(var, relative)            \
+    const Tokenizer * var = tok(QString(relative)); \
     QVERIFY2(var != nullptr, qPrintable(QString(relative) + ": " + load_error(QString(relative))))
 
 private slots:
@@ -267,8 +282,10 @@ private slots:
     void storiesPrompts_data() {
         QTest::addColumn<QString>("prompt");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("once") << "Once upon a time" << "1 403 407 261 378";
-        QTest::newRow("dog") << "The little dog was sad because" << "1 291 376 400 428 286 296 418 329 429 412 425 372";
+        QTest::newRow("once") << "Once upon a time"
+                              << "1 403 407 261 378";
+        QTest::newRow("dog") << "The little dog was sad because"
+                             << "1 291 376 400 428 286 296 418 329 429 412 425 372";
     }
     void storiesPrompts() {
         QFETCH(QString, prompt);
@@ -280,8 +297,7 @@ private slots:
 
     void storiesGreedyReferenceDecodes() {
         REQUIRE_TOKENIZER(t, "models/stories260K.gguf");
-        const QJsonObject ref =
-            QJsonDocument::fromJson(read_shared("reference/stories260K/stories260K_greedy200.json")).object();
+        const QJsonObject ref = QJsonDocument::fromJson(read_shared("reference/stories260K/stories260K_greedy200.json")).object();
         std::vector<int32_t> ids;
         for (const auto & v : ref["generated_tokens"].toArray()) ids.push_back(v.toInt());
         QCOMPARE(ids.size(), size_t(200));
@@ -340,9 +356,36 @@ private slots:
     void spmMatchesLlamaCppMerges() {
         QFETCH(QString, vocab);
         REQUIRE_TOKENIZER(t, vocab);
-        const char * const pool[] = {"a", "b", "e", "th", "ing", " ", " ", "  ", "\n", "\t", ".", ",", "'", "<s>", "<unk>",
-                                     "<0x41>", "\xc3\xa9", "\xe6\x88\x91", "\xf0\x9f\xa6\x99", "\xe2\x96\x81", "\xff",
-                                     "\xe2\x82", "\x80", "0", "12", "The", " the", "Hello", "\r\n", "\xd0\xbd"};
+        const char * const pool[] = {"a",
+                                     "b",
+                                     "e",
+                                     "th",
+                                     "ing",
+                                     " ",
+                                     " ",
+                                     "  ",
+                                     "\n",
+                                     "\t",
+                                     ".",
+                                     ",",
+                                     "'",
+                                     "<s>",
+                                     "<unk>",
+                                     "<0x41>",
+                                     "\xc3\xa9",
+                                     "\xe6\x88\x91",
+                                     "\xf0\x9f\xa6\x99",
+                                     "\xe2\x96\x81",
+                                     "\xff",
+                                     "\xe2\x82",
+                                     "\x80",
+                                     "0",
+                                     "12",
+                                     "The",
+                                     " the",
+                                     "Hello",
+                                     "\r\n",
+                                     "\xd0\xbd"};
         std::mt19937 rng(1234);
         for (int round = 0; round < 400; ++round) {
             std::string text;
@@ -357,8 +400,7 @@ private slots:
         // A long text, on one line and on many: the library is fed it in pieces.
         QByteArray story = read_shared("data/text/tinystories_style_eval.txt");
         for (const QByteArray & text : {story, QByteArray(story).replace('\n', ' ')}) {
-            QCOMPARE(ids_to_string(t->encode(to_std(text), false, false)),
-                     ids_to_string(reference_spm(*t, escape_for_spm(to_std(text)))));
+            QCOMPARE(ids_to_string(t->encode(to_std(text), false, false)), ids_to_string(reference_spm(*t, escape_for_spm(to_std(text)))));
         }
     }
 
@@ -425,11 +467,21 @@ private slots:
         QTest::addColumn<QString>("vocab");
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("special");
-        QTest::newRow("llama-spm <s>") << "ggml-vocab-llama-spm.gguf" << "Hello<s>world" << "<s>";
-        QTest::newRow("phi-3 <|user|>") << "ggml-vocab-phi-3.gguf" << "<|user|>\nHi<|end|>" << "<|user|>";
-        QTest::newRow("gpt-2 <|endoftext|>") << "ggml-vocab-gpt-2.gguf" << "a<|endoftext|>b" << "<|endoftext|>";
-        QTest::newRow("llama-bpe <|eot_id|>") << "ggml-vocab-llama-bpe.gguf" << "Hi<|eot_id|>" << "<|eot_id|>";
-        QTest::newRow("qwen2 <|im_start|>") << "ggml-vocab-qwen2.gguf" << "<|im_start|>user\nHi<|im_end|>" << "<|im_start|>";
+        QTest::newRow("llama-spm <s>") << "ggml-vocab-llama-spm.gguf"
+                                       << "Hello<s>world"
+                                       << "<s>";
+        QTest::newRow("phi-3 <|user|>") << "ggml-vocab-phi-3.gguf"
+                                        << "<|user|>\nHi<|end|>"
+                                        << "<|user|>";
+        QTest::newRow("gpt-2 <|endoftext|>") << "ggml-vocab-gpt-2.gguf"
+                                             << "a<|endoftext|>b"
+                                             << "<|endoftext|>";
+        QTest::newRow("llama-bpe <|eot_id|>") << "ggml-vocab-llama-bpe.gguf"
+                                              << "Hi<|eot_id|>"
+                                              << "<|eot_id|>";
+        QTest::newRow("qwen2 <|im_start|>") << "ggml-vocab-qwen2.gguf"
+                                            << "<|im_start|>user\nHi<|im_end|>"
+                                            << "<|im_start|>";
     }
     void parseSpecial() {
         QFETCH(QString, vocab);
@@ -530,7 +582,8 @@ private slots:
         QVERIFY(!d.has_pending());
         // A lead byte followed by ASCII can never complete: U+FFFD, then the ASCII.
         QCOMPARE(d.push(byte_token(0xE2)), std::string());
-        QCOMPARE(d.push(byte_token('A')), std::string("\xef\xbf\xbd" "A"));
+        QCOMPARE(d.push(byte_token('A')), std::string("\xef\xbf\xbd"
+                                                      "A"));
         // A stray continuation byte.
         QCOMPARE(d.push(byte_token(0x80)), std::string("\xef\xbf\xbd"));
         // An unfinished 4-byte character at the end.
@@ -548,8 +601,7 @@ private slots:
     void streamingEmojiAcrossTokens() {
         QFETCH(QString, vocab);
         REQUIRE_TOKENIZER(t, "data/tokenizer/" + vocab);
-        const std::string text =
-            "\xf0\x9f\xa6\x99 llama \xe1\x9e\x80\xe1\x9e\xb6 \xf0\x9f\x98\xb6\xe2\x80\x8d\xf0\x9f\x8c\xab";
+        const std::string text = "\xf0\x9f\xa6\x99 llama \xe1\x9e\x80\xe1\x9e\xb6 \xf0\x9f\x98\xb6\xe2\x80\x8d\xf0\x9f\x8c\xab";
         const std::vector<int32_t> ids = t->encode(text, false, false);
         StreamingDecoder d(*t);
         std::string out;
@@ -581,21 +633,36 @@ private slots:
         QTest::addColumn<QString>("words");
         const int gpt2 = int(PreTokenizer::gpt2), llama3 = int(PreTokenizer::llama3);
         const int qwen2 = int(PreTokenizer::qwen2), def = int(PreTokenizer::llama_default);
-        QTest::newRow("gpt2 words") << gpt2 << "Hello world" << "Hello| world";
-        QTest::newRow("gpt2 spaces") << gpt2 << "I'm  fine" << "I|'m| | fine";
-        QTest::newRow("gpt2 trailing ws") << gpt2 << "a  \n" << "a|  \n";
-        QTest::newRow("gpt2 case-sensitive") << gpt2 << "I'M" << "I|'|M";
-        QTest::newRow("gpt2 numbers") << gpt2 << "x 12345" << "x| 12345";
-        QTest::newRow("llama3 case-insensitive") << llama3 << "I'M" << "I|'M";
-        QTest::newRow("llama3 newlines") << llama3 << "Hello\n\n  world" << "Hello|\n\n| | world";
-        QTest::newRow("llama3 digits") << llama3 << "12345" << "123|45";
-        QTest::newRow("llama3 punct+newline") << llama3 << " ?!\n\nx" << " ?!\n\n|x";
-        QTest::newRow("llama3 prefix char") << llama3 << "$var" << "$var";
-        QTest::newRow("llama3 unicode letters") << llama3 << "caf\u00e9 \u043d\u0430" << "caf\u00e9| \u043d\u0430";
-        QTest::newRow("llama3 nbsp is space") << llama3 << "a\u00a0\u00a0b" << "a|\u00a0|\u00a0b";
-        QTest::newRow("qwen2 digits") << qwen2 << "12345" << "1|2|3|4|5";
-        QTest::newRow("default") << def << "a+b=12345.6" << "a|+|b|=|123|45|.|6";
-        QTest::newRow("default comma") << def << "Hello, world" << "Hello|,| world";
+        QTest::newRow("gpt2 words") << gpt2 << "Hello world"
+                                    << "Hello| world";
+        QTest::newRow("gpt2 spaces") << gpt2 << "I'm  fine"
+                                     << "I|'m| | fine";
+        QTest::newRow("gpt2 trailing ws") << gpt2 << "a  \n"
+                                          << "a|  \n";
+        QTest::newRow("gpt2 case-sensitive") << gpt2 << "I'M"
+                                             << "I|'|M";
+        QTest::newRow("gpt2 numbers") << gpt2 << "x 12345"
+                                      << "x| 12345";
+        QTest::newRow("llama3 case-insensitive") << llama3 << "I'M"
+                                                 << "I|'M";
+        QTest::newRow("llama3 newlines") << llama3 << "Hello\n\n  world"
+                                         << "Hello|\n\n| | world";
+        QTest::newRow("llama3 digits") << llama3 << "12345"
+                                       << "123|45";
+        QTest::newRow("llama3 punct+newline") << llama3 << " ?!\n\nx"
+                                              << " ?!\n\n|x";
+        QTest::newRow("llama3 prefix char") << llama3 << "$var"
+                                            << "$var";
+        QTest::newRow("llama3 unicode letters") << llama3 << "caf\u00e9 \u043d\u0430"
+                                                << "caf\u00e9| \u043d\u0430";
+        QTest::newRow("llama3 nbsp is space") << llama3 << "a\u00a0\u00a0b"
+                                              << "a|\u00a0|\u00a0b";
+        QTest::newRow("qwen2 digits") << qwen2 << "12345"
+                                      << "1|2|3|4|5";
+        QTest::newRow("default") << def << "a+b=12345.6"
+                                 << "a|+|b|=|123|45|.|6";
+        QTest::newRow("default comma") << def << "Hello, world"
+                                       << "Hello|,| world";
     }
     void preTokenizer() {
         QFETCH(int, kind);
@@ -635,9 +702,39 @@ private slots:
     void preTokenizerMatchesRegex() {
         QFETCH(int, kind);
         QFETCH(QStringList, patterns);
-        const char * const pool[] = {"a", "Z", "\xc3\xa9", "\xe6\x88\x91", "1", "23", "\xd9\xa3", "\xe2\x85\xa7", " ", " ",
-                                     "\t", "\n", "\r", "\xc2\xa0", "\xe3\x80\x80", "'", "'s", "'S", "'ll", "'Re", "!",
-                                     "$", "_", "(", "+=", "<|", "1234", "\xf0\x9f\xa6\x99", "\xcc\x81", "\x01", "\xcd\xb8", "\xc2\x85", "-"};
+        const char * const pool[] = {"a",
+                                     "Z",
+                                     "\xc3\xa9",
+                                     "\xe6\x88\x91",
+                                     "1",
+                                     "23",
+                                     "\xd9\xa3",
+                                     "\xe2\x85\xa7",
+                                     " ",
+                                     " ",
+                                     "\t",
+                                     "\n",
+                                     "\r",
+                                     "\xc2\xa0",
+                                     "\xe3\x80\x80",
+                                     "'",
+                                     "'s",
+                                     "'S",
+                                     "'ll",
+                                     "'Re",
+                                     "!",
+                                     "$",
+                                     "_",
+                                     "(",
+                                     "+=",
+                                     "<|",
+                                     "1234",
+                                     "\xf0\x9f\xa6\x99",
+                                     "\xcc\x81",
+                                     "\x01",
+                                     "\xcd\xb8",
+                                     "\xc2\x85",
+                                     "-"};
         std::mt19937 rng(99);
         for (int round = 0; round < 1000; ++round) {
             std::string text;
@@ -669,7 +766,10 @@ private slots:
         spec.unk_id = -1;
         const std::string bytes = spm_proto::serialize(spec);
         // pieces { piece: "a" score: 1.0 type: NORMAL }
-        const std::string piece("\x0a\x0a\x0a\x01" "a\x15\x00\x00\x80\x3f\x18\x01", 12);
+        const std::string piece(
+            "\x0a\x0a\x0a\x01"
+            "a\x15\x00\x00\x80\x3f\x18\x01",
+            12);
         QCOMPARE(QByteArray::fromStdString(bytes.substr(0, piece.size())).toHex(), QByteArray::fromStdString(piece).toHex());
         // trainer_spec.unk_id = -1 is a ten-byte varint: tag (40 << 3) = 0xC0 0x02.
         QVERIFY(bytes.find(std::string("\xc0\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12)) != std::string::npos);
@@ -700,12 +800,8 @@ private slots:
         QFETCH(QString, key);
         gguf::GgufWriter w;
         switch (case_id) {
-            case 0:
-                w.set_string_array("tokenizer.ggml.tokens", {"a"});
-                break;
-            case 1:
-                w.set_string("tokenizer.ggml.model", "llama");
-                break;
+            case 0: w.set_string_array("tokenizer.ggml.tokens", {"a"}); break;
+            case 1: w.set_string("tokenizer.ggml.model", "llama"); break;
             case 2:
                 w.set_string("tokenizer.ggml.model", "llama");
                 w.set_string_array("tokenizer.ggml.tokens", {});
@@ -830,7 +926,11 @@ private slots:
         QVERIFY2(ids.startsWith(expected), qPrintable(ids));
         // Byte-level BPE: llama.cpp reads each bad byte as U+FFFD.
         REQUIRE_TOKENIZER(bpe, "data/tokenizer/ggml-vocab-llama-bpe.gguf");
-        QCOMPARE(bpe->decode(bpe->encode("a\xff" "b", false, false)), std::string("a\xef\xbf\xbd" "b"));
+        QCOMPARE(bpe->decode(bpe->encode("a\xff"
+                                         "b",
+                                         false, false)),
+                 std::string("a\xef\xbf\xbd"
+                             "b"));
     }
 
     void cleanSpacesOption() {

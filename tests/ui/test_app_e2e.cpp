@@ -121,8 +121,11 @@ private slots:
         document.close();
         app->controller()->newConversation();
         app->controller()->attachDocument(document.fileName());
-        QTRY_VERIFY2_WITH_TIMEOUT(app->controller()->document().phase == DocumentPhase::inContext, 
-                                  qPrintable(QStringLiteral("phase %1: %2").arg(int(app->controller()->document().phase)).arg(app->controller()->document().message)), 60000);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            app->controller()->document().phase == DocumentPhase::inContext,
+            qPrintable(
+                QStringLiteral("phase %1: %2").arg(int(app->controller()->document().phase)).arg(app->controller()->document().message)),
+            60000);
         app->controller()->sendMessage(QStringLiteral("What do Mia and Spot do in the garden?"));
         QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), 60000);
         app->controller()->summarizeDocument();

@@ -20,10 +20,11 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableView>
-#include <QToolButton>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 
+#include "app/core/model_list_model.h"
 #include "app/support/fake_engine.h"
 #include "support/reference_data.h"
 #include "ui/cache_panel.h"
@@ -38,7 +39,6 @@
 #include "ui/model_picker.h"
 #include "ui/retention_view.h"
 #include "ui/tier_bar.h"
-#include "app/core/model_list_model.h"
 
 using namespace lr;
 using namespace lr::app;
@@ -73,8 +73,8 @@ private slots:
         m_script = std::make_shared<FakeScript>();
         auto settings = std::make_unique<QSettings>(m_dir->filePath(QStringLiteral("settings.ini")), QSettings::IniFormat);
         settings->setValue("storage/database", m_dir->filePath(QStringLiteral("conversations.sqlite")));
-        m_app = std::make_unique<LongreadApp>(LongreadAppOptions{.settings = std::move(settings), .interactive = false,
-                                                                 .engineFactory = fakeFactory(m_script)});
+        m_app = std::make_unique<LongreadApp>(
+            LongreadAppOptions{.settings = std::move(settings), .interactive = false, .engineFactory = fakeFactory(m_script)});
         QVERIFY(m_app->start());
         QVERIFY(QTest::qWaitForWindowExposed(w()));
         QTRY_VERIFY(c()->isModelReady());
@@ -94,7 +94,8 @@ private slots:
             for (QWidget * p = widget; p && p != w(); p = p->parentWidget()) {
                 if (p->objectName().startsWith(QLatin1String("qt_")) || qobject_cast<QScrollBar *>(p) ||
                     (p != widget && qobject_cast<QComboBox *>(p)) || (p != widget && qobject_cast<QAbstractSpinBox *>(p)) ||
-                    QByteArray(p->metaObject()->className()).startsWith("QTabBar") || QByteArray(p->metaObject()->className()) == "QLineEditIconButton") {
+                    QByteArray(p->metaObject()->className()).startsWith("QTabBar") ||
+                    QByteArray(p->metaObject()->className()) == "QLineEditIconButton") {
                     internal = true;
                 }
             }
@@ -117,7 +118,8 @@ private slots:
         QVERIFY(w()->chatView()->showsEmptyState());
         QVERIFY(!w()->documentPanel()->isVisible());
         QCOMPARE(c()->conversations()->rowCount(), 0);
-        QVERIFY2(w()->modelStatus()->text().startsWith(QStringLiteral("stories260K (bundled demo)")), qPrintable(w()->modelStatus()->text()));
+        QVERIFY2(w()->modelStatus()->text().startsWith(QStringLiteral("stories260K (bundled demo)")),
+                 qPrintable(w()->modelStatus()->text()));
         send(QStringLiteral("hi"));
         QVERIFY(!w()->chatView()->showsEmptyState());
         waitIdle();
@@ -136,7 +138,8 @@ private slots:
         QCOMPARE(sent.count(), 1);
         QVERIFY(w()->composer()->editor()->toPlainText().isEmpty());
         QCOMPARE(w()->composer()->sendButton()->text(), QStringLiteral("Stop"));
-        QTRY_VERIFY(w()->chatView()->bubbleCount() == 2 && w()->chatView()->bubble(1)->textLabel()->text().startsWith(QStringLiteral("word")));
+        QTRY_VERIFY(w()->chatView()->bubbleCount() == 2 &&
+                    w()->chatView()->bubble(1)->textLabel()->text().startsWith(QStringLiteral("word")));
         QTest::keyClick(w()->composer()->editor(), Qt::Key_Escape);
         waitIdle();
         QCOMPARE(w()->composer()->sendButton()->text(), QStringLiteral("Send"));
@@ -176,7 +179,8 @@ private slots:
 
     void aDroppedDocumentThatDoesNotFitOffersTheOptions() {
         m_script->contextLimit = 256;
-        const QString path = writeFile(QStringLiteral("report.md"), QByteArray("# Report\n\n") + QByteArray("Sales grew in every region. ").repeated(80));
+        const QString path = writeFile(QStringLiteral("report.md"),
+                                       QByteArray("# Report\n\n") + QByteArray("Sales grew in every region. ").repeated(80));
         QMimeData mime;
         mime.setUrls({QUrl::fromLocalFile(path)});
         QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
@@ -226,9 +230,9 @@ private slots:
         QTest::addColumn<int>("kinds");
         QTest::addColumn<QStringList>("rows");
         QTest::newRow("full attention only") << 1 << QStringList{QStringLiteral("Full attention: 22 layers, 12.3 MiB")};
-        QTest::newRow("full and sliding window") << 2
-                                                 << QStringList{QStringLiteral("Full attention: 22 layers, 12.3 MiB"),
-                                                                QStringLiteral("Sliding window: 1 layer, 512.0 KiB")};
+        QTest::newRow("full and sliding window")
+            << 2
+            << QStringList{QStringLiteral("Full attention: 22 layers, 12.3 MiB"), QStringLiteral("Sliding window: 1 layer, 512.0 KiB")};
         QTest::newRow("none") << 0 << QStringList{};
     }
     void cachePanelRowPerLayerKind() {
@@ -249,7 +253,10 @@ private slots:
     // The retention view names the layers whose cache it shades.
     void retentionNamesTheLayerKind() {
         RetentionView view;
-        RetentionSnapshot r{.inContext = true, .perPosition = true, .policy = QStringLiteral("h2o 20%"), .documentText = QStringLiteral("abc def")};
+        RetentionSnapshot r{.inContext = true,
+                            .perPosition = true,
+                            .policy = QStringLiteral("h2o 20%"),
+                            .documentText = QStringLiteral("abc def")};
         r.tokenSpans = {{0, 3}, {4, 7}};
         r.kept = {1.0f, 0.0f};
         view.setRetention(r);
@@ -366,7 +373,8 @@ private slots:
     void modelPickerListsModelsWithEstimatesAndReasons() {
         QTemporaryDir home;
         QDir().mkpath(home.filePath(QStringLiteral("models")));
-        QVERIFY(QFile::copy(shared_path(QStringLiteral("models/tiny/tiny-llama-Q8_0.gguf")), home.filePath(QStringLiteral("models/tiny.gguf"))));
+        QVERIFY(QFile::copy(shared_path(QStringLiteral("models/tiny/tiny-llama-Q8_0.gguf")),
+                            home.filePath(QStringLiteral("models/tiny.gguf"))));
         QFile broken(home.filePath(QStringLiteral("models/broken.gguf")));
         QVERIFY(broken.open(QIODevice::WriteOnly));
         broken.write("GGUF but nothing else");
@@ -389,7 +397,8 @@ private slots:
             }
             QVERIFY(brokenRow >= 0 && tinyRow >= 0);
             QVERIFY(picker.model()->index(tinyRow, ModelListModel::MemoryColumn).data().toString().startsWith(QStringLiteral("fits")));
-            QVERIFY(picker.model()->index(brokenRow, ModelListModel::MemoryColumn).data().toString().startsWith(QStringLiteral("unsupported")));
+            QVERIFY(
+                picker.model()->index(brokenRow, ModelListModel::MemoryColumn).data().toString().startsWith(QStringLiteral("unsupported")));
             auto * use = picker.findChild<QPushButton *>(QString(), Qt::FindChildrenRecursively);
             for (QPushButton * b : picker.findChildren<QPushButton *>()) {
                 if (b->accessibleName() == QStringLiteral("Use this model")) use = b;

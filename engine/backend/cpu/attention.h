@@ -46,8 +46,8 @@ struct AttentionKernels {
     // (d % 16 == 0), else gemv with the tail after the last 64 summed in double (f64_tail,
     // dot_f16_as_f32) or float (dot_f32). Row s of k is at k + s * k_row_bytes, in k_codec:
     // f32 or f16 (other codecs are decoded to f32 first).
-    void (*scores)(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
-                   bool gemm, bool f64_tail, float scale, float * scores, size_t stride);
+    void (*scores)(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, bool gemm,
+                   bool f64_tail, float scale, float * scores, size_t stride);
     // The largest of x[0..n).
     float (*max)(const float * x, uint32_t n);
     // x[i] = exp(x[i] - max) for i < n (exp(-inf) = 0); returns the sum in double, in order.
@@ -70,9 +70,9 @@ struct AttentionScratch {
     std::vector<float> scores;                   // decode chunks: [n_head_kv][n_q][n_slots]
     std::vector<float> chunk_stats;              // [n_head_kv][n_chunks][n_q] max, then sum
     std::vector<double> chunk_sums;
-    std::vector<float> partial;                  // [n_head_kv][n_chunks][n_q][head_dim]
-    std::vector<float> mass;                     // prefill with attention mass: [n_head_kv][n_tiles][n_slots]
-    std::vector<int32_t> masked_pos;             // with page masks (quest): [n_blocks][n_head_kv][bt], unread = empty
+    std::vector<float> partial;       // [n_head_kv][n_chunks][n_q][head_dim]
+    std::vector<float> mass;          // prefill with attention mass: [n_head_kv][n_tiles][n_slots]
+    std::vector<int32_t> masked_pos;  // with page masks (quest): [n_blocks][n_head_kv][bt], unread = empty
 };
 
 void attention_fused(ThreadPool & pool, const AttentionKernels & k, const AttentionArgs & a, AttentionScratch & scratch);

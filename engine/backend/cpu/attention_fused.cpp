@@ -36,8 +36,8 @@ void decode_rows_scalar(KvCodec codec, const uint8_t * rows, size_t row_bytes, u
     for (uint32_t s = 0; s < n; ++s) kv_decode_row(codec, rows + s * row_bytes, dst + size_t(s) * d, d);
 }
 
-void scores_scalar(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
-                   bool gemm, bool f64_tail, float scale, float * scores, size_t stride) {
+void scores_scalar(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, bool gemm,
+                   bool f64_tail, float scale, float * scores, size_t stride) {
     const DotOrder order = gemm ? DotOrder::gemm : DotOrder::gemv;
     const auto dot = f64_tail ? dot_f16_as_f32 : dot_f32;
     std::vector<float> row(d);
@@ -132,7 +132,7 @@ struct ItemBuffers {
     float * rows;    // [bt][d] decoded K or V rows
     float * scores;  // [n_q][stride] scores, then weights; column = slot of the view
     size_t stride;
-    float * acc;     // [n_q][d] partial output
+    float * acc;  // [n_q][d] partial output
 };
 
 size_t per_thread_floats(const Plan & p, bool own_scores) {
@@ -169,8 +169,12 @@ public:
     };
 
     Item item(uint32_t g, int64_t tile, uint32_t chunk) const {
-        Item it{g, tile * p_.tile_tokens, std::min(a_.n_tokens, (tile + 1) * p_.tile_tokens), chunk * p_.blocks_per_chunk,
-                std::min(p_.n_blocks, (chunk + 1) * p_.blocks_per_chunk), chunk};
+        Item it{g,
+                tile * p_.tile_tokens,
+                std::min(a_.n_tokens, (tile + 1) * p_.tile_tokens),
+                chunk * p_.blocks_per_chunk,
+                std::min(p_.n_blocks, (chunk + 1) * p_.blocks_per_chunk),
+                chunk};
         return it;
     }
 
@@ -379,9 +383,7 @@ public:
     }
 
     // The attention mass of view.attn_mass for slot (block, head g, s).
-    float & mass_at(size_t slot, uint32_t g) const {
-        return view_.attn_mass[(slot / p_.bt * p_.n_head_kv + g) * p_.bt + slot % p_.bt];
-    }
+    float & mass_at(size_t slot, uint32_t g) const { return view_.attn_mass[(slot / p_.bt * p_.n_head_kv + g) * p_.bt + slot % p_.bt]; }
 
 private:
     const AttentionKernels & k_;
@@ -394,7 +396,8 @@ private:
 }  // namespace
 
 const AttentionKernels & scalar_attention_kernels() {
-    static const AttentionKernels k{copy_scalar, decode_rows_scalar, scores_scalar, max_scalar, exp_sum_scalar, normalize_scalar, weighted_sum_scalar};
+    static const AttentionKernels k{copy_scalar,    decode_rows_scalar, scores_scalar,      max_scalar,
+                                    exp_sum_scalar, normalize_scalar,   weighted_sum_scalar};
     return k;
 }
 
@@ -459,7 +462,8 @@ void attention_fused(ThreadPool & pool, const AttentionKernels & k, const Attent
             pool.run(p.n_head_kv, [&](int64_t g, int) {
                 for (size_t s = 0; s < p.n_slots; ++s) {
                     float total = 0.0f;
-                    for (int64_t t = 0; t < p.n_tiles; ++t) total += scratch.mass[(size_t(g) * size_t(p.n_tiles) + size_t(t)) * p.n_slots + s];
+                    for (int64_t t = 0; t < p.n_tiles; ++t)
+                        total += scratch.mass[(size_t(g) * size_t(p.n_tiles) + size_t(t)) * p.n_slots + s];
                     if (total != 0.0f) run.mass_at(s, uint32_t(g)) += total;
                 }
             });

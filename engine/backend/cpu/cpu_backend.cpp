@@ -25,10 +25,8 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 }  // namespace
 
 CpuBackend::CpuBackend(CpuBackendOptions options)
-    : pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
-      isa_(resolve_cpu_isa(options.isa)),
-      attention_kernels_(&cpu::attention_kernels(isa_)),
-      scratch_(size_t(pool_.n_threads())) {}
+    : pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()), isa_(resolve_cpu_isa(options.isa)),
+      attention_kernels_(&cpu::attention_kernels(isa_)), scratch_(size_t(pool_.n_threads())) {}
 
 std::string CpuBackend::name() const {
     return "cpu (" + std::string(cpu_isa_name(isa_)) + ", " + std::to_string(pool_.n_threads()) + " threads)";
@@ -191,8 +189,7 @@ void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_
     }
 }
 
-void CpuBackend::kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
-                          int64_t n_tokens) {
+void CpuBackend::kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) {
     const KvBlockShape & shape = view.shape;
     LR_ASSERT(int64_t(view.write_slots.size()) == n_tokens);
     auto write_tokens = [&](int64_t begin, int64_t end, int) {
@@ -218,8 +215,8 @@ void CpuBackend::kv_write(const PagedKvView & view, const float * k, const float
     }
 }
 
-void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
-                           const AttentionParams & p, float * out) {
+void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
+                           float * out) {
     const cpu::AttentionArgs args{.q = q, .n_tokens = n_tokens, .pos = pos_host, .view = &view, .params = p, .out = out};
     if (isa_ == CpuIsa::scalar) {
         cpu::attention_reference(pool_, args);

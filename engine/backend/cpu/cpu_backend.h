@@ -45,17 +45,16 @@ public:
     void add(float * x, const float * y, int64_t n) override;
     void swiglu(const float * gate, const float * up, int64_t n, float * out) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
-    void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
-                  int64_t n_tokens) override;
-    void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
-                   const AttentionParams & p, float * out) override;
+    void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
+    void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
+                   float * out) override;
 
 private:
     ThreadPool pool_;
     CpuIsa isa_;
     const cpu::AttentionKernels * attention_kernels_;
-    cpu::AlignedBuffer act_;                     // activations converted for a matmul kernel
-    std::vector<cpu::AlignedBuffer> scratch_;    // [n_threads] kernel scratch
+    cpu::AlignedBuffer act_;                   // activations converted for a matmul kernel
+    std::vector<cpu::AlignedBuffer> scratch_;  // [n_threads] kernel scratch
     cpu::AttentionScratch attention_scratch_;
 };
 

@@ -48,7 +48,8 @@ double measure_read_bandwidth(std::span<const MemoryRegion> regions, int n_threa
     ThreadPool pool(n_threads);
     std::atomic<uint64_t> sink{0};
     const auto t0 = std::chrono::steady_clock::now();
-    pool.run(int64_t(pieces.size()), [&](int64_t i, int) { sink.fetch_add(sum_words(pieces[size_t(i)].p, pieces[size_t(i)].n), std::memory_order_relaxed); });
+    pool.run(int64_t(pieces.size()),
+             [&](int64_t i, int) { sink.fetch_add(sum_words(pieces[size_t(i)].p, pieces[size_t(i)].n), std::memory_order_relaxed); });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // NOTE: the sums go to an atomic so that the reads cannot be optimized away.
     (void)sink.load();

@@ -31,8 +31,9 @@ public:
     template <class F>
     void run(int64_t n_chunks, F && fn) {
         using Fn = std::remove_reference_t<F>;
-        run_erased(n_chunks, [](void * ctx, int64_t chunk, int ith) { (*static_cast<Fn *>(ctx))(chunk, ith); },
-                   const_cast<void *>(static_cast<const void *>(&fn)));
+        run_erased(
+            n_chunks, [](void * ctx, int64_t chunk, int ith) { (*static_cast<Fn *>(ctx))(chunk, ith); },
+            const_cast<void *>(static_cast<const void *>(&fn)));
     }
 
     // Calls fn(i, n_threads()) once for every i in [0, n_threads()), concurrently: one
@@ -78,12 +79,12 @@ private:
     // [epoch:24][n_chunks:20][next chunk:20]: one word, so that a claim (fetch_add) also
     // says which job it belongs to and whether it is a chunk of it.
     alignas(64) std::atomic<uint64_t> work_{0};
-    alignas(64) std::atomic<uint32_t> n_done_{0};      // chunks of the current job finished
-    alignas(64) std::atomic<uint32_t> epoch_{0};       // the futex workers sleep on
-    std::atomic<int> n_sleeping_{0};                   // workers asleep on epoch_
-    std::atomic<bool> caller_sleeping_{false};         // the caller asleep on n_done_
+    alignas(64) std::atomic<uint32_t> n_done_{0};  // chunks of the current job finished
+    alignas(64) std::atomic<uint32_t> epoch_{0};   // the futex workers sleep on
+    std::atomic<int> n_sleeping_{0};               // workers asleep on epoch_
+    std::atomic<bool> caller_sleeping_{false};     // the caller asleep on n_done_
     std::atomic<bool> stop_{false};
-    uint32_t epoch_counter_ = 0;                       // caller only
+    uint32_t epoch_counter_ = 0;  // caller only
 };
 
 // Physical cores of this machine (hyper-threads do not help bandwidth-bound decode).

@@ -13,26 +13,26 @@
 
 namespace lr::cuda::attn {
 
-constexpr uint32_t kThreads = 128;              // scores and values blocks
-constexpr uint32_t kRowThreads = 256;           // softmax, mass and reduce blocks
-constexpr uint32_t kQueryFloats = 2048;         // queries_per_cta * head_dim, at most
+constexpr uint32_t kThreads = 128;       // scores and values blocks
+constexpr uint32_t kRowThreads = 256;    // softmax, mass and reduce blocks
+constexpr uint32_t kQueryFloats = 2048;  // queries_per_cta * head_dim, at most
 constexpr uint32_t kMaxQueriesPerCta = 128;
 constexpr int kMaxAcc = int(kQueryFloats / kThreads);  // outputs per thread in `values`
-constexpr size_t kSharedBytes = 44 * 1024;      // below the 48 KiB default
+constexpr size_t kSharedBytes = 44 * 1024;             // below the 48 KiB default
 constexpr size_t kScoresBudget = size_t(256) << 20;
 constexpr size_t kPartialBudget = size_t(64) << 20;
 
 // What every kernel of one tile of query tokens needs.
 struct Tile {
-    const float * q;           // [n_tokens][n_head][d] (whole call)
-    const int32_t * pos;       // [n_tokens] (whole call)
-    const KvDevBlock * blocks;  // [n_blocks]
+    const float * q;              // [n_tokens][n_head][d] (whole call)
+    const int32_t * pos;          // [n_tokens] (whole call)
+    const KvDevBlock * blocks;    // [n_blocks]
     const uint32_t * read_pages;  // [n_blocks][n_head_kv] or nullptr (every slot read)
-    float * scores;            // [n_tok][n_head][n_slots]: scores, then weights
-    float * mass;              // [n_blocks][n_head_kv][bt] or nullptr
-    float * out;               // [n_tokens][n_head][d] (whole call)
-    float * partial;           // [n_chunks][n_tok][n_head][d]
-    int64_t t0, n_tok;         // this tile's tokens
+    float * scores;               // [n_tok][n_head][n_slots]: scores, then weights
+    float * mass;                 // [n_blocks][n_head_kv][bt] or nullptr
+    float * out;                  // [n_tokens][n_head][d] (whole call)
+    float * partial;              // [n_chunks][n_tok][n_head][d]
+    int64_t t0, n_tok;            // this tile's tokens
     int32_t n_head, n_head_kv, group;
     uint32_t d, bt, cg, n_blocks, page_tokens;
     size_t n_slots;
@@ -217,7 +217,7 @@ LR_HD void values_load(const Tile & a, const Cta & c, const ValuesShared & s, ui
 LR_HD void values_accumulate(const Tile & a, const Cta & c, const ValuesShared & s, uint32_t s0, uint32_t tid, ValuesAcc & acc) {
     const QueryRange qr = queries_of(a, c);
     const uint32_t S = a.slots_per_pass, ns = min32(S, a.bt - s0);
-LR_UNROLL
+    LR_UNROLL
     for (int k = 0; k < kMaxAcc; ++k) {
         const uint32_t p = tid + uint32_t(k) * kThreads;
         if (p >= qr.nq * a.d) break;
@@ -234,7 +234,7 @@ LR_UNROLL
 // The outputs, or with several chunks the chunk's partial outputs.
 LR_HD void values_store(const Tile & a, const Cta & c, uint32_t tid, const ValuesAcc & acc) {
     const QueryRange qr = queries_of(a, c);
-LR_UNROLL
+    LR_UNROLL
     for (int k = 0; k < kMaxAcc; ++k) {
         const uint32_t p = tid + uint32_t(k) * kThreads;
         if (p >= qr.nq * a.d) break;

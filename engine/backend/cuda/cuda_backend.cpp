@@ -51,8 +51,8 @@ struct CudaBackend::Impl {
     cuda::Workspace ws_act, ws_weight, ws_scores, ws_partial;
 
     // Weights.
-    std::vector<DeviceBuffer> weights;              // everything prepare_weight allocated
-    std::unordered_set<const void *> streamed;      // data of the weights left in host RAM
+    std::vector<DeviceBuffer> weights;          // everything prepare_weight allocated
+    std::unordered_set<const void *> streamed;  // data of the weights left in host RAM
     uint64_t resident_bytes = 0, streamed_bytes = 0;
     bool streaming_started = false;
 
@@ -74,7 +74,10 @@ struct CudaBackend::Impl {
         return ops.get();
     }
     cuda::WeightRows rows(const WeightView & w) const {
-        return {.type = w.type, .data = static_cast<const uint8_t *>(w.data), .row_bytes = w.row_bytes(), .n_rows = w.n_rows,
+        return {.type = w.type,
+                .data = static_cast<const uint8_t *>(w.data),
+                .row_bytes = w.row_bytes(),
+                .n_rows = w.n_rows,
                 .n_cols = w.n_cols};
     }
     cuda::KvDevBlock dev_block(const PagedKvView & view, uint32_t b) const {
@@ -88,7 +91,10 @@ struct CudaBackend::Impl {
                 .pos_offset = uint32_t(L.pos_offset())};
     }
     cuda::KvDims dims(const KvBlockShape & s) const {
-        return {.block_tokens = s.block_tokens, .n_head_kv = s.n_head_kv, .head_dim = s.head_dim, .codec_group = kv_codec_group(s.head_dim)};
+        return {.block_tokens = s.block_tokens,
+                .n_head_kv = s.n_head_kv,
+                .head_dim = s.head_dim,
+                .codec_group = kv_codec_group(s.head_dim)};
     }
 };
 
@@ -97,7 +103,8 @@ struct CudaBackend::Impl {
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOptions & options) {
     const CudaProbe probe = probe_cuda_devices();
     if (probe.devices.empty()) return error(StatusCode::unsupported, "CUDA: " + probe.problem);
-    const auto it = std::find_if(probe.devices.begin(), probe.devices.end(), [&](const CudaDeviceInfo & d) { return d.index == options.device; });
+    const auto it = std::find_if(probe.devices.begin(), probe.devices.end(),
+                                 [&](const CudaDeviceInfo & d) { return d.index == options.device; });
     if (it == probe.devices.end()) {
         return error(StatusCode::invalid_argument, "CUDA: there is no device " + std::to_string(options.device) + " (" +
                                                        std::to_string(probe.devices.size()) + " found)");
@@ -182,7 +189,8 @@ BackendMemory CudaBackend::device_memory() const {
 
 Result<WeightView> CudaBackend::prepare_weight(const WeightView & host) {
     if (!quant::can_dequantize(host.type)) {
-        return error(StatusCode::unsupported, "weight type " + std::string(dtype_name(host.type)) + " is not supported by the CUDA backend");
+        return error(StatusCode::unsupported,
+                     "weight type " + std::string(dtype_name(host.type)) + " is not supported by the CUDA backend");
     }
     WeightView src = host;
     std::vector<float> converted;
@@ -202,9 +210,9 @@ Result<WeightView> CudaBackend::prepare_weight(const WeightView & host) {
     WeightView out = src;
     if (resident) {
         void * dev = nullptr;
-        LR_RETURN_IF_ERROR(cuda::cuda_status(cudaMalloc(&dev, std::max<size_t>(n_bytes, 1)),
-                                             "out of VRAM for the weights (" + std::to_string(n_bytes >> 20) +
-                                                 " MiB more): lower --gpu-layers"));
+        LR_RETURN_IF_ERROR(
+            cuda::cuda_status(cudaMalloc(&dev, std::max<size_t>(n_bytes, 1)),
+                              "out of VRAM for the weights (" + std::to_string(n_bytes >> 20) + " MiB more): lower --gpu-layers"));
         impl_->weights.emplace_back(dev, n_bytes, [](void * p) { (void)cudaFree(p); });
         // From pageable memory (the file mapping): the driver stages it; wait so that the
         // source may go (the F32 conversion buffer).
@@ -215,9 +223,10 @@ Result<WeightView> CudaBackend::prepare_weight(const WeightView & host) {
     } else {
         impl_->streaming_started = true;
         void * pinned = nullptr;
-        LR_RETURN_IF_ERROR(cuda::cuda_status(cudaHostAlloc(&pinned, std::max<size_t>(n_bytes, 1), cudaHostAllocMapped | cudaHostAllocPortable),
-                                             "cannot allocate " + std::to_string(n_bytes >> 20) +
-                                                 " MiB of page-locked RAM for streamed weights: raise --gpu-layers or the memlock limit"));
+        LR_RETURN_IF_ERROR(
+            cuda::cuda_status(cudaHostAlloc(&pinned, std::max<size_t>(n_bytes, 1), cudaHostAllocMapped | cudaHostAllocPortable),
+                              "cannot allocate " + std::to_string(n_bytes >> 20) +
+                                  " MiB of page-locked RAM for streamed weights: raise --gpu-layers or the memlock limit"));
         impl_->weights.emplace_back(pinned, n_bytes, [](void * p) { (void)cudaFreeHost(p); });
         std::memcpy(pinned, src.data, n_bytes);
         void * mapped = nullptr;
@@ -242,7 +251,8 @@ void CudaBackend::copy(void * dst, const void * src, size_t n_bytes) {
             auto stream = cuda::Stream::create();
             auto after = cuda::Event::create();
             auto done = cuda::Event::create();
-            if (!stream.ok() || !after.ok() || !done.ok()) cuda::fail(__FILE__, __LINE__, "copy lane", "cannot create a CUDA stream or event");
+            if (!stream.ok() || !after.ok() || !done.ok())
+                cuda::fail(__FILE__, __LINE__, "copy lane", "cannot create a CUDA stream or event");
             slot = std::make_unique<CopyLane>(CopyLane{std::move(stream).value(), std::move(after).value(), std::move(done).value()});
         }
         lane = slot.get();
@@ -340,11 +350,11 @@ void CudaBackend::gemm(const WeightView & w, const float * x, int64_t n_tokens, 
         }
         if (is_f32) {
             LR_CUBLAS_CHECK(blas.sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, k, &alpha, static_cast<const float *>(a), k,
-                                        static_cast<const float *>(xa), k, &beta, y + r0, ldc));
+                                       static_cast<const float *>(xa), k, &beta, y + r0, ldc));
         } else {
             const cudaDataType t = is_bf16 ? CUDA_R_16BF : CUDA_R_16F;
-            LR_CUBLAS_CHECK(blas.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, k, &alpha, a, t, k, xa, t, k, &beta, y + r0, CUDA_R_32F,
-                                         ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            LR_CUBLAS_CHECK(blas.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, k, &alpha, a, t, k, xa, t, k, &beta, y + r0, CUDA_R_32F, ldc,
+                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         }
     }
 }

@@ -35,18 +35,18 @@ namespace lr {
 struct CudaDeviceInfo {
     int index = 0;
     std::string name;
-    int cc_major = 0, cc_minor = 0;   // compute capability
+    int cc_major = 0, cc_minor = 0;  // compute capability
     uint64_t total_bytes = 0;
     uint64_t free_bytes = 0;
     int n_sm = 0;
-    double peak_bandwidth_gbs = 0;    // from the memory clock and bus width (0 if unknown)
-    bool can_map_host = false;        // kernels can read page-locked host RAM (streamed weights)
+    double peak_bandwidth_gbs = 0;  // from the memory clock and bus width (0 if unknown)
+    bool can_map_host = false;      // kernels can read page-locked host RAM (streamed weights)
 };
 
 struct CudaProbe {
     std::vector<CudaDeviceInfo> devices;
-    std::string problem;              // why there is no device: no driver, driver too old, ...
-    int driver_version = 0;           // e.g. 13000; 0 without a driver
+    std::string problem;     // why there is no device: no driver, driver too old, ...
+    int driver_version = 0;  // e.g. 13000; 0 without a driver
     int runtime_version = 0;
 };
 
@@ -95,10 +95,9 @@ public:
     void add(float * x, const float * y, int64_t n) override;
     void swiglu(const float * gate, const float * up, int64_t n, float * out) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
-    void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host,
-                  int64_t n_tokens) override;
-    void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view,
-                   const AttentionParams & p, float * out) override;
+    void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
+    void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
+                   float * out) override;
 
 private:
     struct Impl;

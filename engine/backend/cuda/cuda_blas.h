@@ -16,9 +16,9 @@ struct CublasApi {
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
     cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *, const float *, int,
                             const float *, int, const float *, float *, int);
-    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *,
-                              cudaDataType, int, const void *, cudaDataType, int, const void *, void *, cudaDataType, int,
-                              cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *, cudaDataType,
+                              int, const void *, cudaDataType, int, const void *, void *, cudaDataType, int, cublasComputeType_t,
+                              cublasGemmAlgo_t);
     const char * (*status_string)(cublasStatus_t);
 };
 

@@ -26,20 +26,20 @@ Status cuda_status(cudaError_t err, const std::string & what);
 
 }  // namespace lr::cuda
 
-#define LR_CUDA_CHECK(call)                                                                  \
-    do {                                                                                     \
-        const cudaError_t lr_err_ = (call);                                                  \
-        if (lr_err_ != cudaSuccess) [[unlikely]] {                                           \
-            ::lr::cuda::fail(__FILE__, __LINE__, #call, cudaGetErrorString(lr_err_));        \
-        }                                                                                    \
+#define LR_CUDA_CHECK(call)                                                           \
+    do {                                                                              \
+        const cudaError_t lr_err_ = (call);                                           \
+        if (lr_err_ != cudaSuccess) [[unlikely]] {                                    \
+            ::lr::cuda::fail(__FILE__, __LINE__, #call, cudaGetErrorString(lr_err_)); \
+        }                                                                             \
     } while (0)
 
-#define LR_CUBLAS_CHECK(call)                                                                \
-    do {                                                                                     \
-        const cublasStatus_t lr_st_ = (call);                                                \
-        if (lr_st_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                                  \
+#define LR_CUBLAS_CHECK(call)                                                                      \
+    do {                                                                                           \
+        const cublasStatus_t lr_st_ = (call);                                                      \
+        if (lr_st_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                                        \
             ::lr::cuda::fail(__FILE__, __LINE__, #call, ::lr::cuda::cublas_status_string(lr_st_)); \
-        }                                                                                    \
+        }                                                                                          \
     } while (0)
 
 // After a kernel launch: a bad configuration shows up here; faults inside the kernel show

@@ -50,14 +50,13 @@ void launch_round_activations(const float * x, int64_t n, bool bf16, void * out,
 
 // ---- Element-wise: elementwise.cu, rms_norm.cu, rope.cu ------------------------------------
 
-void launch_add(float * x, const float * y, int64_t n, cudaStream_t stream);                                     // x += y
-void launch_add_bias(float * x, const float * b, int64_t n_rows, int64_t n_cols, cudaStream_t stream);           // x[r] += b
-void launch_swiglu(const float * gate, const float * up, int64_t n, float * out, cudaStream_t stream);            // silu(g) * u
-void launch_rms_norm(const float * x, const float * w, float eps, int64_t n_rows, int64_t n_cols, float * out,
-                     cudaStream_t stream);
+void launch_add(float * x, const float * y, int64_t n, cudaStream_t stream);                            // x += y
+void launch_add_bias(float * x, const float * b, int64_t n_rows, int64_t n_cols, cudaStream_t stream);  // x[r] += b
+void launch_swiglu(const float * gate, const float * up, int64_t n, float * out, cudaStream_t stream);  // silu(g) * u
+void launch_rms_norm(const float * x, const float * w, float eps, int64_t n_rows, int64_t n_cols, float * out, cudaStream_t stream);
 
 struct RopeArgs {
-    bool neox = false;                     // pairs (i, i + n_rot/2), else (2i, 2i+1)
+    bool neox = false;  // pairs (i, i + n_rot/2), else (2i, 2i+1)
     int32_t n_rot = 0;
     int32_t head_dim = 0;
     float freq_scale = 1.0f;
@@ -72,7 +71,7 @@ void launch_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * p
 // One block of a view, with the offsets of its layout (KvBlockLayout, computed on the host).
 struct KvDevBlock {
     uint8_t * data = nullptr;
-    uint32_t k_codec = 0, v_codec = 0;   // KvCodec values
+    uint32_t k_codec = 0, v_codec = 0;  // KvCodec values
     uint32_t k_row_bytes = 0, v_row_bytes = 0;
     uint32_t v_offset = 0, pos_offset = 0;
 };
@@ -97,33 +96,33 @@ struct AttentionShape {
     uint32_t n_blocks = 0;
     KvDims dims;
     float scale = 1.0f;
-    bool f16_k = false;  // every block's K is f16: q is rounded to f16 (llama.cpp's f16 cache)
-    bool f16_v = false;  // every block's V is f16: the softmax weights are rounded to f16
-    bool mass = false;   // accumulate the attention mass
-    int n_sm = 1;        // multiprocessors, to size the grid
+    bool f16_k = false;        // every block's K is f16: q is rounded to f16 (llama.cpp's f16 cache)
+    bool f16_v = false;        // every block's V is f16: the softmax weights are rounded to f16
+    bool mass = false;         // accumulate the attention mass
+    int n_sm = 1;              // multiprocessors, to size the grid
     uint32_t page_tokens = 0;  // slots per bit of AttentionArgs::read_pages
 };
 
 // How launch_attention cuts the work, and the scratch it needs (attention_plan).
 struct AttentionPlan {
-    int64_t tile_tokens = 0;         // tokens per pass over the scores scratch
-    uint32_t queries_per_cta = 0;    // (token, query head) pairs of one KV head per block
-    uint32_t slots_per_pass = 0;     // K or V rows decoded into shared memory at a time (<= 32)
-    uint32_t n_chunks = 0;           // chunks of blocks of the view (split over the sequence)
+    int64_t tile_tokens = 0;       // tokens per pass over the scores scratch
+    uint32_t queries_per_cta = 0;  // (token, query head) pairs of one KV head per block
+    uint32_t slots_per_pass = 0;   // K or V rows decoded into shared memory at a time (<= 32)
+    uint32_t n_chunks = 0;         // chunks of blocks of the view (split over the sequence)
     uint32_t blocks_per_chunk = 0;
-    size_t scores_bytes = 0;     // [tile_tokens][n_head][n_slots] floats
-    size_t partial_bytes = 0;    // [n_chunks][tile_tokens][n_head][head_dim] floats (0 with one chunk)
+    size_t scores_bytes = 0;   // [tile_tokens][n_head][n_slots] floats
+    size_t partial_bytes = 0;  // [n_chunks][tile_tokens][n_head][head_dim] floats (0 with one chunk)
 };
 AttentionPlan attention_plan(const AttentionShape & s);
 
 struct AttentionArgs {
-    const float * q = nullptr;          // [n_tokens][n_head][head_dim]
-    const int32_t * pos = nullptr;      // [n_tokens] (device)
-    const KvDevBlock * blocks = nullptr;  // [n_blocks] (device)
-    float * mass = nullptr;             // [n_blocks][n_head_kv][block_tokens] or nullptr
-    float * out = nullptr;              // [n_tokens][n_head][head_dim]
-    float * scores = nullptr;           // scratch of plan.scores_bytes
-    float * partial = nullptr;          // scratch of plan.partial_bytes
+    const float * q = nullptr;              // [n_tokens][n_head][head_dim]
+    const int32_t * pos = nullptr;          // [n_tokens] (device)
+    const KvDevBlock * blocks = nullptr;    // [n_blocks] (device)
+    float * mass = nullptr;                 // [n_blocks][n_head_kv][block_tokens] or nullptr
+    float * out = nullptr;                  // [n_tokens][n_head][head_dim]
+    float * scores = nullptr;               // scratch of plan.scores_bytes
+    float * partial = nullptr;              // scratch of plan.partial_bytes
     const uint32_t * read_pages = nullptr;  // [n_blocks][n_head_kv] (device) or nullptr: see PagedKvView
 };
 void launch_attention(const AttentionShape & s, const AttentionPlan & plan, const AttentionArgs & a, cudaStream_t stream);

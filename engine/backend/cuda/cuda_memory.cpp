@@ -34,8 +34,8 @@ Result<void *> SlabAllocator::raw_alloc(size_t n_bytes) const {
     if (err != cudaSuccess) {
         (void)cudaGetLastError();  // an allocation failure is not sticky: clear it
         return error(StatusCode::out_of_memory, "cannot allocate " + std::to_string(n_bytes >> 20) + " MiB of " +
-                                                    (kind_ == Kind::device ? "VRAM" : "page-locked RAM") + " (" +
-                                                    cudaGetErrorString(err) + ")");
+                                                    (kind_ == Kind::device ? "VRAM" : "page-locked RAM") + " (" + cudaGetErrorString(err) +
+                                                    ")");
     }
     return p;
 }

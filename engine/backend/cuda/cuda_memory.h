@@ -88,7 +88,7 @@ private:
     uint8_t * device_ = nullptr;   // the same, in VRAM
     cudaEvent_t left_[kSegments] = {};
     int segment_ = 0;
-    size_t used_ = 0;              // bytes of the current segment taken
+    size_t used_ = 0;  // bytes of the current segment taken
 };
 
 }  // namespace lr::cuda

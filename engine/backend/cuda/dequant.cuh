@@ -178,8 +178,8 @@ LR_HD void dequant_step(const uint8_t * row, int64_t step, int lane, bool aligne
             }
             for (int k = 0; k < 8; ++k) v[k] = T == DType::F16 ? half_bits_to_float(h[k]) : bf16_bits_to_float(h[k]);
         }
-    } else if constexpr (T == DType::Q4_0 || T == DType::IQ4_NL || T == DType::Q4_1 || T == DType::Q5_0 ||
-                         T == DType::Q5_1 || T == DType::Q8_0) {
+    } else if constexpr (T == DType::Q4_0 || T == DType::IQ4_NL || T == DType::Q4_1 || T == DType::Q5_0 || T == DType::Q5_1 ||
+                         T == DType::Q8_0) {
         // Eight 32-element blocks per step; four lanes per block.
         const int blk = lane / 4, part = lane % 4;
         if constexpr (T == DType::Q8_0) {
@@ -337,22 +337,22 @@ LR_HD void dequant_step(const uint8_t * row, int64_t step, int lane, bool aligne
 }
 
 // Expands CASE(T) for the runtime weight type (one of kernels_read's types).
-#define LR_CUDA_DISPATCH_TYPE(type, CASE)         \
-    switch (type) {                               \
-        case DType::F32: CASE(DType::F32); break; \
-        case DType::F16: CASE(DType::F16); break; \
-        case DType::BF16: CASE(DType::BF16); break; \
-        case DType::Q4_0: CASE(DType::Q4_0); break; \
-        case DType::Q4_1: CASE(DType::Q4_1); break; \
-        case DType::Q5_0: CASE(DType::Q5_0); break; \
-        case DType::Q5_1: CASE(DType::Q5_1); break; \
-        case DType::Q8_0: CASE(DType::Q8_0); break; \
-        case DType::Q2_K: CASE(DType::Q2_K); break; \
-        case DType::Q3_K: CASE(DType::Q3_K); break; \
-        case DType::Q4_K: CASE(DType::Q4_K); break; \
-        case DType::Q5_K: CASE(DType::Q5_K); break; \
-        case DType::Q6_K: CASE(DType::Q6_K); break; \
-        case DType::IQ4_NL: CASE(DType::IQ4_NL); break; \
+#define LR_CUDA_DISPATCH_TYPE(type, CASE)                                   \
+    switch (type) {                                                         \
+        case DType::F32: CASE(DType::F32); break;                           \
+        case DType::F16: CASE(DType::F16); break;                           \
+        case DType::BF16: CASE(DType::BF16); break;                         \
+        case DType::Q4_0: CASE(DType::Q4_0); break;                         \
+        case DType::Q4_1: CASE(DType::Q4_1); break;                         \
+        case DType::Q5_0: CASE(DType::Q5_0); break;                         \
+        case DType::Q5_1: CASE(DType::Q5_1); break;                         \
+        case DType::Q8_0: CASE(DType::Q8_0); break;                         \
+        case DType::Q2_K: CASE(DType::Q2_K); break;                         \
+        case DType::Q3_K: CASE(DType::Q3_K); break;                         \
+        case DType::Q4_K: CASE(DType::Q4_K); break;                         \
+        case DType::Q5_K: CASE(DType::Q5_K); break;                         \
+        case DType::Q6_K: CASE(DType::Q6_K); break;                         \
+        case DType::IQ4_NL: CASE(DType::IQ4_NL); break;                     \
         default: LR_ASSERT(false && "no CUDA kernel for this weight type"); \
     }
 

@@ -17,8 +17,8 @@ constexpr int kWarps = 4;
 // Warp `item` of the grid takes row r0 + item / n_steps, step item % n_steps; the last step
 // of a row may be partial (legacy types), then its lanes take one element at a time.
 template <DType T>
-__global__ void __launch_bounds__(kWarps * 32) dequantize_f16_kernel(const uint8_t * w, size_t row_bytes, int64_t n_cols, int64_t r0,
-                                                                      int64_t n_rows, bool aligned16, __half * out) {
+__global__ void __launch_bounds__(kWarps * 32)
+    dequantize_f16_kernel(const uint8_t * w, size_t row_bytes, int64_t n_cols, int64_t r0, int64_t n_rows, bool aligned16, __half * out) {
     const int lane = int(threadIdx.x % 32);
     const int64_t n_steps = (n_cols + 255) / 256;
     const int64_t item = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;

@@ -11,8 +11,8 @@ namespace {
 constexpr int kThreads = 256;
 
 template <DType T>
-__global__ void __launch_bounds__(kThreads) get_rows_kernel(const uint8_t * w, size_t row_bytes, int64_t n_cols, const int32_t * ids,
-                                                            float * out) {
+__global__ void __launch_bounds__(kThreads)
+    get_rows_kernel(const uint8_t * w, size_t row_bytes, int64_t n_cols, const int32_t * ids, float * out) {
     const int64_t i = blockIdx.y;  // output row
     const int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (c >= n_cols) return;

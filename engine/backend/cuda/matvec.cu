@@ -45,13 +45,21 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const Params p) {
 
 bool kernels_read(DType type) {
     switch (type) {
-        case DType::F32: case DType::F16: case DType::BF16:
-        case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0:
-        case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
-        case DType::IQ4_NL:
-            return true;
-        default:
-            return false;
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q5_0:
+        case DType::Q5_1:
+        case DType::Q8_0:
+        case DType::Q2_K:
+        case DType::Q3_K:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+        case DType::IQ4_NL: return true;
+        default: return false;
     }
 }
 

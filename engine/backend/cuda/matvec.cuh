@@ -71,20 +71,20 @@ LR_HD void lane_sums(const Params & p, int64_t row0, int lane, float (&acc)[kRow
     for (int64_t step = 0; step < n_steps; ++step) {
         float w[kRowsPerWarp][8];
         int a0 = 0, a1 = 0;
-LR_UNROLL
+        LR_UNROLL
         for (int r = 0; r < kRowsPerWarp; ++r) dequant_step<T>(rows[r], step, lane, p.w_aligned16, w[r], a0, a1);
         const int64_t c0 = step * 256 + a0, c1 = step * 256 + a1;
-LR_UNROLL
+        LR_UNROLL
         for (int t = 0; t < kMaxTokens; ++t) {
             if (t >= p.n_tokens) break;
             float x0[4], x1[4];
             load_x<T>(p.x + t * p.n_cols + c0, p.x_vec4, x0);
             load_x<T>(p.x + t * p.n_cols + c1, p.x_vec4, x1);
-LR_UNROLL
+            LR_UNROLL
             for (int r = 0; r < kRowsPerWarp; ++r) {
-LR_UNROLL
+                LR_UNROLL
                 for (int k = 0; k < 4; ++k) acc[r][t] = fmaf(w[r][k], x0[k], acc[r][t]);
-LR_UNROLL
+                LR_UNROLL
                 for (int k = 0; k < 4; ++k) acc[r][t] = fmaf(w[r][4 + k], x1[k], acc[r][t]);
             }
         }
@@ -92,13 +92,13 @@ LR_UNROLL
     // The tail: columns past the last whole step, one per lane.
     for (int64_t c = n_steps * 256 + lane; c < p.n_cols; c += 32) {
         float w[kRowsPerWarp];
-LR_UNROLL
+        LR_UNROLL
         for (int r = 0; r < kRowsPerWarp; ++r) w[r] = dequant_one<T>(rows[r], c);
-LR_UNROLL
+        LR_UNROLL
         for (int t = 0; t < kMaxTokens; ++t) {
             if (t >= p.n_tokens) break;
             const float xv = act<T>(p.x[t * p.n_cols + c]);
-LR_UNROLL
+            LR_UNROLL
             for (int r = 0; r < kRowsPerWarp; ++r) acc[r][t] = fmaf(w[r], xv, acc[r][t]);
         }
     }

@@ -19,18 +19,18 @@
 namespace lr::test {
 
 struct FakeScript {
-    int prefillChunks = 3;          // progress reports per prefill
+    int prefillChunks = 3;  // progress reports per prefill
     int chunkDelayMs = 2;
     QStringList tokens = {QStringLiteral("Hello"), QStringLiteral(", "), QStringLiteral("world"), QStringLiteral(".")};
     int tokenDelayMs = 2;
-    QString failReplyWith;          // non-empty: reply fails with this message (after the prefill)
-    QString throwInReply;           // "bad_alloc", "runtime_error" or "int": reply throws that (after the prefill)
-    QString failLoadWith;           // non-empty: loadModel fails for paths containing failLoadFor
-    QString failLoadFor;            // empty: every path
+    QString failReplyWith;  // non-empty: reply fails with this message (after the prefill)
+    QString throwInReply;   // "bad_alloc", "runtime_error" or "int": reply throws that (after the prefill)
+    QString failLoadWith;   // non-empty: loadModel fails for paths containing failLoadFor
+    QString failLoadFor;    // empty: every path
     uint32_t contextLimit = 512;
     uint32_t trainedContext = 4096;
     uint32_t reserve = 64;
-    uint32_t charsPerToken = 4;     // measure: tokens = characters / charsPerToken
+    uint32_t charsPerToken = 4;  // measure: tokens = characters / charsPerToken
     std::atomic<int> replies{0};
     std::atomic<int> prefills{0};
     std::atomic<int> summaries{0};
@@ -84,7 +84,8 @@ public:
         ++m_script->replies;
         m_script->lastUserText = userText;
         m_script->lastContext = context;
-        if (Status s = runPrefill(progress, stop); s.code() == StatusCode::cancelled) return GenerateResult{.reason = StopReason::cancelled};
+        if (Status s = runPrefill(progress, stop); s.code() == StatusCode::cancelled)
+            return GenerateResult{.reason = StopReason::cancelled};
         if (!m_script->failReplyWith.isEmpty()) return error(StatusCode::internal, m_script->failReplyWith.toStdString());
         if (m_script->throwInReply == QLatin1String("bad_alloc")) throw std::bad_alloc();
         if (m_script->throwInReply == QLatin1String("runtime_error")) throw std::runtime_error("a tensor went missing");
@@ -107,8 +108,13 @@ public:
         p.passes_done = 2;
         if (progress) progress(p);
         Result<GenerateResult> g = runTokens(sink, stop);
-        SummaryResult r{.text = g->text, .method = SummaryMethod::map_reduce, .reason = g->reason, .document_tokens = 1000,
-                        .n_chunks = 2, .n_levels = 1, .n_passes = 3};
+        SummaryResult r{.text = g->text,
+                        .method = SummaryMethod::map_reduce,
+                        .reason = g->reason,
+                        .document_tokens = 1000,
+                        .n_chunks = 2,
+                        .n_levels = 1,
+                        .n_passes = 3};
         return r;
     }
 

@@ -93,7 +93,7 @@ inline __m256 finish8(const __m256 * t8) {
     for (int k = 0; k < 4; ++k) {
         const __m256 x = _mm256_permute2f128_ps(t8[2 * k], t8[2 * k + 1], 0x20);  // [lo(a) | lo(b)]
         const __m256 y = _mm256_permute2f128_ps(t8[2 * k], t8[2 * k + 1], 0x31);  // [hi(a) | hi(b)]
-        s[k] = _mm256_add_ps(y, x);                                              // [t4(a) | t4(b)]
+        s[k] = _mm256_add_ps(y, x);                                               // [t4(a) | t4(b)]
     }
     const __m256 g = _mm256_add_ps(_mm256_shuffle_ps(s[0], s[1], 0x44), _mm256_shuffle_ps(s[0], s[1], 0xEE));  // x0+x2, x1+x3
     const __m256 h = _mm256_add_ps(_mm256_shuffle_ps(s[2], s[3], 0x44), _mm256_shuffle_ps(s[2], s[3], 0xEE));
@@ -197,8 +197,8 @@ inline const float * k_row(const void * k, KvCodec codec, size_t row_bytes, uint
 constexpr uint32_t kMaxHeadDim = 1024;
 
 // Head sizes above kMaxHeadDim: one row at a time through float_dot.h.
-void scores_general(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
-                    bool gemm, bool f64_tail, float scale, float * out, size_t stride) {
+void scores_general(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, bool gemm,
+                    bool f64_tail, float scale, float * out, size_t stride) {
     const DotOrder order = gemm ? DotOrder::gemm : DotOrder::gemv;
     for (uint32_t s = 0; s < n_k; ++s) {
         float * row = new float[d];
@@ -228,8 +228,9 @@ void scores(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, c
         return;
     }
     // A multiple of 64 (gemv) or 16 (gemm) has no tail: f64_tail changes nothing.
-    if (d == 64) return gemm ? scores64<true>(k, k_codec, k_row_bytes, n_k, q, n_q, scale, out, stride)
-                             : scores64<false>(k, k_codec, k_row_bytes, n_k, q, n_q, scale, out, stride);
+    if (d == 64)
+        return gemm ? scores64<true>(k, k_codec, k_row_bytes, n_k, q, n_q, scale, out, stride)
+                    : scores64<false>(k, k_codec, k_row_bytes, n_k, q, n_q, scale, out, stride);
     const __m256 sc = _mm256_set1_ps(scale);
     for (uint32_t s = 0; s < n_k; ++s) {
         const uint8_t * row = static_cast<const uint8_t *>(k) + s * k_row_bytes;
@@ -281,7 +282,8 @@ inline __m256 exp_nonpositive(__m256 x) {
     const __m256 lower = _mm256_set1_ps(-87.3f);
     const __m256 underflow = _mm256_cmp_ps(x, lower, _CMP_LT_OQ);
     x = _mm256_max_ps(x, lower);
-    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
     __m256 y = _mm256_set1_ps(1.9875691500e-4f);
@@ -386,7 +388,8 @@ void accumulate_queries(const float * v, uint32_t n, const float * w, size_t w_s
     for (; c < d; ++c) {
         for (int k = 0; k < Q; ++k) {
             float & a = acc[size_t(i + uint32_t(k)) * d + c];
-            for (uint32_t s = 0; s < n; ++s) a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(v[size_t(s) * d + c]), _mm_set_ss(a)));
+            for (uint32_t s = 0; s < n; ++s)
+                a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(v[size_t(s) * d + c]), _mm_set_ss(a)));
         }
     }
 }

@@ -9,8 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 namespace lr::cpu::avx2 {
 
@@ -29,8 +29,8 @@ inline __m256 load_bf16x8(const uint16_t * p) {
 inline float reduce16(__m256 lo, __m256 hi) {
     const __m256 t8 = _mm256_add_ps(hi, lo);
     const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
-    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));          // [t0+t2, t1+t3, ...]
-    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));        // (t0+t2) + (t1+t3)
+    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));    // [t0+t2, t1+t3, ...]
+    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));  // (t0+t2) + (t1+t3)
 }
 
 // Sum of 8 float lanes (order unspecified).

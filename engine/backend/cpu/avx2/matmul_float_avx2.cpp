@@ -128,8 +128,8 @@ float dot_gemv(const uint8_t * w, const float * a, int64_t n) {
 
 constexpr int kTileRows = 2;
 constexpr int kTileTokens = 3;
-constexpr int64_t kPiece = 512;                // columns per piece
-constexpr int64_t kPanelBytes = 160 * 1024;    // float bytes of a panel
+constexpr int64_t kPiece = 512;              // columns per piece
+constexpr int64_t kPanelBytes = 160 * 1024;  // float bytes of a panel
 constexpr int64_t kMaxPanelRows = 64;
 
 struct Partial {
@@ -243,7 +243,6 @@ size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
     const size_t rows = size_t(panel_rows(n_cols));
     return rows * kTileTokens * sizeof(Partial) + rows * size_t(n_cols) * sizeof(float);
 }
-
 
 template <FloatType W>
 constexpr MatmulKernel kKernel{act_row_bytes, convert_act<W>, act_to_standard<W>, scratch_bytes, rows<W>};

@@ -60,7 +60,8 @@ void convert_act(const float * x, int64_t n_cols, uint8_t * dst) {
         for (int k = 0; k < 8; ++k) {
             __m256i i32[4];
             for (int u = 0; u < 4; ++u) {
-                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * u), is), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * u), is),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 i32[u] = _mm256_min_epi32(_mm256_cvtps_epi32(v), cap);
             }
             // s01 holds elements 32k + 0..15 as int16 and s23 elements 32k + 16..31, each in
@@ -151,7 +152,8 @@ struct Q2K {
     __m256i q(int j) const { return two_bits(b.qs, j); }
     __m256i scale(int j) const { return sc.pattern(j); }
     __m256i mn() const {
-        const __m128i m = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales)), 4), _mm_set1_epi8(0x0F));
+        const __m128i m = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales)), 4),
+                                        _mm_set1_epi8(0x0F));
         return _mm256_cvtepu8_epi16(m);
     }
     float d() const { return f16_to_f32(b.d); }
@@ -322,7 +324,8 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t ns
             for (int t = 0; t < Tn; ++t) {
                 __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t]) + j);
                 keep_in_register(a);
-                for (int r = 0; r < R; ++r) isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], a), sc[r]));
+                for (int r = 0; r < R; ++r)
+                    isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], a), sc[r]));
             }
         }
         for (int r = 0; r < R; ++r) {
@@ -334,7 +337,8 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t ns
                 float da;
                 std::memcpy(&da, pa[t] + 288, sizeof da);
                 if constexpr (Combined) {
-                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][t], msum)), _mm256_set1_ps(dd[0] * da), acc[r][t]);
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][t], msum)), _mm256_set1_ps(dd[0] * da),
+                                                acc[r][t]);
                 } else {
                     acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), _mm256_set1_ps(dd[0] * da), acc[r][t]);
                     acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dd[1] * da), acc[r][t]);
@@ -372,14 +376,16 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     using Block = typename T::Block;
     const int64_t nsb = job.n_cols / QK_K;
     if (job.n_tokens == 1) {
-        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), job.act, nsb);
+        for (int64_t r = r0; r < r1; ++r)
+            job.y[r] = dot_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), job.act, nsb);
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
     for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
         const int64_t p1 = min_i64(p0 + kPanelRows, r1);
         for (int64_t r = p0; r < p1; ++r) {
-            unpack_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), nsb, scratch + size_t(r - p0) * panel_row_bytes);
+            unpack_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), nsb,
+                          scratch + size_t(r - p0) * panel_row_bytes);
         }
         int64_t r = p0;
         for (; r + kTileRows <= p1; r += kTileRows) {

@@ -319,8 +319,10 @@ inline __m256i quad_dot(const __m256i * w, const __m256i * a) {
         return sum;
     } else {
         // Levels <= 31 and |a| <= 127: each 16-bit lane stays below 4 * 2 * 31 * 127 < 2^15.
-        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_loadu_si256(a)), _mm256_maddubs_epi16(w[1], _mm256_loadu_si256(a + 1)));
-        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_loadu_si256(a + 2)), _mm256_maddubs_epi16(w[3], _mm256_loadu_si256(a + 3)));
+        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_loadu_si256(a)),
+                                             _mm256_maddubs_epi16(w[1], _mm256_loadu_si256(a + 1)));
+        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_loadu_si256(a + 2)),
+                                             _mm256_maddubs_epi16(w[3], _mm256_loadu_si256(a + 3)));
         return _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones);
     }
 }
@@ -341,9 +343,11 @@ void dot_rows(const typename T::Block * const * w, const uint8_t * act, const Ac
             T::quad(b[r], wq);
             quad_scales<T>(b[r], d, m);
             __m256i i = quad_dot<T>(wq, a);
-            if constexpr (T::kOffset != 0) i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act + L.cpat() + 32 * size_t(q))));
+            if constexpr (T::kOffset != 0)
+                i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act + L.cpat() + 32 * size_t(q))));
             acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(d, ad), acc[r]);
-            if constexpr (T::kMin) macc[r] = _mm256_fmadd_ps(m, _mm256_load_ps(reinterpret_cast<const float *>(act + L.spat() + 32 * size_t(q))), macc[r]);
+            if constexpr (T::kMin)
+                macc[r] = _mm256_fmadd_ps(m, _mm256_load_ps(reinterpret_cast<const float *>(act + L.spat() + 32 * size_t(q))), macc[r]);
         }
     };
     const int64_t full = nb / 4;
@@ -438,7 +442,8 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, const ActL
                 } else {
                     i = quad_dot<T>(wq, aq);
                 }
-                if constexpr (T::kOffset != 0) i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa + L.cpat() + 32 * q)));
+                if constexpr (T::kOffset != 0)
+                    i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa + L.cpat() + 32 * q)));
                 const __m256 s = _mm256_mul_ps(wd, _mm256_load_ps(reinterpret_cast<const float *>(pa + L.dpat() + 32 * q)));
                 acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc[r][t]);
                 if constexpr (T::kMin) {
