@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "engine/common/dtype.h"
@@ -62,6 +63,33 @@ inline double relative_rmse(const float * x, const float * y, size_t n) {
     }
     if (ref == 0.0) return err == 0.0 ? 0.0 : INFINITY;
     return std::sqrt(err / ref);
+}
+
+// n elements of `type` as random bytes, every fp16 scale set to a positive value in
+// [2^-10, 2^-6) and every MXFP4 exponent in [112, 144): any bit pattern is a valid block.
+template <class Rng>
+std::vector<uint8_t> random_blocks(DType type, size_t n, Rng & rng) {
+    std::vector<uint8_t> row(lr::row_bytes(type, n));
+    for (uint8_t & b : row) b = static_cast<uint8_t>(rng.next_u64());
+    const size_t block_bytes = dtype_traits(type).block_bytes;
+    for (size_t at = 0; at < row.size(); at += block_bytes) {
+        uint8_t * b = row.data() + at;
+        const auto d = static_cast<uint16_t>(0x1400 + rng.next_u64() % 0x1000);
+        switch (type) {
+            case DType::MXFP4: b[0] = static_cast<uint8_t>(112 + rng.next_u64() % 32); break;
+            case DType::TQ2_0: std::memcpy(b + 64, &d, 2); break;
+            case DType::IQ1_M: {
+                // d lives in the top nibbles of the four scale words.
+                uint16_t sc[4];
+                std::memcpy(sc, b + 48, 8);
+                for (int k = 0; k < 4; ++k) sc[k] = static_cast<uint16_t>((sc[k] & 0x0fff) | (((d >> (4 * k)) & 0xf) << 12));
+                std::memcpy(b + 48, sc, 8);
+                break;
+            }
+            default: std::memcpy(b, &d, 2); break;  // d first in every other block
+        }
+    }
+    return row;
 }
 
 }  // namespace lr::test

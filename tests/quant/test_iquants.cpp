@@ -28,34 +28,6 @@ namespace {
 
 const char * const kNewTypes[] = {"IQ4_XS", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ2_0", "MXFP4"};
 
-// ---- random blocks -------------------------------------------------------------------------
-
-// n elements of `type` as random bytes, every fp16 scale set to a positive value in
-// [2^-10, 2^-6) and every MXFP4 exponent in [112, 144): any bit pattern is a valid block.
-std::vector<uint8_t> random_row(DType type, size_t n, Normal & rng) {
-    std::vector<uint8_t> row(row_bytes(type, n));
-    for (uint8_t & b : row) b = static_cast<uint8_t>(rng.next_u64());
-    const size_t block_bytes = dtype_traits(type).block_bytes;
-    for (size_t at = 0; at < row.size(); at += block_bytes) {
-        uint8_t * b = row.data() + at;
-        const auto d = static_cast<uint16_t>(0x1400 + rng.next_u64() % 0x1000);
-        switch (type) {
-            case DType::MXFP4: b[0] = static_cast<uint8_t>(112 + rng.next_u64() % 32); break;
-            case DType::TQ2_0: std::memcpy(b + 64, &d, 2); break;
-            case DType::IQ1_M: {
-                // d lives in the top nibbles of the four scale words.
-                uint16_t sc[4];
-                std::memcpy(sc, b + 48, 8);
-                for (int k = 0; k < 4; ++k) sc[k] = static_cast<uint16_t>((sc[k] & 0x0fff) | (((d >> (4 * k)) & 0xf) << 12));
-                std::memcpy(b + 48, sc, 8);
-                break;
-            }
-            default: std::memcpy(b, &d, 2); break;  // d first in every other block
-        }
-    }
-    return row;
-}
-
 // ---- ggml's dequantizers, transcribed with their loops (ggml-quants.c) ---------------------
 
 uint8_t grid_byte(uint64_t entry, int j) { return static_cast<uint8_t>(entry >> (8 * j)); }
@@ -289,7 +261,7 @@ private slots:
         Normal rng(31);
         for (int trial = 0; trial < 20; ++trial) {
             const size_t n = 4 * size_t(dtype_traits(t).block_elems) * 8;
-            std::vector<uint8_t> row = random_row(t, n, rng);
+            std::vector<uint8_t> row = random_blocks(t, n, rng);
             if (t == DType::MXFP4 && trial == 0) row[0] = 0, row[17] = 1;  // subnormal scales
             const std::vector<float> got = dequantized(t, row.data(), n);
             const std::vector<float> want = ggml_dequantize(t, row.data(), n);
@@ -391,7 +363,7 @@ private slots:
             for (float & v : w) v = rng.next(0.02f);
             for (float & v : a) v = rng.next(1.0f) + (trial % 2 ? 0.5f : 0.0f);
             const bool random_bytes = !can_quantize(t) || trial >= 8;
-            const std::vector<uint8_t> wq = random_bytes ? random_row(t, n, rng) : quantized(t, w);
+            const std::vector<uint8_t> wq = random_bytes ? random_blocks(t, n, rng) : quantized(t, w);
             const std::vector<uint8_t> aq = quantized(at, a);
             const double got = vec_dot(t, n, wq.data(), aq.data());
             const std::vector<float> wd = dequantized(t, wq.data(), n), ad = dequantized(at, aq.data(), n);
