@@ -351,6 +351,11 @@ private slots:
         QTest::newRow("IQ4_NL") << "IQ4_NL" << 25u << 5e-3 << false;  // 1.7e-3
         QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;    // 7.0e-3
         QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;    // 2.4e-2
+        QTest::newRow("IQ4_XS") << "IQ4_XS" << 30u << 6e-3 << false;    // 1.9e-3
+        QTest::newRow("MXFP4") << "MXFP4" << 38u << 1.3e-2 << false;    // 4.3e-3
+        QTest::newRow("IQ3_S") << "IQ3_S" << 26u << 2.5e-2 << false;  // 7.9e-3
+        QTest::newRow("IQ3_XXS") << "IQ3_XXS" << 23u << 3e-2 << false;  // 1.0e-2
+        QTest::newRow("TQ2_0") << "TQ2_0" << 37u << 0.3 << false;       // 9.3e-2 (three levels)
     }
     void weightTypesCloseToF32() {
         QFETCH(QString, type);
@@ -494,7 +499,9 @@ private slots:
         QTest::addColumn<QString>("vocab");
         QTest::addColumn<QString>("message");
         QTest::newRow("unknown preset") << "llama-9000b" << "Q4_0" << "m.gguf" << "" << "unknown model preset 'llama-9000b' (presets: tiny,";
-        QTest::newRow("unsupported type") << "tiny" << "IQ2_XXS" << "m.gguf" << "" << "weight type IQ2_XXS cannot be written (types: F32,";
+        QTest::newRow("imatrix type") << "tiny" << "IQ2_XXS" << "m.gguf" << "" << "IQ2_XXS needs an importance matrix";
+        QTest::newRow("imatrix type IQ1_M") << "tiny" << "IQ1_M" << "m.gguf" << "" << "IQ1_M needs an importance matrix";
+        QTest::newRow("unsupported type") << "tiny" << "TQ1_0" << "m.gguf" << "" << "weight type TQ1_0 cannot be written (types: F32,";
         QTest::newRow("activation type") << "tiny" << "Q8_K" << "m.gguf" << "" << "Q8_K cannot be written";
         QTest::newRow("no output") << "tiny" << "Q4_0" << "" << "" << "no output path";
         QTest::newRow("missing directory") << "tiny" << "Q4_0" << "no/such/dir/m.gguf" << "" << "does not exist";
