@@ -15,9 +15,9 @@
 // super-blocks from the model file; prefill unpacks a panel of rows once and runs tiles
 // over it, in the same float order.
 
-#include <array>
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/avx2/q8k_act_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
@@ -355,21 +355,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * panel_block_bytes<T>();
-    for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
-        const int64_t p1 = min_i64(p0 + kPanelRows, r1);
-        for (int64_t r = p0; r < p1; ++r) unpack_row<T>(row(r), nsb, scratch + size_t(r - p0) * panel_row_bytes);
-        constexpr int R = kTileRows<T>;
-        int64_t r = p0;
-        for (; r + R <= p1; r += R) {
-            const uint8_t * panel[R];
-            for (int i = 0; i < R; ++i) panel[i] = scratch + size_t(r - p0 + i) * panel_row_bytes;
-            tile_tokens<T, R>(job, panel, nsb, r);
-        }
-        if (r < p1) {
-            const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
-            tile_tokens<T, 1>(job, panel, nsb, r);
-        }
-    }
+    for_each_panel_tile<kTileRows<T>>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, nsb, r); });
 }
 
 template <class T>

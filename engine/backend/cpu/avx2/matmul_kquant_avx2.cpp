@@ -12,6 +12,7 @@
 // panel of rows into this form once and runs tiles of 2 rows x 4 tokens over it.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/avx2/q8k_act_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
@@ -307,26 +308,15 @@ template <class T>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     using Block = typename T::Block;
     const int64_t nsb = job.n_cols / QK_K;
+    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens == 1) {
-        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), job.act, nsb);
+        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(row(r), job.act, nsb);
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
-    for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
-        const int64_t p1 = min_i64(p0 + kPanelRows, r1);
-        for (int64_t r = p0; r < p1; ++r) {
-            unpack_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), nsb, scratch + size_t(r - p0) * panel_row_bytes);
-        }
-        int64_t r = p0;
-        for (; r + kTileRows <= p1; r += kTileRows) {
-            const uint8_t * panel[kTileRows] = {scratch + size_t(r - p0) * panel_row_bytes, scratch + size_t(r - p0 + 1) * panel_row_bytes};
-            tile_tokens<T::kCombinedMin, kTileRows>(job, panel, nsb, r);
-        }
-        if (r < p1) {
-            const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
-            tile_tokens<T::kCombinedMin, 1>(job, panel, nsb, r);
-        }
-    }
+    for_each_panel_tile<kTileRows>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T::kCombinedMin, R>(job, panel, nsb, r); });
 }
 
 template <class T>
