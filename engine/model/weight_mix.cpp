@@ -3,6 +3,8 @@
 #include <array>
 #include <cctype>
 
+#include "engine/quant/quant.h"
+
 namespace lr {
 namespace {
 
@@ -13,10 +15,13 @@ struct FormatEntry {
 
 // The writable types, in the order help text lists them, with llama.cpp's ftype numbers.
 constexpr std::array kWritable = {
-    FormatEntry{DType::F32, 0},   FormatEntry{DType::F16, 1},   FormatEntry{DType::BF16, 32}, FormatEntry{DType::Q8_0, 7},
-    FormatEntry{DType::Q6_K, 18}, FormatEntry{DType::Q5_K, 17}, FormatEntry{DType::Q5_1, 9},  FormatEntry{DType::Q5_0, 8},
-    FormatEntry{DType::Q4_K, 15}, FormatEntry{DType::Q4_1, 3},  FormatEntry{DType::Q4_0, 2},  FormatEntry{DType::IQ4_NL, 25},
-    FormatEntry{DType::Q3_K, 12}, FormatEntry{DType::Q2_K, 10},
+    FormatEntry{DType::F32, 0},   FormatEntry{DType::F16, 1},    FormatEntry{DType::BF16, 32},
+    FormatEntry{DType::Q8_0, 7},  FormatEntry{DType::Q6_K, 18},  FormatEntry{DType::Q5_K, 17},
+    FormatEntry{DType::Q5_1, 9},  FormatEntry{DType::Q5_0, 8},   FormatEntry{DType::Q4_K, 15},
+    FormatEntry{DType::Q4_1, 3},  FormatEntry{DType::Q4_0, 2},   FormatEntry{DType::IQ4_NL, 25},
+    FormatEntry{DType::Q3_K, 12}, FormatEntry{DType::Q2_K, 10},   FormatEntry{DType::IQ4_XS, 30},
+    FormatEntry{DType::IQ3_S, 26}, FormatEntry{DType::IQ3_XXS, 23}, FormatEntry{DType::TQ2_0, 37},
+    FormatEntry{DType::MXFP4, 38},  // llama.cpp's MXFP4_MOE ftype, which --pure turns into all-MXFP4
 };
 
 constexpr uint32_t kFileTypeQ4_K_M = 15;
@@ -53,6 +58,11 @@ DType q4_k_m_type(WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0, 
 DType fallback_type(DType wanted, uint64_t ne0) {
     DType type = wanted;
     switch (wanted) {
+        case DType::IQ4_XS:
+        case DType::IQ3_S:
+        case DType::IQ3_XXS: type = DType::IQ4_NL; break;
+        case DType::MXFP4: type = DType::Q8_0; break;
+        case DType::TQ2_0:
         case DType::Q2_K:
         case DType::Q3_K: type = DType::Q4_0; break;
         case DType::Q4_K: type = DType::Q5_0; break;
@@ -78,6 +88,15 @@ std::optional<WeightFormat> weight_format_from_name(std::string_view name) {
 std::string weight_format_name(const WeightFormat & format) {
     if (format.mix == WeightMix::q4_k_m) return std::string(kQ4_K_M);
     return std::string(dtype_name(format.type));
+}
+
+std::string why_not_writable(const WeightFormat & format) {
+    if (is_writable(format)) return {};
+    const std::string name = weight_format_name(format);
+    if (quant::needs_importance_matrix(format.type)) {
+        return name + " needs an importance matrix (llama-quantize refuses it without one), which make-model does not have";
+    }
+    return name + " cannot be written";
 }
 
 bool is_writable(const WeightFormat & format) {

@@ -33,14 +33,19 @@ std::optional<WeightFormat> weight_format_from_name(std::string_view name);
 std::string weight_format_name(const WeightFormat & format);
 
 // True for the types a file can be written in: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL (and the Q4_K_M mix).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS, TQ2_0, MXFP4 (and
+// the Q4_K_M mix): those llama.cpp quantizes without an importance matrix.
 bool is_writable(const WeightFormat & format);
+
+// Empty for a writable format, else why not ("IQ2_XXS needs an importance matrix ...").
+std::string why_not_writable(const WeightFormat & format);
 
 // "F32, F16, BF16, Q8_0, ..., Q4_K_M" for help text and error messages.
 std::string writable_weight_format_names();
 
 // llama.cpp's general.file_type (enum llama_ftype) for the format. Q3_K, Q4_K and Q5_K
-// write llama-quantize's aliases Q3_K_M (12), Q4_K_M (15) and Q5_K_M (17).
+// write llama-quantize's aliases Q3_K_M (12), Q4_K_M (15) and Q5_K_M (17); MXFP4 writes
+// MXFP4_MOE (38), the ftype llama-quantize --pure writes all-MXFP4 files under.
 uint32_t llama_file_type(const WeightFormat & format);
 
 // What a 2-D weight is, for the mix rules.
@@ -52,7 +57,10 @@ struct WeightTypeChoice {
     bool fell_back() const { return type != wanted; }
 };
 
-// The type of one 2-D weight with rows of `ne0` elements. `il` / `n_layer` place attn_v
+// The type of one 2-D weight with rows of `ne0` elements. A row the type's block does not
+// divide falls back as llama-quantize's tensor_type_fallback: Q2_K, Q3_K, TQ2_0 -> Q4_0;
+// IQ4_XS, IQ3_S, IQ3_XXS -> IQ4_NL; MXFP4, Q6_K -> Q8_0; Q4_K -> Q5_0; Q5_K -> Q5_1; then
+// F16 if that block does not divide it either. `il` / `n_layer` place attn_v
 // and ffn_down in the stack; `tied_output` says token_embd doubles as the output (then
 // it gets the output's type in the mix, as in llama.cpp).
 WeightTypeChoice choose_weight_type(const WeightFormat & format, WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0,

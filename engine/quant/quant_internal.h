@@ -90,4 +90,42 @@ float vec_dot_q4_K_q8_K(size_t n, const block_q4_K * x, const block_q8_K * y);
 float vec_dot_q5_K_q8_K(size_t n, const block_q5_K * x, const block_q8_K * y);
 float vec_dot_q6_K_q8_K(size_t n, const block_q6_K * x, const block_q8_K * y);
 
+// ---- quant_iquants.cpp: the grid i-quants and IQ4_XS (super-blocks of 256, Q8_K dots) ----
+void dequantize_row_iq2_xxs(const block_iq2_xxs * x, float * y, size_t n);
+void dequantize_row_iq2_xs(const block_iq2_xs * x, float * y, size_t n);
+void dequantize_row_iq2_s(const block_iq2_s * x, float * y, size_t n);
+void dequantize_row_iq3_xxs(const block_iq3_xxs * x, float * y, size_t n);
+void dequantize_row_iq3_s(const block_iq3_s * x, float * y, size_t n);
+void dequantize_row_iq1_s(const block_iq1_s * x, float * y, size_t n);
+void dequantize_row_iq1_m(const block_iq1_m * x, float * y, size_t n);
+void dequantize_row_iq4_xs(const block_iq4_xs * x, float * y, size_t n);
+
+float vec_dot_iq2_xxs_q8_K(size_t n, const block_iq2_xxs * x, const block_q8_K * y);
+float vec_dot_iq2_xs_q8_K(size_t n, const block_iq2_xs * x, const block_q8_K * y);
+float vec_dot_iq2_s_q8_K(size_t n, const block_iq2_s * x, const block_q8_K * y);
+float vec_dot_iq3_xxs_q8_K(size_t n, const block_iq3_xxs * x, const block_q8_K * y);
+float vec_dot_iq3_s_q8_K(size_t n, const block_iq3_s * x, const block_q8_K * y);
+float vec_dot_iq1_s_q8_K(size_t n, const block_iq1_s * x, const block_q8_K * y);
+float vec_dot_iq1_m_q8_K(size_t n, const block_iq1_m * x, const block_q8_K * y);
+float vec_dot_iq4_xs_q8_K(size_t n, const block_iq4_xs * x, const block_q8_K * y);
+
+// ---- quant_iq3_quantize.cpp, quant_iq4_xs.cpp: the i-quants llama.cpp writes without an
+// importance matrix ----
+void quantize_row_iq3_xxs_ref(const float * x, block_iq3_xxs * y, size_t n);
+void quantize_row_iq3_s_ref(const float * x, block_iq3_s * y, size_t n);
+void quantize_row_iq4_xs_ref(const float * x, block_iq4_xs * y, size_t n);
+// The scale of 32 values on the IQ4_NL levels (0 for a near-zero block), ggml's
+// quantize_row_iq4_nl_impl without weights, ntry 7: the largest magnitude on level -127,
+// a refit by least squares weighted by x^2, then 15 more starting scales, the best fit
+// kept. L receives the levels of the first fit. best_index picks the level of id * x.
+float fit_iq4_block(const float * xb, uint8_t * L, int (*best_index)(float));
+
+// ---- quant_tq_mxfp4.cpp: TQ2_0 (Q8_K dots) and MXFP4 (Q8_0 dots) ----
+void dequantize_row_tq2_0(const block_tq2_0 * x, float * y, size_t n);
+void quantize_row_tq2_0_ref(const float * x, block_tq2_0 * y, size_t n);
+float vec_dot_tq2_0_q8_K(size_t n, const block_tq2_0 * x, const block_q8_K * y);
+void dequantize_row_mxfp4(const block_mxfp4 * x, float * y, size_t n);
+void quantize_row_mxfp4_ref(const float * x, block_mxfp4 * y, size_t n);
+float vec_dot_mxfp4_q8_0(size_t n, const block_mxfp4 * x, const block_q8_0 * y);
+
 }  // namespace lr::quant::detail

@@ -293,53 +293,13 @@ void quantize_row_q8_1_x86(const float * x, block_q8_1 * y, size_t n) {
 }
 
 // What llama-quantize does for IQ4_NL without an importance matrix (ggml's quantize_iq4_nl,
-// ntry = 7): weights x^2; start with the largest magnitude on the -127 level, refit the
-// scale by weighted least squares, then try 15 more starting scales and keep the best fit.
-// The stored indices are recomputed from the final (unrounded) scale.
+// ntry = 7): the scale of fit_iq4_block; the stored indices are recomputed from the final
+// (unrounded) scale.
 void quantize_row_iq4_nl_ref(const float * x, block_iq4_nl * y, size_t n) {
-    constexpr int ntry = 7;
-    const float v0 = kvalues_iq4nl[0];
     const size_t nb = n / QK4_NL;
     for (size_t i = 0; i < nb; ++i, x += QK4_NL) {
-        float weight[QK4_NL];
-        for (int j = 0; j < QK4_NL; ++j) weight[j] = x[j] * x[j];
-        float amax = 0.0f;
-        float max = 0.0f;
-        for (int j = 0; j < QK4_NL; ++j) {
-            const float ax = std::fabs(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
-        float d = 0.0f;
-        if (amax >= 1e-15f) {  // GROUP_MAX_EPS: a block this small stays all-zero
-            d = -max / v0;
-            float id = 1 / d;
-            float sumqx = 0.0f;
-            float sumq2 = 0.0f;
-            for (int j = 0; j < QK4_NL; ++j) {
-                const float q = kvalues_iq4nl[best_index_iq4nl(id * x[j])];
-                sumqx += weight[j] * q * x[j];
-                sumq2 += weight[j] * q * q;
-            }
-            d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
-            float best = d * sumqx;
-            for (int itry = -ntry; itry <= ntry; ++itry) {
-                id = static_cast<float>(itry + kvalues_iq4nl[0]) / max;
-                sumqx = 0.0f;
-                sumq2 = 0.0f;
-                for (int j = 0; j < QK4_NL; ++j) {
-                    const float q = kvalues_iq4nl[best_index_iq4nl(id * x[j])];
-                    sumqx += weight[j] * q * x[j];
-                    sumq2 += weight[j] * q * q;
-                }
-                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                    d = sumqx / sumq2;
-                    best = d * sumqx;
-                }
-            }
-        }
+        uint8_t L[QK4_NL];
+        const float d = fit_iq4_block(x, L, best_index_iq4nl);
         y[i].d = fp32_to_fp16(d);
         const float id = d != 0.0f ? 1 / d : 0.0f;
         for (int j = 0; j < QK4_NL / 2; ++j) {

@@ -19,6 +19,7 @@
 #include "engine/quant/quant.h"
 #include "engine/quant/quant_blocks.h"
 #include "random_rows.h"
+#include "../quant/quant_test_util.h"
 
 using namespace lr;
 using namespace lr::cpu;
@@ -38,6 +39,12 @@ Problem make_problem(DType type, int64_t n_cols, int64_t n_rows, int64_t n_token
     const size_t rb = row_bytes(type, size_t(n_cols));
     p.w.resize(rb * size_t(n_rows));
     for (int64_t r = 0; r < n_rows; ++r) {
+        if (!quant::can_quantize(type)) {
+            // Types that need an importance matrix: random blocks (any bit pattern is valid).
+            const std::vector<uint8_t> row = test::random_blocks(type, size_t(n_cols), rng);
+            std::memcpy(p.w.data() + size_t(r) * rb, row.data(), rb);
+            continue;
+        }
         std::vector<float> row(static_cast<size_t>(n_cols));
         for (float & v : row) v = rng.normal(0.05f);
         quant::quantize_row(type, row.data(), p.w.data() + size_t(r) * rb, size_t(n_cols));
@@ -118,8 +125,15 @@ std::vector<double> abs_products(const Problem & p, std::vector<double> * exact)
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-const char * const kTypes[] = {"F32",  "F16",    "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
-                               "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
+const char * const kTypes[] = {"F32",  "F16",   "BF16",    "Q8_0",  "Q4_0",   "Q4_1",   "Q5_0",  "Q5_1",
+                               "IQ4_NL", "MXFP4", "Q2_K",   "Q3_K",  "Q4_K",   "Q5_K",   "Q6_K",  "IQ4_XS",
+                               "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ2_0"};
+
+// How many float terms a dot product of n_cols sums: one per block, except IQ4_XS, whose
+// scalar reference scales each 32-element sub-block in float (as ggml's generic code).
+double float_terms(DType t, int64_t n_cols) {
+    return double(n_cols) / double(t == DType::IQ4_XS ? 32 : dtype_traits(t).block_elems);
+}
 
 }  // namespace
 
@@ -194,7 +208,7 @@ private slots:
                     }
                     std::vector<double> exact;
                     const std::vector<double> l1 = abs_products(p, &exact);
-                    const double n_blocks = double(n_cols) / double(block);
+                    const double n_blocks = float_terms(wt, n_cols);
                     for (size_t i = 0; i < a.size(); ++i) {
                         // Each side rounds its float sum of n_blocks terms: a few ulp of the
                         // terms' magnitude per term, at worst.

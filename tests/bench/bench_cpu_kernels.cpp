@@ -43,10 +43,12 @@ void bench_matmul(benchmark::State & state, DType type, CpuIsa isa, int64_t n_ro
     const size_t rb = row_bytes(type, size_t(n_cols));
     std::vector<uint8_t> w(rb * size_t(n_rows));
     std::vector<float> row(static_cast<size_t>(n_cols));
-    for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t r = 0; r < n_rows && quant::can_quantize(type); ++r) {
         for (float & v : row) v = 0.05f * rng.normal();
         quant::quantize_row(type, row.data(), w.data() + size_t(r) * rb, size_t(n_cols));
     }
+    // Types that need an importance matrix: random bytes (the speed does not depend on them).
+    for (size_t i = 0; i < w.size() && !quant::can_quantize(type); ++i) w[i] = uint8_t(rng.normal() * 1e4f);
     std::vector<float> x(size_t(n_cols * n_tokens)), y(size_t(n_rows * n_tokens));
     for (float & v : x) v = rng.normal();
     const size_t arb = k->act_row_bytes(n_cols);
@@ -124,8 +126,10 @@ void register_all() {
     const CpuIsa best = detect_cpu_isa();
     std::vector<CpuIsa> isas = {CpuIsa::scalar};
     if (best != CpuIsa::scalar) isas.push_back(best);
-    const DType types[] = {DType::F32,  DType::F16,    DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                           DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const DType types[] = {DType::F32,    DType::F16,     DType::BF16,  DType::Q8_0,    DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
+                           DType::Q5_1,   DType::IQ4_NL,  DType::MXFP4, DType::Q2_K,    DType::Q3_K,   DType::Q4_K,  DType::Q5_K,
+                           DType::Q6_K,   DType::IQ4_XS,  DType::IQ3_S, DType::IQ3_XXS, DType::IQ2_S,  DType::IQ2_XS, DType::IQ2_XXS,
+                           DType::IQ1_M,  DType::IQ1_S,   DType::TQ2_0};
     for (DType type : types) {
         for (CpuIsa isa : isas) {
             const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" + std::string(cpu_isa_name(isa));

@@ -354,8 +354,13 @@ private slots:
         QTest::newRow("Q4_1") << "Q4_1" << 3u << 6e-3 << false;       // 2.1e-3
         QTest::newRow("Q4_0") << "Q4_0" << 2u << 6e-3 << false;       // 2.2e-3
         QTest::newRow("IQ4_NL") << "IQ4_NL" << 25u << 5e-3 << false;  // 1.7e-3
-        QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;      // 7.0e-3
-        QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;      // 2.4e-2
+        QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;    // 7.0e-3
+        QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;    // 2.4e-2
+        QTest::newRow("IQ4_XS") << "IQ4_XS" << 30u << 6e-3 << false;    // 1.9e-3
+        QTest::newRow("MXFP4") << "MXFP4" << 38u << 1.3e-2 << false;    // 4.3e-3
+        QTest::newRow("IQ3_S") << "IQ3_S" << 26u << 2.5e-2 << false;  // 7.9e-3
+        QTest::newRow("IQ3_XXS") << "IQ3_XXS" << 23u << 3e-2 << false;  // 1.0e-2
+        QTest::newRow("TQ2_0") << "TQ2_0" << 37u << 0.3 << false;       // 9.3e-2 (three levels)
     }
     void weightTypesCloseToF32() {
         QFETCH(QString, type);
@@ -500,51 +505,17 @@ private slots:
         QTest::addColumn<QString>("output");  // relative to a fresh directory; absolute if it starts with '/'
         QTest::addColumn<QString>("vocab");
         QTest::addColumn<QString>("message");
-        QTest::newRow("unknown preset") << "llama-9000b"
-                                        << "Q4_0"
-                                        << "m.gguf"
-                                        << ""
-                                        << "unknown model preset 'llama-9000b' (presets: tiny,";
-        QTest::newRow("unsupported type") << "tiny"
-                                          << "IQ2_XXS"
-                                          << "m.gguf"
-                                          << ""
-                                          << "weight type IQ2_XXS cannot be written (types: F32,";
-        QTest::newRow("activation type") << "tiny"
-                                         << "Q8_K"
-                                         << "m.gguf"
-                                         << ""
-                                         << "Q8_K cannot be written";
-        QTest::newRow("no output") << "tiny"
-                                   << "Q4_0"
-                                   << ""
-                                   << ""
-                                   << "no output path";
-        QTest::newRow("missing directory") << "tiny"
-                                           << "Q4_0"
-                                           << "no/such/dir/m.gguf"
-                                           << ""
-                                           << "does not exist";
-        QTest::newRow("directory") << "tiny"
-                                   << "Q4_0"
-                                   << "."
-                                   << ""
-                                   << "is a directory";
-        QTest::newRow("unwritable") << "tiny"
-                                    << "Q4_0"
-                                    << "/proc/m.gguf"
-                                    << ""
-                                    << "cannot create";
-        QTest::newRow("missing vocab") << "tiny"
-                                       << "Q4_0"
-                                       << "m.gguf"
-                                       << "no-such-vocab.gguf"
-                                       << "no-such-vocab.gguf";
-        QTest::newRow("vocab without tokens") << "tiny"
-                                              << "Q4_0"
-                                              << "m.gguf"
-                                              << "SELF_NO_TOKENS"
-                                              << "no tokenizer.ggml.tokens";
+        QTest::newRow("unknown preset") << "llama-9000b" << "Q4_0" << "m.gguf" << "" << "unknown model preset 'llama-9000b' (presets: tiny,";
+        QTest::newRow("imatrix type") << "tiny" << "IQ2_XXS" << "m.gguf" << "" << "IQ2_XXS needs an importance matrix";
+        QTest::newRow("imatrix type IQ1_M") << "tiny" << "IQ1_M" << "m.gguf" << "" << "IQ1_M needs an importance matrix";
+        QTest::newRow("unsupported type") << "tiny" << "TQ1_0" << "m.gguf" << "" << "weight type TQ1_0 cannot be written (types: F32,";
+        QTest::newRow("activation type") << "tiny" << "Q8_K" << "m.gguf" << "" << "Q8_K cannot be written";
+        QTest::newRow("no output") << "tiny" << "Q4_0" << "" << "" << "no output path";
+        QTest::newRow("missing directory") << "tiny" << "Q4_0" << "no/such/dir/m.gguf" << "" << "does not exist";
+        QTest::newRow("directory") << "tiny" << "Q4_0" << "." << "" << "is a directory";
+        QTest::newRow("unwritable") << "tiny" << "Q4_0" << "/proc/m.gguf" << "" << "cannot create";
+        QTest::newRow("missing vocab") << "tiny" << "Q4_0" << "m.gguf" << "no-such-vocab.gguf" << "no-such-vocab.gguf";
+        QTest::newRow("vocab without tokens") << "tiny" << "Q4_0" << "m.gguf" << "SELF_NO_TOKENS" << "no tokenizer.ggml.tokens";
     }
     void invalidSpecs() {
         QFETCH(QString, preset);

@@ -14,61 +14,13 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/quant/quant.h"
 #include "engine/quant/quant_blocks.h"
+#include "quant_test_util.h"
 
 using namespace lr;
 using namespace lr::quant;
+using namespace lr::test;
 
 namespace {
-
-DType type_named(const QString & name) {
-    const auto type = dtype_from_name(name.toStdString());
-    if (!type) qFatal("unknown type %s", qPrintable(name));
-    return *type;
-}
-
-// A deterministic normal generator (splitmix64 + Box-Muller), the same on every platform.
-class Normal {
-public:
-    explicit Normal(uint64_t seed) : state_(seed) {}
-    float next(float sigma) {
-        const double u1 = (static_cast<double>(next_u64() >> 11) + 0.5) / 9007199254740992.0;
-        const double u2 = static_cast<double>(next_u64() >> 11) / 9007199254740992.0;
-        return static_cast<float>(sigma * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-    }
-
-private:
-    uint64_t next_u64() {
-        uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    uint64_t state_;
-};
-
-std::vector<uint8_t> quantized(DType type, const std::vector<float> & x) {
-    std::vector<uint8_t> q(row_bytes(type, x.size()));
-    quantize_row(type, x.data(), q.data(), x.size());
-    return q;
-}
-
-std::vector<float> dequantized(DType type, const void * q, size_t n) {
-    std::vector<float> y(n);
-    dequantize_row(type, q, y.data(), n);
-    return y;
-}
-
-// sqrt(sum (y - x)^2 / sum x^2); 0 when both are all zero.
-double relative_rmse(const float * x, const float * y, size_t n) {
-    double err = 0.0;
-    double ref = 0.0;
-    for (size_t i = 0; i < n; ++i) {
-        err += (static_cast<double>(y[i]) - x[i]) * (static_cast<double>(y[i]) - x[i]);
-        ref += static_cast<double>(x[i]) * x[i];
-    }
-    if (ref == 0.0) return err == 0.0 ? 0.0 : INFINITY;
-    return std::sqrt(err / ref);
-}
 
 // ---- hand-built blocks ----------------------------------------------------------------------
 
@@ -332,6 +284,16 @@ private slots:
         QCOMPARE(sizeof(block_q6_K), size_t(dtype_traits(DType::Q6_K).block_bytes));
         QCOMPARE(sizeof(block_q8_K), size_t(dtype_traits(DType::Q8_K).block_bytes));
         QCOMPARE(sizeof(block_iq4_nl), size_t(dtype_traits(DType::IQ4_NL).block_bytes));
+        QCOMPARE(sizeof(block_iq2_xxs), size_t(dtype_traits(DType::IQ2_XXS).block_bytes));
+        QCOMPARE(sizeof(block_iq2_xs), size_t(dtype_traits(DType::IQ2_XS).block_bytes));
+        QCOMPARE(sizeof(block_iq2_s), size_t(dtype_traits(DType::IQ2_S).block_bytes));
+        QCOMPARE(sizeof(block_iq3_xxs), size_t(dtype_traits(DType::IQ3_XXS).block_bytes));
+        QCOMPARE(sizeof(block_iq3_s), size_t(dtype_traits(DType::IQ3_S).block_bytes));
+        QCOMPARE(sizeof(block_iq1_s), size_t(dtype_traits(DType::IQ1_S).block_bytes));
+        QCOMPARE(sizeof(block_iq1_m), size_t(dtype_traits(DType::IQ1_M).block_bytes));
+        QCOMPARE(sizeof(block_iq4_xs), size_t(dtype_traits(DType::IQ4_XS).block_bytes));
+        QCOMPARE(sizeof(block_tq2_0), size_t(dtype_traits(DType::TQ2_0).block_bytes));
+        QCOMPARE(sizeof(block_mxfp4), size_t(dtype_traits(DType::MXFP4).block_bytes));
     }
 
     void supportedTypes() {
@@ -339,8 +301,8 @@ private slots:
             QVERIFY2(can_dequantize(type_named(name)), name);
             QVERIFY2(can_quantize(type_named(name)), name);
         }
-        QVERIFY(!can_dequantize(DType::IQ2_XXS));
-        QVERIFY(!can_quantize(DType::MXFP4));
+        QVERIFY(!can_dequantize(DType::TQ1_0));
+        QVERIFY(!can_dequantize(DType::I8));
         QCOMPARE(vec_dot_type(DType::F16), DType::F16);
         QCOMPARE(vec_dot_type(DType::IQ4_NL), DType::Q8_0);
         QCOMPARE(vec_dot_type(DType::Q5_1), DType::Q8_1);

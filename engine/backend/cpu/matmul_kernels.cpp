@@ -8,12 +8,14 @@ namespace lr::cpu {
 const MatmulKernel * avx2_float_matmul_kernel(DType type);
 const MatmulKernel * avx2_legacy_matmul_kernel(DType type);
 const MatmulKernel * avx2_kquant_matmul_kernel(DType type);
+const MatmulKernel * avx2_iquant_matmul_kernel(DType type);
 
 const MatmulKernel * avx2_matmul_kernel(DType type) {
 #if defined(LONGREAD_HAVE_AVX2_KERNELS)
     if (const MatmulKernel * k = avx2_float_matmul_kernel(type)) return k;
     if (const MatmulKernel * k = avx2_legacy_matmul_kernel(type)) return k;
-    return avx2_kquant_matmul_kernel(type);
+    if (const MatmulKernel * k = avx2_kquant_matmul_kernel(type)) return k;
+    return avx2_iquant_matmul_kernel(type);
 #else
     (void)type;
     return nullptr;

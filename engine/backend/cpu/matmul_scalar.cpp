@@ -68,6 +68,16 @@ const MatmulKernel * scalar_matmul_kernel(DType type) {
         case DType::Q5_K: return &Scalar<DType::Q5_K>::kernel;
         case DType::Q6_K: return &Scalar<DType::Q6_K>::kernel;
         case DType::IQ4_NL: return &Scalar<DType::IQ4_NL>::kernel;
+        case DType::IQ4_XS: return &Scalar<DType::IQ4_XS>::kernel;
+        case DType::IQ3_XXS: return &Scalar<DType::IQ3_XXS>::kernel;
+        case DType::IQ3_S: return &Scalar<DType::IQ3_S>::kernel;
+        case DType::IQ2_XXS: return &Scalar<DType::IQ2_XXS>::kernel;
+        case DType::IQ2_XS: return &Scalar<DType::IQ2_XS>::kernel;
+        case DType::IQ2_S: return &Scalar<DType::IQ2_S>::kernel;
+        case DType::IQ1_S: return &Scalar<DType::IQ1_S>::kernel;
+        case DType::IQ1_M: return &Scalar<DType::IQ1_M>::kernel;
+        case DType::TQ2_0: return &Scalar<DType::TQ2_0>::kernel;
+        case DType::MXFP4: return &Scalar<DType::MXFP4>::kernel;
         default: return nullptr;
     }
 }

@@ -12,6 +12,8 @@
 // panel of rows into this form once and runs tiles of 2 rows x 4 tokens over it.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
+#include "engine/backend/cpu/avx2/q8k_act_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
 
@@ -21,74 +23,8 @@ namespace {
 using namespace avx2;
 using namespace lr::quant;
 
-// ---- activations: one super-block in 320 bytes ---------------------------------------------
-//   [0, 256)   qs     int8
-//   [256, 288) bsums  int16 [16]: sums of 16 consecutive qs
-//   [288, 292) d      float
-constexpr size_t kActBlockBytes = 320;
-
-size_t act_row_bytes(int64_t n_cols) { return size_t(n_cols / QK_K) * kActBlockBytes; }
-
-// quantize_row_q8_K_ref: the value of largest magnitude (the first on ties) maps to -127.
-void convert_act(const float * x, int64_t n_cols, uint8_t * dst) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    for (int64_t sb = 0; sb < n_cols / QK_K; ++sb, x += QK_K, dst += kActBlockBytes) {
-        __m256 amax = _mm256_setzero_ps();
-        for (int k = 0; k < 32; ++k) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
-        __m128 m = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        const float max_abs = _mm_cvtss_f32(m);
-        if (max_abs == 0.0f) {
-            std::memset(dst, 0, kActBlockBytes);
-            continue;
-        }
-        const __m256 amax_v = _mm256_set1_ps(max_abs);
-        float max = 0.0f;
-        for (int k = 0; k < 32; ++k) {
-            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)), amax_v, _CMP_EQ_OQ));
-            if (hit) {
-                max = x[8 * k + __builtin_ctz(unsigned(hit))];
-                break;
-            }
-        }
-        const float iscale = -127.f / max;
-        const __m256 is = _mm256_set1_ps(iscale);
-        const __m256i cap = _mm256_set1_epi32(127);
-        auto * q = reinterpret_cast<__m256i *>(dst);
-        auto * bsums = reinterpret_cast<int16_t *>(dst + 256);
-        for (int k = 0; k < 8; ++k) {
-            __m256i i32[4];
-            for (int u = 0; u < 4; ++u) {
-                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * u), is),
-                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                i32[u] = _mm256_min_epi32(_mm256_cvtps_epi32(v), cap);
-            }
-            // s01 holds elements 32k + 0..15 as int16 and s23 elements 32k + 16..31, each in
-            // some order (packs interleaves 128-bit lanes): right for the sums.
-            const __m256i s01 = _mm256_packs_epi32(i32[0], i32[1]);
-            const __m256i s23 = _mm256_packs_epi32(i32[2], i32[3]);
-            const __m256i ones = _mm256_set1_epi16(1);
-            bsums[2 * k] = int16_t(hsum8_i32(_mm256_madd_epi16(s01, ones)));
-            bsums[2 * k + 1] = int16_t(hsum8_i32(_mm256_madd_epi16(s23, ones)));
-            __m256i p8 = _mm256_packs_epi16(s01, s23);
-            p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_store_si256(q + k, p8);
-        }
-        const float d = 1 / iscale;
-        std::memcpy(dst + 288, &d, sizeof d);
-        std::memset(dst + 292, 0, kActBlockBytes - 292);
-    }
-}
-
-void act_to_standard(const uint8_t * act, int64_t n_cols, void * dst) {
-    auto * out = static_cast<block_q8_K *>(dst);
-    for (int64_t sb = 0; sb < n_cols / QK_K; ++sb, act += kActBlockBytes) {
-        std::memcpy(&out[sb].d, act + 288, sizeof(float));
-        std::memcpy(out[sb].qs, act, QK_K);
-        std::memcpy(out[sb].bsums, act + 256, sizeof(out[sb].bsums));
-    }
-}
+// Activations: avx2/q8k_act_avx2.h (one super-block in kActBlockBytes: qs, bsums, d).
+size_t act_row_bytes(int64_t n_cols) { return q8k_act_row_bytes(n_cols); }
 
 // ---- weights: one super-block in the common form ---------------------------------------------
 
@@ -265,9 +201,9 @@ float dot_row(const typename T::Block * w, const uint8_t * act, int64_t nsb) {
             const __m256i p = _mm256_maddubs_epi16(u.q(j), _mm256_load_si256(reinterpret_cast<const __m256i *>(act) + j));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u.scale(j)));
         }
-        const __m256i msum = _mm256_madd_epi16(u.mn(), _mm256_load_si256(reinterpret_cast<const __m256i *>(act + 256)));
+        const __m256i msum = _mm256_madd_epi16(u.mn(), _mm256_load_si256(reinterpret_cast<const __m256i *>(act + kActBsums)));
         float da;
-        std::memcpy(&da, act + 288, sizeof da);
+        std::memcpy(&da, act + kActD, sizeof da);
         if constexpr (T::kCombinedMin) {
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, msum)), _mm256_set1_ps(u.d() * da), acc);
         } else {
@@ -333,9 +269,9 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t ns
             float dd[2];
             std::memcpy(dd, pw[r] + 544, sizeof dd);
             for (int t = 0; t < Tn; ++t) {
-                const __m256i msum = _mm256_madd_epi16(mn, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t] + 256)));
+                const __m256i msum = _mm256_madd_epi16(mn, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t] + kActBsums)));
                 float da;
-                std::memcpy(&da, pa[t] + 288, sizeof da);
+                std::memcpy(&da, pa[t] + kActD, sizeof da);
                 if constexpr (Combined) {
                     acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][t], msum)), _mm256_set1_ps(dd[0] * da),
                                                 acc[r][t]);
@@ -375,32 +311,19 @@ template <class T>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     using Block = typename T::Block;
     const int64_t nsb = job.n_cols / QK_K;
+    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens == 1) {
-        for (int64_t r = r0; r < r1; ++r)
-            job.y[r] = dot_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), job.act, nsb);
+        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(row(r), job.act, nsb);
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
-    for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
-        const int64_t p1 = min_i64(p0 + kPanelRows, r1);
-        for (int64_t r = p0; r < p1; ++r) {
-            unpack_row<T>(reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes), nsb,
-                          scratch + size_t(r - p0) * panel_row_bytes);
-        }
-        int64_t r = p0;
-        for (; r + kTileRows <= p1; r += kTileRows) {
-            const uint8_t * panel[kTileRows] = {scratch + size_t(r - p0) * panel_row_bytes, scratch + size_t(r - p0 + 1) * panel_row_bytes};
-            tile_tokens<T::kCombinedMin, kTileRows>(job, panel, nsb, r);
-        }
-        if (r < p1) {
-            const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
-            tile_tokens<T::kCombinedMin, 1>(job, panel, nsb, r);
-        }
-    }
+    for_each_panel_tile<kTileRows>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T::kCombinedMin, R>(job, panel, nsb, r); });
 }
 
 template <class T>
-constexpr MatmulKernel kKernel{act_row_bytes, convert_act, act_to_standard, scratch_bytes, rows<T>};
+constexpr MatmulKernel kKernel{act_row_bytes, q8k_convert_act, q8k_act_to_standard, scratch_bytes, rows<T>};
 
 }  // namespace
 

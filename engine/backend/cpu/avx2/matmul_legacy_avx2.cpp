@@ -1,6 +1,7 @@
-// The legacy block types on AVX2: Q4_0, Q4_1, Q5_0, Q5_1 (unsigned levels), Q8_0 and
-// IQ4_NL (signed values), against Q8_0/Q8_1 activations quantized exactly as
-// quant::quantize_activations does.
+// The legacy block types on AVX2: Q4_0, Q4_1, Q5_0, Q5_1 (unsigned levels), Q8_0, IQ4_NL
+// and MXFP4 (signed values), against Q8_0/Q8_1 activations quantized exactly as
+// quant::quantize_activations does. MXFP4's blocks start with an E8M0 exponent instead of
+// an fp16 scale.
 //
 // Blocks are taken four at a time (a "quad"), in the order b0, b2, b1, b3: register k
 // (k = 0..3) holds elements 8k..8k+7 of each of them, 8 bytes per block. One maddubs per
@@ -17,6 +18,7 @@
 // 2 rows x 3 tokens over it, reusing each unpacked row for every token.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
 
@@ -253,23 +255,52 @@ struct Q8_0 {
     }
 };
 
+// The quad registers of nibbles that index a 16-entry table of int8 values.
+template <class Block>
+inline void lookup_quad(const Block * b, const int8_t * table, __m256i * out) {
+    const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(table)));
+    __m256i v01, v23;
+    load_nibbles(b, v01, v23);
+    nibbles_to_quad(v01, v23, out);
+    for (int k = 0; k < 4; ++k) out[k] = _mm256_shuffle_epi8(values, out[k]);
+}
+
 struct IQ4_NL {
     using Block = block_iq4_nl;
     static constexpr bool kSigned = true, kMin = false;
     static constexpr int kOffset = 0;
-    static void quad(const Block * b, __m256i * out) {
-        const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kvalues_iq4nl)));
-        __m256i v01, v23;
-        load_nibbles(b, v01, v23);
-        nibbles_to_quad(v01, v23, out);
-        for (int k = 0; k < 4; ++k) out[k] = _mm256_shuffle_epi8(values, out[k]);
-    }
+    static void quad(const Block * b, __m256i * out) { lookup_quad(b, kvalues_iq4nl, out); }
 };
+
+struct MXFP4 {
+    using Block = block_mxfp4;
+    static constexpr bool kSigned = true, kMin = false, kE8M0 = true;
+    static constexpr int kOffset = 0;
+    static void quad(const Block * b, __m256i * out) { lookup_quad(b, kvalues_mxfp4, out); }
+};
+
+// 2^(e - 128), as quant::e8m0_to_fp32_half (a copy: see avx2_util.h on shared inline code).
+inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+template <class T>
+constexpr bool has_e8m0_scale() {
+    if constexpr (requires { T::kE8M0; }) return T::kE8M0;
+    return false;
+}
 
 // The scale pattern [d0 d0 d2 d2 d1 d1 d3 d3] (and the _1 types' min pattern) of a quad.
 template <class T>
 inline void quad_scales(const typename T::Block * b, __m256 & d, __m256 & m) {
-    if constexpr (T::kMin) {
+    if constexpr (has_e8m0_scale<T>()) {
+        d = _mm256_setr_ps(e8m0_half(b[0].e), e8m0_half(b[0].e), e8m0_half(b[2].e), e8m0_half(b[2].e), e8m0_half(b[1].e),
+                           e8m0_half(b[1].e), e8m0_half(b[3].e), e8m0_half(b[3].e));
+        m = _mm256_setzero_ps();
+    } else if constexpr (T::kMin) {
         uint32_t dm[4];
         for (int k = 0; k < 4; ++k) dm[k] = load_as<uint32_t>(&b[k]);
         const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(dm)));  // [d0 m0 d1 m1 d2 m2 d3 m3]
@@ -498,21 +529,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
         return;
     }
     const size_t panel_row_bytes = size_t(L.n_quads) * panel_quad_bytes<T>();
-    for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
-        const int64_t p1 = min_i64(p0 + kPanelRows, r1);
-        for (int64_t r = p0; r < p1; ++r) unpack_row<T>(row(r), nb, L.n_quads, scratch + size_t(r - p0) * panel_row_bytes);
-        constexpr int R = kTileRows<T>;
-        int64_t r = p0;
-        for (; r + R <= p1; r += R) {
-            const uint8_t * panel[R];
-            for (int i = 0; i < R; ++i) panel[i] = scratch + size_t(r - p0 + i) * panel_row_bytes;
-            tile_tokens<T, R>(job, panel, L, r);
-        }
-        if (r < p1) {
-            const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
-            tile_tokens<T, 1>(job, panel, L, r);
-        }
-    }
+    for_each_panel_tile<kTileRows<T>>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nb, L.n_quads, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, L, r); });
 }
 
 template <class T>
@@ -528,6 +547,7 @@ const MatmulKernel * avx2_legacy_matmul_kernel(DType type) {
         case DType::Q5_1: return &kKernel<Q5_1>;
         case DType::Q8_0: return &kKernel<Q8_0>;
         case DType::IQ4_NL: return &kKernel<IQ4_NL>;
+        case DType::MXFP4: return &kKernel<MXFP4>;
         default: return nullptr;
     }
 }

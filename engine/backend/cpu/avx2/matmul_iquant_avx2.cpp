@@ -1,0 +1,383 @@
+// The i-quants with 256-element super-blocks (IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS,
+// IQ2_S, IQ1_S, IQ1_M) and TQ2_0 on AVX2, against Q8_K activations converted exactly as
+// quantize_row_q8_K_ref (q8k_act_avx2.h).
+//
+// Every type is read through one form: per super-block, eight registers w_j of 32 signed
+// levels (elements 32j..32j+31 in order: grid magnitudes with their signs applied), the
+// integer scale of each element as a 16-bit pattern per register (sc_j), and one float d_w
+// (the super-block scale, times the type's power-of-two factor), so that
+//     sum(w * a) = d_w * d_a * sum over the 8 int32 lanes of sum_j madd(w_j . a_j, sc_j),
+// the products taken as |w| * sign(a, w) (maddubs: |w| <= 127, so no 16-bit overflow).
+// IQ1_S/IQ1_M add a delta of +-1/8 per group: a second form (dl_j, +-1 per element) whose
+// sum, scaled by 1/8, is accumulated apart, as llama.cpp does. The integer sums are
+// quant::vec_dot's exactly; the float accumulation follows llama.cpp's x86 kernels (one
+// fmadd of the 8 int32 lanes per super-block, a horizontal sum at the end). Decode reads
+// super-blocks from the model file; prefill unpacks a panel of rows once and runs tiles
+// over it, in the same float order.
+
+
+#include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
+#include "engine/backend/cpu/avx2/q8k_act_avx2.h"
+#include "engine/backend/cpu/matmul_kernels.h"
+#include "engine/quant/quant_blocks.h"
+#include "engine/quant/quant_grids.h"
+
+namespace lr::cpu {
+namespace {
+
+using namespace avx2;
+using namespace lr::quant;
+
+// ---- helpers -------------------------------------------------------------------------------
+
+inline __m256i load32(const uint8_t * p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
+
+// 0xFF in byte 8g + i of the result where bit i of byte g of `signs` is set (g = 0..3).
+inline __m256i sign_mask(uint32_t signs) {
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(signs)),
+                                              _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                               2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bits), bits);
+}
+
+// v negated where mask is 0xFF.
+inline __m256i apply_signs(__m256i v, __m256i mask) { return _mm256_sign_epi8(v, _mm256_or_si256(mask, _mm256_set1_epi8(1))); }
+
+// Four 8-byte grid entries as one register, group 0 lowest.
+inline __m256i grid4(const uint64_t * grid, int i0, int i1, int i2, int i3) {
+    return _mm256_setr_epi64x(int64_t(grid[i0]), int64_t(grid[i1]), int64_t(grid[i2]), int64_t(grid[i3]));
+}
+
+// Eight 4-byte IQ3 grid entries gathered by the 32-bit indices in idx. NOTE: on this AMD
+// machine a gather beats scalar lookups only where the indices cost work of their own
+// (IQ3_S's ninth bit): IQ3_XXS and the 8-byte IQ2/IQ1 grids were 2-2.6x slower with one.
+inline __m256i grid8(const uint32_t * grid, __m256i idx) { return _mm256_i32gather_epi32(reinterpret_cast<const int *>(grid), idx, 4); }
+
+// The 8 bytes at p as 32-bit indices.
+inline __m256i bytes8(const uint8_t * p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))); }
+
+// The 16-bit scale pattern of a register: s0 for elements 0..15, s1 for 16..31.
+inline __m256i scale2(int s0, int s1) {
+    return _mm256_setr_epi16(int16_t(s0), int16_t(s0), int16_t(s0), int16_t(s0), int16_t(s0), int16_t(s0), int16_t(s0), int16_t(s0),
+                             int16_t(s1), int16_t(s1), int16_t(s1), int16_t(s1), int16_t(s1), int16_t(s1), int16_t(s1), int16_t(s1));
+}
+
+inline uint32_t u32_at(const void * p) { return load_as<uint32_t>(p); }
+inline uint16_t u16_at(const void * p) { return load_as<uint16_t>(p); }
+
+// The four sign bytes of IQ2_XXS/IQ3_XXS from the 7-bit indices packed in a (ksigns_iq2xs).
+inline uint32_t ksigns4(uint32_t a) {
+    return uint32_t(ksigns_iq2xs[a & 127]) | uint32_t(ksigns_iq2xs[(a >> 7) & 127]) << 8 | uint32_t(ksigns_iq2xs[(a >> 14) & 127]) << 16 |
+           uint32_t(ksigns_iq2xs[(a >> 21) & 127]) << 24;
+}
+
+// ---- the types: register j of a super-block --------------------------------------------------
+// Each type: Block; kDelta (0: none, 1: IQ1_S's scalar accumulation, 2: IQ1_M's vector one);
+// sub(b, j, w, sc, dl) writes register j; d(b) is d_w.
+
+enum Delta { kNoDelta, kScalarDelta, kVectorDelta };
+
+struct IQ2XXS {
+    using Block = block_iq2_xxs;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        const uint32_t a0 = u32_at(b.qs + 4 * j), a1 = u32_at(b.qs + 4 * j + 2);
+        w = apply_signs(grid4(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24), sign_mask(ksigns4(a1)));
+        const int ls = 2 * int(a1 >> 28) + 1;
+        sc = _mm256_set1_epi16(int16_t(ls));
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d) * 0.125f; }
+};
+
+struct IQ2XS {
+    using Block = block_iq2_xs;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        const uint16_t * q = b.qs + 4 * j;
+        w = grid4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+        const uint32_t s = uint32_t(ksigns_iq2xs[q[0] >> 9]) | uint32_t(ksigns_iq2xs[q[1] >> 9]) << 8 | uint32_t(ksigns_iq2xs[q[2] >> 9]) << 16 |
+                           uint32_t(ksigns_iq2xs[q[3] >> 9]) << 24;
+        w = apply_signs(w, sign_mask(s));
+        sc = scale2(2 * (b.scales[j] & 0xf) + 1, 2 * (b.scales[j] >> 4) + 1);
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d) * 0.125f; }
+};
+
+struct IQ2S {
+    using Block = block_iq2_s;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        const uint8_t * q = b.qs + 4 * j;
+        const int h = b.qh[j];
+        w = grid4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300), q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+        w = apply_signs(w, sign_mask(u32_at(b.qs + QK_K / 8 + 4 * j)));
+        sc = scale2(2 * (b.scales[j] & 0xf) + 1, 2 * (b.scales[j] >> 4) + 1);
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d) * 0.125f; }
+};
+
+struct IQ3XXS {
+    using Block = block_iq3_xxs;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        const uint8_t * q = b.qs + 8 * j;
+        const uint32_t * g = iq3xxs_grid;
+        const uint32_t a = u32_at(b.qs + QK_K / 4 + 4 * j);
+        w = _mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]), int(g[q[6]]), int(g[q[7]]));
+        w = apply_signs(w, sign_mask(ksigns4(a)));
+        sc = _mm256_set1_epi16(int16_t(2 * int(a >> 28) + 1));
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d) * 0.25f; }
+};
+
+struct IQ3S {
+    using Block = block_iq3_s;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        // Index k: qs byte k | bit k of qh << 8.
+        const __m256i high = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(b.qh[j]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
+                                              _mm256_set1_epi32(256));
+        w = apply_signs(grid8(iq3s_grid, _mm256_or_si256(bytes8(b.qs + 8 * j), high)), sign_mask(u32_at(b.signs + 4 * j)));
+        const int s = j % 2 ? b.scales[j / 2] >> 4 : b.scales[j / 2] & 0xf;
+        sc = _mm256_set1_epi16(int16_t(2 * s + 1));
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d); }
+};
+
+struct IQ1S {
+    using Block = block_iq1_s;
+    static constexpr Delta kDelta = kScalarDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i & dl) {
+        const uint8_t * q = b.qs + 4 * j;
+        const int h = b.qh[j];
+        w = grid4(iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700), q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700));
+        sc = _mm256_set1_epi16(int16_t(2 * ((h >> 12) & 7) + 1));
+        dl = _mm256_set1_epi8(h & 0x8000 ? -1 : 1);
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d); }
+};
+
+struct IQ1M {
+    using Block = block_iq1_m;
+    static constexpr Delta kDelta = kVectorDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i & dl) {
+        const uint8_t * q = b.qs + 4 * j;
+        const int h0 = b.qh[2 * j], h1 = b.qh[2 * j + 1];
+        w = grid4(iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+        const int s = u16_at(b.scales + 2 * (j / 2)) >> (6 * (j % 2));
+        sc = scale2(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
+        auto delta = [](int bit) { return int64_t(bit ? 0xffffffffffffffffull : 0x0101010101010101ull); };
+        dl = _mm256_setr_epi64x(delta(h0 & 0x08), delta(h0 & 0x80), delta(h1 & 0x08), delta(h1 & 0x80));
+    }
+    static float d(const Block & b) {
+        uint16_t sc[4];
+        std::memcpy(sc, b.scales, sizeof sc);
+        return f16_to_f32(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+    }
+};
+
+struct IQ4XS {
+    using Block = block_iq4_xs;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b.qs + 16 * j));
+        const __m128i m4 = _mm_set1_epi8(0x0f);
+        const __m256i idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), m4), _mm_and_si128(packed, m4));
+        w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kvalues_iq4nl))), idx);
+        const int ls = (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+        sc = _mm256_set1_epi16(int16_t(ls));
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d); }
+};
+
+struct TQ20 {
+    using Block = block_tq2_0;
+    static constexpr Delta kDelta = kNoDelta;
+    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(load32(b.qs + 32 * (j / 4)), 2 * (j % 4)), _mm256_set1_epi8(3));
+        w = _mm256_sub_epi8(q, _mm256_set1_epi8(1));
+        sc = _mm256_set1_epi16(1);
+    }
+    static float d(const Block & b) { return f16_to_f32(b.d); }
+};
+
+// The 8 int32 lanes of sum_j madd(w_j . a_j, sc_j) for one register: the product as
+// |w| * sign(a, w).
+inline __m256i scaled_dot(__m256i w, __m256i a, __m256i sc) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)), sc);
+}
+
+inline const __m256i * act_qs(const uint8_t * act) { return reinterpret_cast<const __m256i *>(act); }
+inline float act_d(const uint8_t * act) { return load_as<float>(act + kActD); }
+
+// Accumulators of one (row, token) pair: acc (the main term) and, for IQ1, the delta term.
+struct Acc {
+    __m256 main = _mm256_setzero_ps();
+    __m256 delta = _mm256_setzero_ps();  // kVectorDelta
+    float delta_s = 0.0f;                // kScalarDelta
+};
+
+template <class T>
+inline void add_super_block(Acc & acc, float d, __m256i isum, __m256i dsum) {
+    acc.main = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc.main);
+    if constexpr (T::kDelta == kVectorDelta) acc.delta = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(dsum), acc.delta);
+    if constexpr (T::kDelta == kScalarDelta) acc.delta_s += d * float(hsum8_i32(dsum));
+}
+
+template <class T>
+inline float finish(const Acc & acc) {
+    if constexpr (T::kDelta == kVectorDelta) return hsum8(acc.main) + kIq1Delta * hsum8(acc.delta);
+    if constexpr (T::kDelta == kScalarDelta) return hsum8(acc.main) + kIq1Delta * acc.delta_s;
+    return hsum8(acc.main);
+}
+
+// ---- decode ------------------------------------------------------------------------------------
+
+template <class T>
+float dot_row(const typename T::Block * w, const uint8_t * act, int64_t nsb) {
+    Acc acc;
+    for (int64_t s = 0; s < nsb; ++s, act += kActBlockBytes) {
+        prefetch_ahead(w + s, sizeof(w[s]));
+        __m256i isum = _mm256_setzero_si256(), dsum = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            __m256i wj, sc, dl;
+            T::sub(w[s], j, wj, sc, dl);
+            const __m256i a = _mm256_load_si256(act_qs(act) + j);
+            isum = _mm256_add_epi32(isum, scaled_dot(wj, a, sc));
+            if constexpr (T::kDelta != kNoDelta) dsum = _mm256_add_epi32(dsum, scaled_dot(dl, a, sc));
+        }
+        add_super_block<T>(acc, T::d(w[s]) * act_d(act), isum, dsum);
+    }
+    return finish<T>(acc);
+}
+
+// ---- prefill -----------------------------------------------------------------------------------
+// A panel row: per super-block, w [8][32 B], sc [8][32 B], dl [8][32 B] (IQ1 only), d (+ pad).
+
+template <class T>
+constexpr size_t panel_block_bytes() {
+    return T::kDelta == kNoDelta ? 544 : 800;
+}
+constexpr int kTileTokens = 4;
+constexpr int64_t kPanelRows = 16;
+template <class T>
+constexpr int kTileRows = T::kDelta == kNoDelta ? 2 : 1;
+
+template <class T>
+void unpack_row(const typename T::Block * w, int64_t nsb, uint8_t * out) {
+    for (int64_t s = 0; s < nsb; ++s, out += panel_block_bytes<T>()) {
+        auto * v = reinterpret_cast<__m256i *>(out);
+        for (int j = 0; j < 8; ++j) {
+            __m256i wj, sc, dl = _mm256_setzero_si256();
+            T::sub(w[s], j, wj, sc, dl);
+            _mm256_store_si256(v + j, wj);
+            _mm256_store_si256(v + 8 + j, sc);
+            if constexpr (T::kDelta != kNoDelta) _mm256_store_si256(v + 16 + j, dl);
+        }
+        const float d = T::d(w[s]);
+        std::memcpy(out + panel_block_bytes<T>() - 32, &d, sizeof d);
+    }
+}
+
+template <class T, int R, int Tn>
+void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
+    Acc acc[R][Tn];
+    constexpr size_t pb = panel_block_bytes<T>();
+    for (int64_t s = 0; s < nsb; ++s) {
+        __m256i isum[R][Tn], dsum[R][Tn];
+        for (int r = 0; r < R; ++r) {
+            for (int t = 0; t < Tn; ++t) isum[r][t] = dsum[r][t] = _mm256_setzero_si256();
+        }
+        for (int j = 0; j < 8; ++j) {
+            __m256i aw[R], w[R], sc[R];
+            for (int r = 0; r < R; ++r) {
+                const auto * v = reinterpret_cast<const __m256i *>(panel[r] + size_t(s) * pb);
+                w[r] = _mm256_load_si256(v + j);
+                aw[r] = _mm256_sign_epi8(w[r], w[r]);
+                sc[r] = _mm256_load_si256(v + 8 + j);
+            }
+            for (int t = 0; t < Tn; ++t) {
+                __m256i a = _mm256_load_si256(act_qs(act[t] + size_t(s) * kActBlockBytes) + j);
+                keep_in_register(a);
+                for (int r = 0; r < R; ++r) {
+                    isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(a, w[r])), sc[r]));
+                }
+                if constexpr (T::kDelta != kNoDelta) {
+                    for (int r = 0; r < R; ++r) {
+                        const __m256i dl = _mm256_load_si256(reinterpret_cast<const __m256i *>(panel[r] + size_t(s) * pb) + 16 + j);
+                        dsum[r][t] = _mm256_add_epi32(dsum[r][t], scaled_dot(dl, a, sc[r]));
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            const float dw = load_as<float>(panel[r] + size_t(s) * pb + pb - 32);
+            for (int t = 0; t < Tn; ++t) add_super_block<T>(acc[r][t], dw * act_d(act[t] + size_t(s) * kActBlockBytes), isum[r][t], dsum[r][t]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < Tn; ++t) y[t * y_stride + r] = finish<T>(acc[r][t]);
+    }
+}
+
+template <class T, int R>
+void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, int64_t nsb, int64_t r) {
+    const uint8_t * act[kTileTokens];
+    int64_t t = 0;
+    for (; t + kTileTokens <= job.n_tokens; t += kTileTokens) {
+        for (int i = 0; i < kTileTokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
+        tile<T, R, kTileTokens>(panel, act, nsb, job.y + t * job.y_stride + r, job.y_stride);
+    }
+    for (int i = 0; t + i < job.n_tokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
+    float * y = job.y + t * job.y_stride + r;
+    switch (job.n_tokens - t) {
+        case 3: tile<T, R, 3>(panel, act, nsb, y, job.y_stride); break;
+        case 2: tile<T, R, 2>(panel, act, nsb, y, job.y_stride); break;
+        case 1: tile<T, R, 1>(panel, act, nsb, y, job.y_stride); break;
+        default: break;
+    }
+}
+
+template <class T>
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
+    return size_t(kPanelRows) * size_t(n_cols / QK_K) * panel_block_bytes<T>();
+}
+
+template <class T>
+void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    using Block = typename T::Block;
+    const int64_t nsb = job.n_cols / QK_K;
+    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
+    if (job.n_tokens == 1) {
+        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(row(r), job.act, nsb);
+        return;
+    }
+    const size_t panel_row_bytes = size_t(nsb) * panel_block_bytes<T>();
+    for_each_panel_tile<kTileRows<T>>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, nsb, r); });
+}
+
+template <class T>
+constexpr MatmulKernel kKernel{q8k_act_row_bytes, q8k_convert_act, q8k_act_to_standard, scratch_bytes<T>, rows<T>};
+
+}  // namespace
+
+const MatmulKernel * avx2_iquant_matmul_kernel(DType type) {
+    switch (type) {
+        case DType::IQ2_XXS: return &kKernel<IQ2XXS>;
+        case DType::IQ2_XS: return &kKernel<IQ2XS>;
+        case DType::IQ2_S: return &kKernel<IQ2S>;
+        case DType::IQ3_XXS: return &kKernel<IQ3XXS>;
+        case DType::IQ3_S: return &kKernel<IQ3S>;
+        case DType::IQ1_S: return &kKernel<IQ1S>;
+        case DType::IQ1_M: return &kKernel<IQ1M>;
+        case DType::IQ4_XS: return &kKernel<IQ4XS>;
+        case DType::TQ2_0: return &kKernel<TQ20>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace lr::cpu
