@@ -19,9 +19,10 @@ public:
                                                        std::to_string(ne1) + "]");
         }
         if (!quant::can_dequantize(t->type)) {
-            return error(StatusCode::unsupported, file_.path() + ": tensor '" + name + "' has type " + std::string(dtype_name(t->type)) +
-                         ", which Longread does not support (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                         "Q2_K..Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M, TQ2_0, MXFP4)");
+            return error(StatusCode::unsupported,
+                         file_.path() + ": tensor '" + name + "' has type " + std::string(dtype_name(t->type)) +
+                             ", which Longread does not support (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                             "Q2_K..Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M, TQ2_0, MXFP4)");
         }
         if (ne1 == 1 && t->type != DType::F32) {
             return error(StatusCode::unsupported, file_.path() + ": vector tensor '" + name + "' must be F32");

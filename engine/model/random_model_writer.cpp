@@ -238,8 +238,8 @@ Status validate(const RandomModelSpec & spec) {
     }
     if (spec.shape) LR_RETURN_IF_ERROR(validate(*spec.shape).with_context("make-model"));
     if (!is_writable(spec.weights)) {
-        return error(StatusCode::unsupported, "make-model: weight type " + why_not_writable(spec.weights) +
-                                                  " (types: " + writable_weight_format_names() + ")");
+        return error(StatusCode::unsupported,
+                     "make-model: weight type " + why_not_writable(spec.weights) + " (types: " + writable_weight_format_names() + ")");
     }
     if (spec.output_path.empty()) return invalid("no output path given");
     std::error_code ec;

@@ -15,13 +15,12 @@ struct FormatEntry {
 
 // The writable types, in the order help text lists them, with llama.cpp's ftype numbers.
 constexpr std::array kWritable = {
-    FormatEntry{DType::F32, 0},   FormatEntry{DType::F16, 1},    FormatEntry{DType::BF16, 32},
-    FormatEntry{DType::Q8_0, 7},  FormatEntry{DType::Q6_K, 18},  FormatEntry{DType::Q5_K, 17},
-    FormatEntry{DType::Q5_1, 9},  FormatEntry{DType::Q5_0, 8},   FormatEntry{DType::Q4_K, 15},
-    FormatEntry{DType::Q4_1, 3},  FormatEntry{DType::Q4_0, 2},   FormatEntry{DType::IQ4_NL, 25},
-    FormatEntry{DType::Q3_K, 12}, FormatEntry{DType::Q2_K, 10},   FormatEntry{DType::IQ4_XS, 30},
-    FormatEntry{DType::IQ3_S, 26}, FormatEntry{DType::IQ3_XXS, 23}, FormatEntry{DType::TQ2_0, 37},
-    FormatEntry{DType::MXFP4, 38},  // llama.cpp's MXFP4_MOE ftype, which --pure turns into all-MXFP4
+    FormatEntry{DType::F32, 0},      FormatEntry{DType::F16, 1},    FormatEntry{DType::BF16, 32},   FormatEntry{DType::Q8_0, 7},
+    FormatEntry{DType::Q6_K, 18},    FormatEntry{DType::Q5_K, 17},  FormatEntry{DType::Q5_1, 9},    FormatEntry{DType::Q5_0, 8},
+    FormatEntry{DType::Q4_K, 15},    FormatEntry{DType::Q4_1, 3},   FormatEntry{DType::Q4_0, 2},    FormatEntry{DType::IQ4_NL, 25},
+    FormatEntry{DType::Q3_K, 12},    FormatEntry{DType::Q2_K, 10},  FormatEntry{DType::IQ4_XS, 30}, FormatEntry{DType::IQ3_S, 26},
+    FormatEntry{DType::IQ3_XXS, 23}, FormatEntry{DType::TQ2_0, 37}, FormatEntry{DType::MXFP4, 38},  // llama.cpp's MXFP4_MOE ftype, which
+                                                                                                    // --pure turns into all-MXFP4
 };
 
 constexpr uint32_t kFileTypeQ4_K_M = 15;

@@ -47,10 +47,8 @@ bool can_dequantize(DType type) {
         case DType::IQ1_M:
         case DType::IQ4_XS:
         case DType::TQ2_0:
-        case DType::MXFP4:
-            return true;
-        default:
-            return false;
+        case DType::MXFP4: return true;
+        default: return false;
     }
 }
 
@@ -60,10 +58,8 @@ bool needs_importance_matrix(DType type) {
         case DType::IQ2_XS:
         case DType::IQ2_S:
         case DType::IQ1_S:
-        case DType::IQ1_M:
-            return true;
-        default:
-            return false;
+        case DType::IQ1_M: return true;
+        default: return false;
     }
 }
 
@@ -185,32 +181,19 @@ float vec_dot(DType type, size_t n, const void * w, const void * a) {
     using namespace detail;
     switch (type) {
         case DType::F32: return vec_dot_f32(n, static_cast<const float *>(w), static_cast<const float *>(a));
-        case DType::F16:
-            return vec_dot_f16(n, static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(a));
-        case DType::BF16:
-            return vec_dot_bf16(n, static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(a));
-        case DType::Q4_0:
-            return vec_dot_q4_0_q8_0(n, static_cast<const block_q4_0 *>(w), static_cast<const block_q8_0 *>(a));
-        case DType::Q4_1:
-            return vec_dot_q4_1_q8_1(n, static_cast<const block_q4_1 *>(w), static_cast<const block_q8_1 *>(a));
-        case DType::Q5_0:
-            return vec_dot_q5_0_q8_0(n, static_cast<const block_q5_0 *>(w), static_cast<const block_q8_0 *>(a));
-        case DType::Q5_1:
-            return vec_dot_q5_1_q8_1(n, static_cast<const block_q5_1 *>(w), static_cast<const block_q8_1 *>(a));
-        case DType::Q8_0:
-            return vec_dot_q8_0_q8_0(n, static_cast<const block_q8_0 *>(w), static_cast<const block_q8_0 *>(a));
-        case DType::IQ4_NL:
-            return vec_dot_iq4_nl_q8_0(n, static_cast<const block_iq4_nl *>(w), static_cast<const block_q8_0 *>(a));
-        case DType::Q2_K:
-            return vec_dot_q2_K_q8_K(n, static_cast<const block_q2_K *>(w), static_cast<const block_q8_K *>(a));
-        case DType::Q3_K:
-            return vec_dot_q3_K_q8_K(n, static_cast<const block_q3_K *>(w), static_cast<const block_q8_K *>(a));
-        case DType::Q4_K:
-            return vec_dot_q4_K_q8_K(n, static_cast<const block_q4_K *>(w), static_cast<const block_q8_K *>(a));
-        case DType::Q5_K:
-            return vec_dot_q5_K_q8_K(n, static_cast<const block_q5_K *>(w), static_cast<const block_q8_K *>(a));
-        case DType::Q6_K:
-            return vec_dot_q6_K_q8_K(n, static_cast<const block_q6_K *>(w), static_cast<const block_q8_K *>(a));
+        case DType::F16: return vec_dot_f16(n, static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(a));
+        case DType::BF16: return vec_dot_bf16(n, static_cast<const uint16_t *>(w), static_cast<const uint16_t *>(a));
+        case DType::Q4_0: return vec_dot_q4_0_q8_0(n, static_cast<const block_q4_0 *>(w), static_cast<const block_q8_0 *>(a));
+        case DType::Q4_1: return vec_dot_q4_1_q8_1(n, static_cast<const block_q4_1 *>(w), static_cast<const block_q8_1 *>(a));
+        case DType::Q5_0: return vec_dot_q5_0_q8_0(n, static_cast<const block_q5_0 *>(w), static_cast<const block_q8_0 *>(a));
+        case DType::Q5_1: return vec_dot_q5_1_q8_1(n, static_cast<const block_q5_1 *>(w), static_cast<const block_q8_1 *>(a));
+        case DType::Q8_0: return vec_dot_q8_0_q8_0(n, static_cast<const block_q8_0 *>(w), static_cast<const block_q8_0 *>(a));
+        case DType::IQ4_NL: return vec_dot_iq4_nl_q8_0(n, static_cast<const block_iq4_nl *>(w), static_cast<const block_q8_0 *>(a));
+        case DType::Q2_K: return vec_dot_q2_K_q8_K(n, static_cast<const block_q2_K *>(w), static_cast<const block_q8_K *>(a));
+        case DType::Q3_K: return vec_dot_q3_K_q8_K(n, static_cast<const block_q3_K *>(w), static_cast<const block_q8_K *>(a));
+        case DType::Q4_K: return vec_dot_q4_K_q8_K(n, static_cast<const block_q4_K *>(w), static_cast<const block_q8_K *>(a));
+        case DType::Q5_K: return vec_dot_q5_K_q8_K(n, static_cast<const block_q5_K *>(w), static_cast<const block_q8_K *>(a));
+        case DType::Q6_K: return vec_dot_q6_K_q8_K(n, static_cast<const block_q6_K *>(w), static_cast<const block_q8_K *>(a));
         case DType::IQ2_XXS: return vec_dot_iq2_xxs_q8_K(n, as<block_iq2_xxs>(w), as<block_q8_K>(a));
         case DType::IQ2_XS: return vec_dot_iq2_xs_q8_K(n, as<block_iq2_xs>(w), as<block_q8_K>(a));
         case DType::IQ2_S: return vec_dot_iq2_s_q8_K(n, as<block_iq2_s>(w), as<block_q8_K>(a));

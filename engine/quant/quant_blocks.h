@@ -172,55 +172,55 @@ inline int unpack_scale_q3_K(int j, const uint8_t * scales) {
 // Byte l of a0 (l = 0..3) is the iq2xxs_grid index of elements 8l..8l+7; bits 7l..7l+6 of
 // a1 index ksigns_iq2xs (their signs); a1 >> 28 is s. x = d * (0.5 + s) / 4 * grid * sign.
 struct block_iq2_xxs {
-    uint16_t d;              // fp16 super-block scale
-    uint16_t qs[QK_K / 8];   // [32] grid indices and signs, 8 uint16 per 32 elements
+    uint16_t d;             // fp16 super-block scale
+    uint16_t qs[QK_K / 8];  // [32] grid indices and signs, 8 uint16 per 32 elements
 };
 
 // qs[4ib + l] (l = 0..3) covers elements 32ib + 8l..+7: bits 0..8 index iq2xs_grid, bits
 // 9..15 index ksigns_iq2xs. scales[ib]: low nibble s for l = 0, 1, high nibble for l = 2, 3.
 // x = d * (0.5 + s) / 4 * grid * sign.
 struct block_iq2_xs {
-    uint16_t d;                  // fp16 super-block scale
-    uint16_t qs[QK_K / 8];       // [32]
-    uint8_t scales[QK_K / 32];   // [8] two 4-bit scales per 32 elements
+    uint16_t d;                 // fp16 super-block scale
+    uint16_t qs[QK_K / 8];      // [32]
+    uint8_t scales[QK_K / 32];  // [8] two 4-bit scales per 32 elements
 };
 
 // Group g = 4ib + l (8 elements): grid index qs[g] | bits 2l..2l+1 of qh[ib] << 8 (into
 // iq2s_grid, 1024 entries); sign byte qs[QK_K/8 + g] (bit j: element j is negative, no
 // parity trick). scales as in block_iq2_xs.
 struct block_iq2_s {
-    uint16_t d;                  // fp16 super-block scale
-    uint8_t qs[QK_K / 4];        // [64] 32 low index bytes, then 32 sign bytes
-    uint8_t qh[QK_K / 32];       // [8] high index bits
-    uint8_t scales[QK_K / 32];   // [8]
+    uint16_t d;                 // fp16 super-block scale
+    uint8_t qs[QK_K / 4];       // [64] 32 low index bytes, then 32 sign bytes
+    uint8_t qh[QK_K / 32];      // [8] high index bits
+    uint8_t scales[QK_K / 32];  // [8]
 };
 
 // Per 32 elements ib: qs[8ib + k] (k = 0..7) indexes iq3xxs_grid for elements 32ib + 4k..+3;
 // the uint32 at qs[QK_K/4 + 4ib] holds four 7-bit sign indices (ksigns_iq2xs, one per 8
 // elements) and s in its top 4 bits. x = d * (0.5 + s) / 2 * grid * sign.
 struct block_iq3_xxs {
-    uint16_t d;                  // fp16 super-block scale
-    uint8_t qs[3 * QK_K / 8];    // [96] 64 grid bytes, then 8 uint32 of signs and scales
+    uint16_t d;                // fp16 super-block scale
+    uint8_t qs[3 * QK_K / 8];  // [96] 64 grid bytes, then 8 uint32 of signs and scales
 };
 
 // Per 32 elements ib: qs[8ib + k] | bit k of qh[ib] << 8 indexes iq3s_grid (512 entries) for
 // elements 32ib + 4k..+3; signs[4ib + l] bit j: element 32ib + 8l + j is negative. s: low
 // nibble of scales[ib / 2] for even ib, high nibble for odd. x = d * (1 + 2s) * grid * sign.
 struct block_iq3_s {
-    uint16_t d;                  // fp16 super-block scale
-    uint8_t qs[QK_K / 4];        // [64] low index bytes
-    uint8_t qh[QK_K / 32];       // [8] high index bits
-    uint8_t signs[QK_K / 8];     // [32] one bit per element
-    uint8_t scales[QK_K / 64];   // [4] two 4-bit scales per byte
+    uint16_t d;                 // fp16 super-block scale
+    uint8_t qs[QK_K / 4];       // [64] low index bytes
+    uint8_t qh[QK_K / 32];      // [8] high index bits
+    uint8_t signs[QK_K / 8];    // [32] one bit per element
+    uint8_t scales[QK_K / 64];  // [4] two 4-bit scales per byte
 };
 
 // Per 32 elements ib, with h = qh[ib]: group l (8 elements) is iq1s_grid[qs[4ib + l] |
 // ((h >> 3l) & 7) << 8] (values -1, 0, 1); s = (h >> 12) & 7; delta = -1/8 if bit 15 of h
 // is set, else +1/8. x = d * (2s + 1) * (grid + delta).
 struct block_iq1_s {
-    uint16_t d;                  // fp16 super-block scale
-    uint8_t qs[QK_K / 8];        // [32] low index bytes
-    uint16_t qh[QK_K / 32];      // [8] high index bits, scale, delta sign
+    uint16_t d;              // fp16 super-block scale
+    uint8_t qs[QK_K / 8];    // [32] low index bytes
+    uint16_t qh[QK_K / 32];  // [8] high index bits, scale, delta sign
 };
 
 // No separate d: the fp16 scale's four nibbles are the top nibbles of the four uint16 of
@@ -230,19 +230,19 @@ struct block_iq1_s {
 // word ib / 2, bits 6(ib % 2)..+2 for elements 0..15 of the sub-block, the next 3 bits for
 // 16..31. x = d * (2s + 1) * (grid + delta), delta = -/+1/8 as in block_iq1_s.
 struct block_iq1_m {
-    uint8_t qs[QK_K / 8];        // [32] low index bytes
-    uint8_t qh[QK_K / 16];       // [16] high index bits and delta signs
-    uint8_t scales[QK_K / 32];   // [8] 3-bit scales and the fp16 d, as 4 uint16
+    uint8_t qs[QK_K / 8];       // [32] low index bytes
+    uint8_t qh[QK_K / 16];      // [16] high index bits and delta signs
+    uint8_t scales[QK_K / 32];  // [8] 3-bit scales and the fp16 d, as 4 uint16
 };
 
 // 8 sub-blocks of 32 on the IQ4_NL levels: s = low (even ib) or high (odd ib) nibble of
 // scales_l[ib / 2] | bits 2ib..2ib+1 of scales_h << 4, x = d * (s - 32) * kvalues_iq4nl[q].
 // qs[16ib + j] holds element 32ib + j (low nibble) and 32ib + 16 + j (high nibble).
 struct block_iq4_xs {
-    uint16_t d;                  // fp16 super-block scale
-    uint16_t scales_h;           // high 2 bits of the 8 scales
-    uint8_t scales_l[QK_K / 64]; // [4] low 4 bits, two per byte
-    uint8_t qs[QK_K / 2];        // [128] nibbles
+    uint16_t d;                   // fp16 super-block scale
+    uint16_t scales_h;            // high 2 bits of the 8 scales
+    uint8_t scales_l[QK_K / 64];  // [4] low 4 bits, two per byte
+    uint8_t qs[QK_K / 2];         // [128] nibbles
 };
 
 // ---- Ternary and microscaling types --------------------------------------------------------
@@ -250,8 +250,8 @@ struct block_iq4_xs {
 // x = d * (q - 1), q in 0..2 (3 never written). Element 128c + 32l + m (c = 0, 1) is bits
 // 2l..2l+1 of qs[32c + m].
 struct block_tq2_0 {
-    uint8_t qs[QK_K / 4];        // [64] 2-bit levels
-    uint16_t d;                  // fp16 scale
+    uint8_t qs[QK_K / 4];  // [64] 2-bit levels
+    uint16_t d;            // fp16 scale
 };
 
 inline constexpr int QK_MXFP4 = 32;
@@ -259,8 +259,8 @@ inline constexpr int QK_MXFP4 = 32;
 // x = 2^(e - 128) * kvalues_mxfp4[q]: E2M1 values (doubled, so integers) under a power-of-two
 // E8M0 scale (halved to match). Nibble layout as in block_q4_0.
 struct block_mxfp4 {
-    uint8_t e;                   // E8M0 exponent
-    uint8_t qs[QK_MXFP4 / 2];    // [16] nibbles (indices into kvalues_mxfp4)
+    uint8_t e;                 // E8M0 exponent
+    uint8_t qs[QK_MXFP4 / 2];  // [16] nibbles (indices into kvalues_mxfp4)
 };
 
 // The FP4 E2M1 values times two (0, +-0.5, +-1, +-1.5, +-2, +-3, +-4, +-6); index 8 is -0.
@@ -268,9 +268,7 @@ inline constexpr int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2,
 
 // 2^(e - 128) as a float, exactly (ggml's GGML_E8M0_TO_FP32_HALF): subnormal for e < 2.
 // NOTE: SIMD translation units use their own copy (see avx2_util.h on shared inline code).
-constexpr float e8m0_to_fp32_half(uint8_t e) {
-    return std::bit_cast<float>(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
-}
+constexpr float e8m0_to_fp32_half(uint8_t e) { return std::bit_cast<float>(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23); }
 
 // The delta of IQ1_S/IQ1_M: each grid value is shifted by +-1/8 of the sub-block scale.
 inline constexpr float kIq1Delta = 0.125f;

@@ -20,8 +20,8 @@
 namespace lr::quant::detail {
 namespace {
 
-constexpr int kMaxQ = 8;         // levels 0..7 stand for the odd magnitudes 1, 3, ..., 15
-constexpr int kMapSize = 4096;   // every 4 x 3-bit level combination
+constexpr int kMaxQ = 8;        // levels 0..7 stand for the odd magnitudes 1, 3, ..., 15
+constexpr int kMapSize = 4096;  // every 4 x 3-bit level combination
 
 // One IQ3 grid as the quantizer searches it. Entry k: levels level(k, i) of its 4 elements.
 // map[u] for a level combination u (3 bits per element): the grid index when u is on the

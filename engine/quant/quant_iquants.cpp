@@ -17,9 +17,9 @@ namespace {
 // d * ls[e / 16] * kScale * v[e] (IQ2, IQ3) or d * ls[e / 16] * (v[e] + delta[e / 8] / 8)
 // (IQ1), with d the super-block scale.
 struct IqUnpacked {
-    int8_t v[QK_K];      // [256] signed grid value (magnitude from the grid, sign applied)
-    int ls[QK_K / 16];   // [16] odd sub-block scale 2s + 1 of each 16 elements
-    int delta[QK_K / 8]; // [32] IQ1 only: +1 or -1 per group of 8 elements
+    int8_t v[QK_K];       // [256] signed grid value (magnitude from the grid, sign applied)
+    int ls[QK_K / 16];    // [16] odd sub-block scale 2s + 1 of each 16 elements
+    int delta[QK_K / 8];  // [32] IQ1 only: +1 or -1 per group of 8 elements
 };
 
 // 8 elements from an 8-byte grid entry, negated where `signs` has a bit set.

@@ -45,6 +45,7 @@ const char * file_type_name(uint64_t type) {
         case 32: return "BF16";
         case 36: return "TQ1_0";
         case 37: return "TQ2_0";
+        case 38: return "MXFP4_MOE";
         default: return nullptr;
     }
 }

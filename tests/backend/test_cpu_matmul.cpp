@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../quant/quant_test_util.h"
 #include "engine/backend/cpu/aligned_buffer.h"
 #include "engine/backend/cpu/cpu_isa.h"
 #include "engine/backend/cpu/matmul_kernels.h"
@@ -19,7 +20,6 @@
 #include "engine/quant/quant.h"
 #include "engine/quant/quant_blocks.h"
 #include "random_rows.h"
-#include "../quant/quant_test_util.h"
 
 using namespace lr;
 using namespace lr::cpu;
@@ -125,15 +125,13 @@ std::vector<double> abs_products(const Problem & p, std::vector<double> * exact)
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-const char * const kTypes[] = {"F32",  "F16",   "BF16",    "Q8_0",  "Q4_0",   "Q4_1",   "Q5_0",  "Q5_1",
-                               "IQ4_NL", "MXFP4", "Q2_K",   "Q3_K",  "Q4_K",   "Q5_K",   "Q6_K",  "IQ4_XS",
+const char * const kTypes[] = {"F32",     "F16",   "BF16",    "Q8_0",   "Q4_0",  "Q4_1",  "Q5_0",  "Q5_1",
+                               "IQ4_NL",  "MXFP4", "Q2_K",    "Q3_K",   "Q4_K",  "Q5_K",  "Q6_K",  "IQ4_XS",
                                "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ2_0"};
 
 // How many float terms a dot product of n_cols sums: one per block, except IQ4_XS, whose
 // scalar reference scales each 32-element sub-block in float (as ggml's generic code).
-double float_terms(DType t, int64_t n_cols) {
-    return double(n_cols) / double(t == DType::IQ4_XS ? 32 : dtype_traits(t).block_elems);
-}
+double float_terms(DType t, int64_t n_cols) { return double(n_cols) / double(t == DType::IQ4_XS ? 32 : dtype_traits(t).block_elems); }
 
 }  // namespace
 

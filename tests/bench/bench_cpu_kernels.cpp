@@ -126,10 +126,10 @@ void register_all() {
     const CpuIsa best = detect_cpu_isa();
     std::vector<CpuIsa> isas = {CpuIsa::scalar};
     if (best != CpuIsa::scalar) isas.push_back(best);
-    const DType types[] = {DType::F32,    DType::F16,     DType::BF16,  DType::Q8_0,    DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
-                           DType::Q5_1,   DType::IQ4_NL,  DType::MXFP4, DType::Q2_K,    DType::Q3_K,   DType::Q4_K,  DType::Q5_K,
-                           DType::Q6_K,   DType::IQ4_XS,  DType::IQ3_S, DType::IQ3_XXS, DType::IQ2_S,  DType::IQ2_XS, DType::IQ2_XXS,
-                           DType::IQ1_M,  DType::IQ1_S,   DType::TQ2_0};
+    const DType types[] = {DType::F32,   DType::F16,    DType::BF16,    DType::Q8_0,   DType::Q4_0,  DType::Q4_1,
+                           DType::Q5_0,  DType::Q5_1,   DType::IQ4_NL,  DType::MXFP4,  DType::Q2_K,  DType::Q3_K,
+                           DType::Q4_K,  DType::Q5_K,   DType::Q6_K,    DType::IQ4_XS, DType::IQ3_S, DType::IQ3_XXS,
+                           DType::IQ2_S, DType::IQ2_XS, DType::IQ2_XXS, DType::IQ1_M,  DType::IQ1_S, DType::TQ2_0};
     for (DType type : types) {
         for (CpuIsa isa : isas) {
             const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" + std::string(cpu_isa_name(isa));

@@ -342,23 +342,23 @@ private slots:
         // Bounds: about 3x the KL measured with seed 7 (the qInfo lines; the F32 model's top
         // token has p 0.005 of 512). Quantized types may change the argmax of this flat
         // distribution; 8-bit and up must not.
-        QTest::newRow("F16") << "F16" << 1u << 1e-7 << true;          // measured 3.1e-8
-        QTest::newRow("BF16") << "BF16" << 32u << 1e-5 << true;       // 1.7e-6
-        QTest::newRow("Q8_0") << "Q8_0" << 7u << 5e-5 << true;        // 1.4e-5
-        QTest::newRow("Q6_K") << "Q6_K" << 18u << 3e-4 << false;      // 1.0e-4
-        QTest::newRow("Q5_K") << "Q5_K" << 17u << 1.2e-3 << false;    // 4.0e-4
-        QTest::newRow("Q5_1") << "Q5_1" << 9u << 1.5e-3 << false;     // 5.3e-4
-        QTest::newRow("Q5_0") << "Q5_0" << 8u << 2e-3 << false;       // 6.8e-4
-        QTest::newRow("Q4_K_M") << "Q4_K_M" << 15u << 4e-3 << false;  // 1.3e-3
-        QTest::newRow("Q4_K") << "Q4_K" << 15u << 5e-3 << false;      // 1.7e-3
-        QTest::newRow("Q4_1") << "Q4_1" << 3u << 6e-3 << false;       // 2.1e-3
-        QTest::newRow("Q4_0") << "Q4_0" << 2u << 6e-3 << false;       // 2.2e-3
-        QTest::newRow("IQ4_NL") << "IQ4_NL" << 25u << 5e-3 << false;  // 1.7e-3
-        QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;    // 7.0e-3
-        QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;    // 2.4e-2
+        QTest::newRow("F16") << "F16" << 1u << 1e-7 << true;            // measured 3.1e-8
+        QTest::newRow("BF16") << "BF16" << 32u << 1e-5 << true;         // 1.7e-6
+        QTest::newRow("Q8_0") << "Q8_0" << 7u << 5e-5 << true;          // 1.4e-5
+        QTest::newRow("Q6_K") << "Q6_K" << 18u << 3e-4 << false;        // 1.0e-4
+        QTest::newRow("Q5_K") << "Q5_K" << 17u << 1.2e-3 << false;      // 4.0e-4
+        QTest::newRow("Q5_1") << "Q5_1" << 9u << 1.5e-3 << false;       // 5.3e-4
+        QTest::newRow("Q5_0") << "Q5_0" << 8u << 2e-3 << false;         // 6.8e-4
+        QTest::newRow("Q4_K_M") << "Q4_K_M" << 15u << 4e-3 << false;    // 1.3e-3
+        QTest::newRow("Q4_K") << "Q4_K" << 15u << 5e-3 << false;        // 1.7e-3
+        QTest::newRow("Q4_1") << "Q4_1" << 3u << 6e-3 << false;         // 2.1e-3
+        QTest::newRow("Q4_0") << "Q4_0" << 2u << 6e-3 << false;         // 2.2e-3
+        QTest::newRow("IQ4_NL") << "IQ4_NL" << 25u << 5e-3 << false;    // 1.7e-3
+        QTest::newRow("Q3_K") << "Q3_K" << 12u << 2e-2 << false;        // 7.0e-3
+        QTest::newRow("Q2_K") << "Q2_K" << 10u << 7e-2 << false;        // 2.4e-2
         QTest::newRow("IQ4_XS") << "IQ4_XS" << 30u << 6e-3 << false;    // 1.9e-3
         QTest::newRow("MXFP4") << "MXFP4" << 38u << 1.3e-2 << false;    // 4.3e-3
-        QTest::newRow("IQ3_S") << "IQ3_S" << 26u << 2.5e-2 << false;  // 7.9e-3
+        QTest::newRow("IQ3_S") << "IQ3_S" << 26u << 2.5e-2 << false;    // 7.9e-3
         QTest::newRow("IQ3_XXS") << "IQ3_XXS" << 23u << 3e-2 << false;  // 1.0e-2
         QTest::newRow("TQ2_0") << "TQ2_0" << 37u << 0.3 << false;       // 9.3e-2 (three levels)
     }
@@ -505,17 +505,61 @@ private slots:
         QTest::addColumn<QString>("output");  // relative to a fresh directory; absolute if it starts with '/'
         QTest::addColumn<QString>("vocab");
         QTest::addColumn<QString>("message");
-        QTest::newRow("unknown preset") << "llama-9000b" << "Q4_0" << "m.gguf" << "" << "unknown model preset 'llama-9000b' (presets: tiny,";
-        QTest::newRow("imatrix type") << "tiny" << "IQ2_XXS" << "m.gguf" << "" << "IQ2_XXS needs an importance matrix";
-        QTest::newRow("imatrix type IQ1_M") << "tiny" << "IQ1_M" << "m.gguf" << "" << "IQ1_M needs an importance matrix";
-        QTest::newRow("unsupported type") << "tiny" << "TQ1_0" << "m.gguf" << "" << "weight type TQ1_0 cannot be written (types: F32,";
-        QTest::newRow("activation type") << "tiny" << "Q8_K" << "m.gguf" << "" << "Q8_K cannot be written";
-        QTest::newRow("no output") << "tiny" << "Q4_0" << "" << "" << "no output path";
-        QTest::newRow("missing directory") << "tiny" << "Q4_0" << "no/such/dir/m.gguf" << "" << "does not exist";
-        QTest::newRow("directory") << "tiny" << "Q4_0" << "." << "" << "is a directory";
-        QTest::newRow("unwritable") << "tiny" << "Q4_0" << "/proc/m.gguf" << "" << "cannot create";
-        QTest::newRow("missing vocab") << "tiny" << "Q4_0" << "m.gguf" << "no-such-vocab.gguf" << "no-such-vocab.gguf";
-        QTest::newRow("vocab without tokens") << "tiny" << "Q4_0" << "m.gguf" << "SELF_NO_TOKENS" << "no tokenizer.ggml.tokens";
+        QTest::newRow("unknown preset") << "llama-9000b"
+                                        << "Q4_0"
+                                        << "m.gguf"
+                                        << ""
+                                        << "unknown model preset 'llama-9000b' (presets: tiny,";
+        QTest::newRow("imatrix type") << "tiny"
+                                      << "IQ2_XXS"
+                                      << "m.gguf"
+                                      << ""
+                                      << "IQ2_XXS needs an importance matrix";
+        QTest::newRow("imatrix type IQ1_M") << "tiny"
+                                            << "IQ1_M"
+                                            << "m.gguf"
+                                            << ""
+                                            << "IQ1_M needs an importance matrix";
+        QTest::newRow("unsupported type") << "tiny"
+                                          << "TQ1_0"
+                                          << "m.gguf"
+                                          << ""
+                                          << "weight type TQ1_0 cannot be written (types: F32,";
+        QTest::newRow("activation type") << "tiny"
+                                         << "Q8_K"
+                                         << "m.gguf"
+                                         << ""
+                                         << "Q8_K cannot be written";
+        QTest::newRow("no output") << "tiny"
+                                   << "Q4_0"
+                                   << ""
+                                   << ""
+                                   << "no output path";
+        QTest::newRow("missing directory") << "tiny"
+                                           << "Q4_0"
+                                           << "no/such/dir/m.gguf"
+                                           << ""
+                                           << "does not exist";
+        QTest::newRow("directory") << "tiny"
+                                   << "Q4_0"
+                                   << "."
+                                   << ""
+                                   << "is a directory";
+        QTest::newRow("unwritable") << "tiny"
+                                    << "Q4_0"
+                                    << "/proc/m.gguf"
+                                    << ""
+                                    << "cannot create";
+        QTest::newRow("missing vocab") << "tiny"
+                                       << "Q4_0"
+                                       << "m.gguf"
+                                       << "no-such-vocab.gguf"
+                                       << "no-such-vocab.gguf";
+        QTest::newRow("vocab without tokens") << "tiny"
+                                              << "Q4_0"
+                                              << "m.gguf"
+                                              << "SELF_NO_TOKENS"
+                                              << "no tokenizer.ggml.tokens";
     }
     void invalidSpecs() {
         QFETCH(QString, preset);

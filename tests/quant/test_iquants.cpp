@@ -118,7 +118,8 @@ std::vector<float> ggml_dequantize(DType type, const uint8_t * p, size_t n) {
             const auto & x = *reinterpret_cast<const block_iq1_m *>(p);
             uint16_t sc[4];
             std::memcpy(sc, x.scales, 8);
-            const float d = fp16_to_fp32(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+            const float d = fp16_to_fp32(
+                static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
             for (int ib = 0; ib < 8; ++ib) {
                 const float dl1 = d * static_cast<float>(2 * ((sc[ib / 2] >> (6 * (ib % 2) + 0)) & 0x7) + 1);
                 const float dl2 = d * static_cast<float>(2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 0x7) + 1);
@@ -129,7 +130,8 @@ std::vector<float> ggml_dequantize(DType type, const uint8_t * p, size_t n) {
                 const float delta[4] = {qh[0] & 0x08 ? -0.125f : 0.125f, qh[0] & 0x80 ? -0.125f : 0.125f, qh[1] & 0x08 ? -0.125f : 0.125f,
                                         qh[1] & 0x80 ? -0.125f : 0.125f};
                 for (int l = 0; l < 4; ++l, y += 8) {
-                    for (int j = 0; j < 8; ++j) y[j] = (l < 2 ? dl1 : dl2) * (static_cast<int8_t>(grid_byte(iq1s_grid[idx[l]], j)) + delta[l]);
+                    for (int j = 0; j < 8; ++j)
+                        y[j] = (l < 2 ? dl1 : dl2) * (static_cast<int8_t>(grid_byte(iq1s_grid[idx[l]], j)) + delta[l]);
                 }
             }
         } else if (type == DType::IQ4_XS) {
@@ -225,11 +227,11 @@ private slots:
             int index;
             uint64_t value;
         } g64[] = {
-            {iq2xxs_grid, 0, 0x0808080808080808}, {iq2xxs_grid, 4, 0x0808080808082b2b}, {iq2xxs_grid, 7, 0x08080808082b0808},
+            {iq2xxs_grid, 0, 0x0808080808080808},   {iq2xxs_grid, 4, 0x0808080808082b2b},   {iq2xxs_grid, 7, 0x08080808082b0808},
             {iq2xxs_grid, 252, 0x2b2b082b08080808}, {iq2xxs_grid, 255, 0x2b2b2b1908081908}, {iq2xs_grid, 508, 0x2b2b2b2b082b2b08},
-            {iq2xs_grid, 510, 0x2b2b2b2b2b190819}, {iq2xs_grid, 511, 0x2b2b2b2b2b2b2b2b}, {iq2s_grid, 7, 0x080808080819192b},
-            {iq2s_grid, 24, 0x08080808192b2b19}, {iq2s_grid, 27, 0x080808082b081919}, {iq1s_grid, 0, 0xffffffffffffffff},
-            {iq1s_grid, 3, 0xffffffffffff01ff}, {iq1s_grid, 5, 0xffffffffff00ff00}, {iq1s_grid, 7, 0xffffffffff01ffff},
+            {iq2xs_grid, 510, 0x2b2b2b2b2b190819},  {iq2xs_grid, 511, 0x2b2b2b2b2b2b2b2b},  {iq2s_grid, 7, 0x080808080819192b},
+            {iq2s_grid, 24, 0x08080808192b2b19},    {iq2s_grid, 27, 0x080808082b081919},    {iq1s_grid, 0, 0xffffffffffffffff},
+            {iq1s_grid, 3, 0xffffffffffff01ff},     {iq1s_grid, 5, 0xffffffffff00ff00},     {iq1s_grid, 7, 0xffffffffff01ffff},
         };
         for (const auto & e : g64) QCOMPARE(e.grid[e.index], e.value);
         const struct {
@@ -237,9 +239,8 @@ private slots:
             int index;
             uint32_t value;
         } g32[] = {
-            {iq3xxs_grid, 248, 0x3e1c1c1c}, {iq3xxs_grid, 251, 0x3e24240c}, {iq3xxs_grid, 255, 0x3e341c04},
-            {iq3s_grid, 0, 0x01010101},     {iq3s_grid, 8, 0x01010309},     {iq3s_grid, 13, 0x01010707},
-            {iq3s_grid, 15, 0x01010905},    {iq3s_grid, 511, 0x0f0f0101},
+            {iq3xxs_grid, 248, 0x3e1c1c1c}, {iq3xxs_grid, 251, 0x3e24240c}, {iq3xxs_grid, 255, 0x3e341c04}, {iq3s_grid, 0, 0x01010101},
+            {iq3s_grid, 8, 0x01010309},     {iq3s_grid, 13, 0x01010707},    {iq3s_grid, 15, 0x01010905},    {iq3s_grid, 511, 0x0f0f0101},
         };
         for (const auto & e : g32) QCOMPARE(e.grid[e.index], e.value);
         const uint8_t signs[][2] = {{0, 0}, {1, 129}, {2, 130}, {3, 3}, {64, 192}, {65, 65}, {126, 126}, {127, 255}};
@@ -267,7 +268,11 @@ private slots:
             const std::vector<float> want = ggml_dequantize(t, row.data(), n);
             for (size_t i = 0; i < n; ++i) {
                 if (std::memcmp(&got[i], &want[i], 4) != 0) {
-                    QFAIL(qPrintable(QString("trial %1 element %2: %3, ggml %4").arg(trial).arg(i).arg(double(got[i]), 0, 'g', 9).arg(double(want[i]), 0, 'g', 9)));
+                    QFAIL(qPrintable(QString("trial %1 element %2: %3, ggml %4")
+                                         .arg(trial)
+                                         .arg(i)
+                                         .arg(double(got[i]), 0, 'g', 9)
+                                         .arg(double(want[i]), 0, 'g', 9)));
                 }
             }
         }
@@ -289,13 +294,13 @@ private slots:
         QCOMPARE(y[7], -0.875f * 8);
         QCOMPARE(y[8], 0.875f * 8);  // group 1: grid 0, no signs
         block_mxfp4 m{};
-        m.e = 127;  // 2^-1
+        m.e = 127;       // 2^-1
         m.qs[0] = 0x97;  // element 0: index 7 (12), element 16: index 9 (-1)
         y = dequantized(DType::MXFP4, &m, 32);
         QCOMPARE(y[0], 6.0f);
         QCOMPARE(y[16], -0.5f);
         block_tq2_0 t{};
-        t.d = 0x3800;  // 0.5
+        t.d = 0x3800;           // 0.5
         t.qs[33] = 0b00100100;  // element 128 + 1: level 0 -> -1; 128 + 32 + 1: 1 -> 0; 128 + 64 + 1: 2 -> 1
         y = dequantized(DType::TQ2_0, &t, 256);
         QCOMPARE(y[129], -0.5f);
@@ -311,7 +316,8 @@ private slots:
         for (const Bounds & b : kBounds) {
             if (b.rmse == 0.0) continue;
             for (const char * kind : {"random", "weights", "large", "outlier"}) {
-                QTest::newRow(qPrintable(QString("%1/%2").arg(b.name, kind))) << QString(b.name) << QString(kind) << (QString(kind) == "outlier" ? 2 : 1) * b.rmse;
+                QTest::newRow(qPrintable(QString("%1/%2").arg(b.name, kind)))
+                    << QString(b.name) << QString(kind) << (QString(kind) == "outlier" ? 2 : 1) * b.rmse;
             }
             QTest::newRow(qPrintable(QString("%1/zero").arg(b.name))) << QString(b.name) << QString("zero") << 0.0;
         }
@@ -378,7 +384,9 @@ private slots:
             const double bound = 4.0 * 0x1p-24 * (n_terms + 4.0);
             const double rel = std::fabs(got - same) / same_abs;
             worst_same = std::max(worst_same, rel);
-            QVERIFY2(rel <= bound, qPrintable(QString("trial %1: %2 vs dequantized %3 (relative %4 > %5)").arg(trial).arg(got).arg(same).arg(rel).arg(bound)));
+            QVERIFY2(rel <= bound,
+                     qPrintable(
+                         QString("trial %1: %2 vs dequantized %3 (relative %4 > %5)").arg(trial).arg(got).arg(same).arg(rel).arg(bound)));
             if (!random_bytes) worst_exact = std::max(worst_exact, std::fabs(got - exact) / std::sqrt(norm_w * norm_a));
         }
         const double bound = bounds_of(t).dot;
@@ -405,7 +413,8 @@ private slots:
         auto f32 = gguf::GgufFile::open(shared + "tiny/tiny-llama-f32.gguf");
         auto quant = gguf::GgufFile::open(shared + "tiny-2026/tiny-llama-" + type.toStdString() + ".gguf");
         if (!f32.ok() || !quant.ok()) {
-            QSKIP(qPrintable(QString::fromStdString("models not available: " + (!f32.ok() ? f32.status().message() : quant.status().message()))));
+            QSKIP(qPrintable(
+                QString::fromStdString("models not available: " + (!f32.ok() ? f32.status().message() : quant.status().message()))));
         }
         int n_compared = 0;
         size_t n_rows_compared = 0;
@@ -428,14 +437,19 @@ private slots:
                 }
                 ++n_compared;
                 n_rows_compared += n_rows;
-                if (n_equal != n_rows) mismatches << QString("%1 (%2): %3 of %4 rows equal").arg(tq.name.c_str(), dtype_name(tq.type).data()).arg(n_equal).arg(n_rows);
+                if (n_equal != n_rows)
+                    mismatches << QString("%1 (%2): %3 of %4 rows equal")
+                                      .arg(tq.name.c_str(), dtype_name(tq.type).data())
+                                      .arg(n_equal)
+                                      .arg(n_rows);
             }
             const std::vector<float> y = dequantized(tq.type, tq.data, tq.n_elements());
             const double err = relative_rmse(src, y.data(), tq.n_elements());
             QVERIFY2(err <= file_bound(tq.type), qPrintable(QString("%1: relative rmse %2").arg(tq.name.c_str()).arg(err)));
             if (tq.type == type_named(type)) worst_err = std::max(worst_err, err);
         }
-        qInfo("%s: %d tensors (%zu rows) compared byte for byte, worst relative rmse %.3g", qPrintable(type), n_compared, n_rows_compared, worst_err);
+        qInfo("%s: %d tensors (%zu rows) compared byte for byte, worst relative rmse %.3g", qPrintable(type), n_compared, n_rows_compared,
+              worst_err);
         // IQ2_S and IQ1_M files keep token_embd in their own type, which needs an imatrix.
         QCOMPARE(n_compared, !imatrix ? 16 : type == "IQ2_S" || type == "IQ1_M" ? 0 : 1);
         QVERIFY2(mismatches.isEmpty(), qPrintable(mismatches.join("; ")));

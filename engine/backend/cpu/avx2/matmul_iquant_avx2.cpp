@@ -15,7 +15,6 @@
 // super-blocks from the model file; prefill unpacks a panel of rows once and runs tiles
 // over it, in the same float order.
 
-
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/avx2/q8k_act_avx2.h"
@@ -97,8 +96,8 @@ struct IQ2XS {
     static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
         const uint16_t * q = b.qs + 4 * j;
         w = grid4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-        const uint32_t s = uint32_t(ksigns_iq2xs[q[0] >> 9]) | uint32_t(ksigns_iq2xs[q[1] >> 9]) << 8 | uint32_t(ksigns_iq2xs[q[2] >> 9]) << 16 |
-                           uint32_t(ksigns_iq2xs[q[3] >> 9]) << 24;
+        const uint32_t s = uint32_t(ksigns_iq2xs[q[0] >> 9]) | uint32_t(ksigns_iq2xs[q[1] >> 9]) << 8 |
+                           uint32_t(ksigns_iq2xs[q[2] >> 9]) << 16 | uint32_t(ksigns_iq2xs[q[3] >> 9]) << 24;
         w = apply_signs(w, sign_mask(s));
         sc = scale2(2 * (b.scales[j] & 0xf) + 1, 2 * (b.scales[j] >> 4) + 1);
     }
@@ -125,7 +124,8 @@ struct IQ3XXS {
         const uint8_t * q = b.qs + 8 * j;
         const uint32_t * g = iq3xxs_grid;
         const uint32_t a = u32_at(b.qs + QK_K / 4 + 4 * j);
-        w = _mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]), int(g[q[6]]), int(g[q[7]]));
+        w = _mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]), int(g[q[6]]),
+                              int(g[q[7]]));
         w = apply_signs(w, sign_mask(ksigns4(a)));
         sc = _mm256_set1_epi16(int16_t(2 * int(a >> 28) + 1));
     }
@@ -165,7 +165,8 @@ struct IQ1M {
     static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i & dl) {
         const uint8_t * q = b.qs + 4 * j;
         const int h0 = b.qh[2 * j], h1 = b.qh[2 * j + 1];
-        w = grid4(iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+        w = grid4(iq1s_grid, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
+                  q[3] | ((h1 << 4) & 0x700));
         const int s = u16_at(b.scales + 2 * (j / 2)) >> (6 * (j % 2));
         sc = scale2(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
         auto delta = [](int bit) { return int64_t(bit ? 0xffffffffffffffffull : 0x0101010101010101ull); };
@@ -302,7 +303,8 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t ns
                 __m256i a = _mm256_load_si256(act_qs(act[t] + size_t(s) * kActBlockBytes) + j);
                 keep_in_register(a);
                 for (int r = 0; r < R; ++r) {
-                    isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(a, w[r])), sc[r]));
+                    isum[r][t] = _mm256_add_epi32(isum[r][t],
+                                                  _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(a, w[r])), sc[r]));
                 }
                 if constexpr (T::kDelta != kNoDelta) {
                     for (int r = 0; r < R; ++r) {
@@ -314,7 +316,8 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t ns
         }
         for (int r = 0; r < R; ++r) {
             const float dw = load_as<float>(panel[r] + size_t(s) * pb + pb - 32);
-            for (int t = 0; t < Tn; ++t) add_super_block<T>(acc[r][t], dw * act_d(act[t] + size_t(s) * kActBlockBytes), isum[r][t], dsum[r][t]);
+            for (int t = 0; t < Tn; ++t)
+                add_super_block<T>(acc[r][t], dw * act_d(act[t] + size_t(s) * kActBlockBytes), isum[r][t], dsum[r][t]);
         }
     }
     for (int r = 0; r < R; ++r) {

@@ -297,8 +297,8 @@ constexpr bool has_e8m0_scale() {
 template <class T>
 inline void quad_scales(const typename T::Block * b, __m256 & d, __m256 & m) {
     if constexpr (has_e8m0_scale<T>()) {
-        d = _mm256_setr_ps(e8m0_half(b[0].e), e8m0_half(b[0].e), e8m0_half(b[2].e), e8m0_half(b[2].e), e8m0_half(b[1].e),
-                           e8m0_half(b[1].e), e8m0_half(b[3].e), e8m0_half(b[3].e));
+        d = _mm256_setr_ps(e8m0_half(b[0].e), e8m0_half(b[0].e), e8m0_half(b[2].e), e8m0_half(b[2].e), e8m0_half(b[1].e), e8m0_half(b[1].e),
+                           e8m0_half(b[3].e), e8m0_half(b[3].e));
         m = _mm256_setzero_ps();
     } else if constexpr (T::kMin) {
         uint32_t dm[4];

@@ -42,7 +42,8 @@ void q8k_convert_act(const float * x, int64_t n_cols, uint8_t * dst) {
         for (int k = 0; k < 8; ++k) {
             __m256i i32[4];
             for (int u = 0; u < 4; ++u) {
-                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * u), is), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * u), is),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 i32[u] = _mm256_min_epi32(_mm256_cvtps_epi32(v), cap);
             }
             // s01 holds elements 32k + 0..15 as int16 and s23 elements 32k + 16..31, each in
