@@ -96,6 +96,9 @@ int32_t KvCache::next_position(SeqId seq) const {
 uint32_t KvCache::n_kept(SeqId seq) const {
     auto it = state_.seqs.find(seq);
     if (it == state_.seqs.end()) return 0;
+    // A pure prefix holds every token it was given in every layer: no need to count (the
+    // stats ask at every ubatch).
+    if (it->second.pure_prefix) return it->second.n_tokens();
     uint64_t sum = 0;
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) sum += editor_.kept_in_layer(it->second, il);
     return uint32_t(sum / state_.shape.n_layer);
