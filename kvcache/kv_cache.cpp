@@ -10,6 +10,19 @@ namespace lr {
 
 namespace {
 Status data_loss(const std::string & what) { return error(StatusCode::corrupt_data, "KV block lost: " + what); }
+
+// What a policy needs of the model: streaming renumbers positions (rotating keys), which a
+// sliding window's positions must not see.
+Status check_policy(KvPolicy policy, const KvModelShape & shape, const RopeShiftParams & rope) {
+    if (policy != KvPolicy::streaming) return {};
+    if (rope.n_rot == 0) return error(StatusCode::invalid_argument, "the streaming policy needs the model's rope parameters");
+    if (shape.has_sliding_layers()) {
+        return error(StatusCode::invalid_argument,
+                     "the streaming policy renumbers positions, which this model's sliding-window layers cannot follow: "
+                     "choose h2o, snapkv or quest");
+    }
+    return {};
+}
 }  // namespace
 
 Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
@@ -22,7 +35,10 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
         return error(StatusCode::invalid_argument, "the model's layer kinds do not cover its layers");
     }
     for (uint32_t il = 0; il < shape.n_layer; ++il) {
-        if (shape.kind(il) != KvLayerKind::full) {
+        if (shape.kind(il) == KvLayerKind::sliding_window && shape.layers[il].window == 0) {
+            return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " is a sliding window of 0 positions");
+        }
+        if (!shape.full(il) && shape.kind(il) != KvLayerKind::sliding_window) {
             return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " keeps a " +
                                                            std::string(kv_layer_kind_name(shape.kind(il))) +
                                                            " memory, which this cache does not hold yet");
@@ -37,10 +53,7 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
                                                            std::to_string(shape.head_dim) + " values");
         }
     }
-    if (config.settings.policy == KvPolicy::streaming && config.rope.n_rot == 0) {
-        return error(StatusCode::invalid_argument, "the streaming policy needs the model's rope parameters");
-    }
-    return {};
+    return check_policy(config.settings.policy, shape, config.rope);
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend) {
@@ -73,9 +86,7 @@ Status KvCache::open_sequence(SeqId seq, const KvSettings & selection) {
         selection.k_bits != mine.k_bits || selection.v_bits != mine.v_bits || selection.residual_tokens != mine.residual_tokens) {
         return error(StatusCode::invalid_argument, "a sequence shares the cache's blocks, pages and codecs; only its selection may differ");
     }
-    if (selection.policy == KvPolicy::streaming && state_.config.rope.n_rot == 0) {
-        return error(StatusCode::invalid_argument, "the streaming policy needs the model's rope parameters");
-    }
+    LR_RETURN_IF_ERROR(check_policy(selection.policy, state_.shape, state_.config.rope));
     if (n_tokens(seq) > 0) return error(StatusCode::invalid_argument, "sequence " + std::to_string(seq) + " already holds tokens");
     KvSequence & s = sequence(seq);
     s.policy = SelectionPolicy::create(selection, state_.block_shape, state_.config.max_tokens);
@@ -99,9 +110,13 @@ uint32_t KvCache::n_kept(SeqId seq) const {
     // A pure prefix holds every token it was given in every layer: no need to count (the
     // stats ask at every ubatch).
     if (it->second.pure_prefix) return it->second.n_tokens();
-    uint64_t sum = 0;
-    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) sum += editor_.kept_in_layer(it->second, il);
-    return uint32_t(sum / state_.shape.n_layer);
+    uint64_t sum = 0, n_full = 0;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        if (!state_.shape.full(il)) continue;
+        sum += editor_.kept_in_layer(it->second, il);
+        ++n_full;
+    }
+    return n_full ? uint32_t(sum / n_full) : it->second.n_tokens();
 }
 
 uint32_t KvCache::room(SeqId seq) const {
@@ -113,6 +128,7 @@ uint32_t KvCache::room(SeqId seq) const {
 uint32_t KvCache::restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
     sequence(seq);
     const uint32_t restored = prefix_.restore(seq, upcoming, keep_last);
+    editor_.slide(seq);
     publish_stats();
     return restored;
 }
@@ -186,10 +202,13 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     }
     // Every layer's attention mass goes to one buffer, cleared once and copied to the host once.
     if (il == 0 && p.policy_.collect_mass) LR_RETURN_IF_ERROR(clear_mass(p));
-    // What attention reads: every block, or the pages each head's query needs.
+    // What attention reads: every block, or the pages each head's query needs (policies
+    // apply to full-attention layers; a sliding layer reads its whole window).
+    const bool full = state_.shape.full(il);
+    const bool query_aware = p.policy_.query_aware && full;
     std::vector<uint32_t> chosen;
     p.read_pages_.clear();
-    if (p.policy_.query_aware) {
+    if (query_aware) {
         if (Status st = editor_.bound_blocks(seq, il); !st.ok()) return lost(st, layer.ids);
         const uint32_t n_head = state_.shape.n_query_heads(), d = state_.block_shape.head_dim;
         if (!placement_.device_host_addressable()) {
@@ -218,7 +237,7 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
         layer.push(id);
         chosen.push_back(uint32_t(layer.size() - 1));
         p.view_ids_.push_back(id);
-        if (p.policy_.query_aware) {
+        if (query_aware) {
             const uint32_t pages = bt / state_.config.settings.quest_page_tokens();
             p.read_pages_.insert(p.read_pages_.end(), n_kv, pages == 32 ? ~0u : (1u << pages) - 1);
         }
@@ -248,14 +267,14 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     view.shape = state_.block_shape;
     view.blocks = p.view_blocks_;
     view.write_slots = p.write_slots_;
-    if (p.policy_.query_aware) {
+    if (query_aware) {
         view.read_pages = p.read_pages_;
         view.page_tokens = state_.config.settings.quest_page_tokens();
         for (uint32_t bits : p.read_pages_) state_.counters.rows_read += uint64_t(std::popcount(bits)) * view.page_tokens;
     } else {
         state_.counters.rows_read += uint64_t(p.view_ids_.size()) * n_kv * bt;
     }
-    if (p.policy_.collect_mass) view.attn_mass = mass_.as<float>() + p.mass_at_[il];
+    if (p.policy_.collect_mass && full) view.attn_mass = mass_.as<float>() + p.mass_at_[il];
     ++p.n_viewed_;
     return view;
 }
@@ -265,9 +284,10 @@ Status KvCache::clear_mass(UbatchPlan & p) {
     const KvSequence & s = state_.seqs.at(p.seq_);
     const uint32_t bt = state_.block_shape.block_tokens;
     p.mass_at_.assign(1, 0);
-    for (const LayerBlocks & layer : s.layers) {
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        const LayerBlocks & layer = s.layers[il];
         const size_t n_blocks = std::max(layer.size(), (size_t(layer.slots_used) + p.tokens_.size() + bt - 1) / bt);
-        p.mass_at_.push_back(p.mass_at_.back() + n_blocks * state_.layout.n_slots());
+        p.mass_at_.push_back(p.mass_at_.back() + (state_.shape.full(il) ? n_blocks * state_.layout.n_slots() : 0));
     }
     const size_t n = p.mass_at_.back();
     if (mass_.n_bytes() < n * sizeof(float)) {
@@ -288,6 +308,7 @@ void KvCache::fold_mass(UbatchPlan & p) {
     KvSequence & s = state_.seqs.at(p.seq_);
     const size_t per_block = state_.layout.n_slots();
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        if (!state_.shape.full(il)) continue;  // policies apply to full-attention layers
         LayerBlocks & layer = s.layers[il];
         // A layer's view held every one of its blocks, in table order.
         LR_ASSERT((p.mass_at_[il + 1] - p.mass_at_[il]) == layer.size() * per_block);
@@ -310,6 +331,7 @@ void KvCache::apply(UbatchPlan & p) {
     const KvSettings & k = state_.config.settings;
     const bool reencode = k.k_codec() != state_.layout.k_codec || k.v_codec() != state_.layout.v_codec;
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        if (!state_.shape.full(il)) continue;  // policies and codecs apply to full-attention layers
         if (s.policy->keeps_key_bounds()) {
             if (Status st = editor_.widen_key_bounds(seq, il, p.first_slot_[il], p.n_tokens()); !st.ok()) state_.report_fault(st);
         }
@@ -325,6 +347,7 @@ void KvCache::apply(UbatchPlan & p) {
     s.next_pos = p.positions_.back() + 1;
     prefix_.note_full_blocks(seq, n_full_before);
     prefix_.collect(false);
+    editor_.slide(seq);
     if (p.policy_.select_at_prompt_end) select_prompt(seq);
     s.policy->applied(p.ubatch_, p.policy_);
     publish_stats();
@@ -334,7 +357,8 @@ void KvCache::select_prompt(SeqId seq) {
     KvSequence & s = state_.seqs.at(seq);
     const uint32_t budget = s.policy->settings().budget_for(s.n_tokens());
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
-        editor_.evict(seq, il, {.budget = budget, .end = s.next_pos, .n_held = s.n_tokens(), .prompt_end = true});
+        if (state_.shape.full(il))
+            editor_.evict(seq, il, {.budget = budget, .end = s.next_pos, .n_held = s.n_tokens(), .prompt_end = true});
     }
 }
 
@@ -351,14 +375,15 @@ void KvCache::discard(UbatchPlan & p) {
 
 // ---- Truncation and loss ----------------------------------------------------------------------
 
-void KvCache::truncate(SeqId seq, uint32_t n_keep) {
+uint32_t KvCache::truncate(SeqId seq, uint32_t n_keep) {
     auto it = state_.seqs.find(seq);
-    if (it == state_.seqs.end()) return;
+    if (it == state_.seqs.end()) return 0;
     KvSequence & s = it->second;
-    if (n_keep >= s.n_tokens()) return;
-    // Positions are token indices unless streaming renumbered them: then start over.
+    if (n_keep >= s.n_tokens()) return s.n_tokens();
+    // Positions are token indices unless streaming renumbered them: then start over; so
+    // too when a sliding window has let go of what the cut needs.
     const bool renumbered = s.next_pos != int32_t(s.n_tokens());
-    const uint32_t cut = renumbered ? 0 : n_keep;
+    const uint32_t cut = renumbered ? 0 : editor_.resumable(s, n_keep);
     const bool ok = editor_.drop_positions_from(seq, int32_t(cut));
     const uint32_t bt = state_.block_shape.block_tokens;
     s.next_pos = int32_t(cut);
@@ -366,7 +391,7 @@ void KvCache::truncate(SeqId seq, uint32_t n_keep) {
     s.chains.resize(std::min<size_t>(s.chains.size(), cut / bt));
     if (!ok) {
         lose_sequence_from(seq, cut, error(StatusCode::corrupt_data, "a KV block could not be read back"));
-        return;
+        return n_tokens(seq);
     }
     if (cut == 0 && !s.lost_from) {
         for (const LayerBlocks & layer : s.layers) {
@@ -375,6 +400,7 @@ void KvCache::truncate(SeqId seq, uint32_t n_keep) {
         state_.seqs.erase(it);
     }
     publish_stats();
+    return cut;
 }
 
 std::optional<uint32_t> KvCache::take_lost_position(SeqId seq) {
@@ -392,14 +418,16 @@ void KvCache::lose_sequence_from(SeqId seq, uint32_t position, const Status & wh
     const uint32_t bt = state_.block_shape.block_tokens;
     // Recomputation restarts at a block boundary so that the prefix stays block-aligned.
     // After eviction blocks no longer follow positions: then everything is recomputed.
-    const uint32_t cut = s.pure_prefix ? std::min(s.n_tokens(), position / bt * bt) : 0;
+    const uint32_t cut = editor_.resumable(s, s.pure_prefix ? std::min(s.n_tokens(), position / bt * bt) : 0);
     s.lost_from = std::min(s.lost_from.value_or(cut), cut);
     // Drop every block from the cut on (their bytes may be unreadable), then truncate.
     for (LayerBlocks & layer : s.layers) {
-        while (layer.size() > cut / bt) {
+        const uint32_t keep = cut / bt > layer.dropped ? cut / bt - layer.dropped : 0;
+        while (layer.size() > keep) {
             placement_.free_block(layer.ids.back());
             layer.pop();
         }
+        if (layer.size() == 0) layer.clear();
         layer.slots_used = std::min<uint32_t>(layer.slots_used, uint32_t(layer.size()) * bt);
     }
     s.tokens.resize(std::min(s.n_tokens(), cut));
@@ -481,12 +509,33 @@ void KvCache::publish_stats() {
         s.tokens_kept += n_kept(id);
     }
     s.n_sequences = uint32_t(state_.seqs.size());
-    s.layer_kinds = {{.kind = KvLayerKind::full,
-                      .n_layers = state_.shape.n_layer,
-                      .bytes = s.tiers[0].used_bytes + s.tiers[1].used_bytes + s.tiers[2].used_bytes,
-                      .tokens_kept = state_.seqs.empty() ? 0 : s.tokens_kept / state_.seqs.size()}};
+    s.layer_kinds = layer_kind_stats();
     std::lock_guard lock(stats_mutex_);
     published_ = std::move(s);
+}
+
+std::vector<KvLayerKindStats> KvCache::layer_kind_stats() const {
+    std::vector<KvLayerKindStats> rows;
+    auto row = [&](KvLayerKind kind) -> KvLayerKindStats & {
+        for (KvLayerKindStats & r : rows) {
+            if (r.kind == kind) return r;
+        }
+        return rows.emplace_back(KvLayerKindStats{.kind = kind});
+    };
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) ++row(state_.shape.kind(il)).n_layers;
+    for (const auto & [id, seq] : state_.seqs) {
+        const uint32_t kept = n_kept(id);
+        for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+            KvLayerKindStats & r = row(state_.shape.kind(il));
+            // A shared block counts once, in shares.
+            for (BlockId b : seq.layers[il].ids) r.bytes += state_.pool.meta(b).n_bytes / state_.pool.meta(b).ref_count;
+            r.tokens_kept += state_.shape.full(il) ? kept : seq.layers[il].slots_used;
+        }
+    }
+    // Positions one layer keeps per sequence, as a mean.
+    const uint64_t n_seq = std::max<size_t>(state_.seqs.size(), 1);
+    for (KvLayerKindStats & r : rows) r.tokens_kept /= uint64_t(r.n_layers) * n_seq;
+    return rows;
 }
 
 KvStats KvCache::stats() const {

@@ -65,8 +65,10 @@ public:
     // sequence or the prefix store, leaving at least `keep_last` tokens to compute. Returns
     // the tokens taken, which are part of the sequence now.
     uint32_t restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last = 1);
-    // Keeps the positions below n_keep (edit, regenerate); 0 drops the sequence.
-    void truncate(SeqId seq, uint32_t n_keep);
+    // Keeps the positions below n_keep (edit, regenerate); 0 drops the sequence. Returns
+    // the tokens kept: fewer when streaming renumbered or a sliding window moved past the
+    // cut (then 0; the prefix cache may restore them).
+    uint32_t truncate(SeqId seq, uint32_t n_keep);
     // After a data loss: the position `seq` was cut back to (once), for recomputation.
     std::optional<uint32_t> take_lost_position(SeqId seq);
 
@@ -99,6 +101,7 @@ private:
     void select_prompt(SeqId seq);
     void lose_sequence_from(SeqId seq, uint32_t position, const Status & why);
     void publish_stats();
+    std::vector<KvLayerKindStats> layer_kind_stats() const;
 
     KvCacheState state_;
     KvPlacement placement_;

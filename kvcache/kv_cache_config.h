@@ -18,7 +18,7 @@
 namespace lr {
 
 // The KV shape of a model: heads and head size of its attention layers, and each layer's
-// kind (empty: every layer full attention, the only kind the cache holds yet).
+// kind (empty: every layer full attention). The cache holds full and sliding-window layers.
 struct KvModelShape {
     uint32_t n_layer = 0;
     uint32_t n_head_kv = 0;
@@ -28,6 +28,15 @@ struct KvModelShape {
 
     uint32_t n_query_heads() const { return n_head ? n_head : n_head_kv; }
     KvLayerKind kind(uint32_t il) const { return layers.empty() ? KvLayerKind::full : layers[il].kind; }
+    bool full(uint32_t il) const { return kind(il) == KvLayerKind::full; }
+    // The positions a sliding layer keeps (0 for the other kinds).
+    uint32_t window(uint32_t il) const { return kind(il) == KvLayerKind::sliding_window ? layers[il].window : 0; }
+    bool has_sliding_layers() const {
+        for (const KvLayerSpec & l : layers) {
+            if (l.kind == KvLayerKind::sliding_window) return true;
+        }
+        return false;
+    }
 };
 
 struct KvCacheConfig {

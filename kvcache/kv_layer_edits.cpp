@@ -366,6 +366,35 @@ bool KvLayerEditor::drop_positions_from(SeqId seq, int32_t from) {
     return ok;
 }
 
+// ---- Sliding windows -------------------------------------------------------------------------
+
+void KvLayerEditor::slide(SeqId seq) {
+    KvSequence & s = state_.seqs.at(seq);
+    const uint32_t bt = state_.block_shape.block_tokens;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        const uint32_t window = state_.shape.window(il);
+        if (window == 0) continue;
+        // The next query, at next_pos, sees positions from next_pos - window + 1 on; a
+        // sliding layer's slots are its positions (nothing is evicted or renumbered there).
+        const int64_t oldest_seen = int64_t(s.next_pos) - window + 1;
+        LayerBlocks & layer = s.layers[il];
+        while (layer.size() > 1 && int64_t(layer.dropped + 1) * bt <= oldest_seen) {
+            placement_.free_block(layer.ids.front());
+            layer.pop_front();
+            layer.slots_used -= bt;
+        }
+    }
+}
+
+uint32_t KvLayerEditor::resumable(const KvSequence & s, uint32_t n_keep) const {
+    const uint32_t bt = state_.block_shape.block_tokens;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        const uint32_t first_held = s.layers[il].dropped * bt;
+        if (first_held > 0 && int64_t(n_keep) - state_.shape.window(il) + 1 < int64_t(first_held)) return 0;
+    }
+    return n_keep;
+}
+
 // ---- Quest's key bounds ---------------------------------------------------------------------
 
 void KvLayerEditor::widen_slot_bounds(BlockMeta & m, const uint8_t * bytes, uint32_t slot, float * row) const {

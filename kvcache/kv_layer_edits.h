@@ -37,6 +37,12 @@ public:
     // Empties every slot holding a position >= from, in every layer, and frees the blocks
     // left empty at the end. False when a block to fix up could not be read back.
     bool drop_positions_from(SeqId seq, int32_t from);
+    // Sliding-window layers let go of the blocks no query from the sequence's next position
+    // on can see: their memory stops growing at the window.
+    void slide(SeqId seq);
+    // The longest prefix of at most n_keep tokens every sliding layer can continue from (it
+    // still holds the window before it): n_keep, or 0 when a window has moved past it.
+    uint32_t resumable(const KvSequence & s, uint32_t n_keep) const;
     // Quest: widens the key bounds of slots [first, first + n) of layer il by their rows.
     Status widen_key_bounds(SeqId seq, uint32_t il, uint32_t first, uint32_t n);
     // Quest: blocks that came without bounds (restored, shared) get them, fetched one at a time.

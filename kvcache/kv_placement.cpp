@@ -143,6 +143,7 @@ std::vector<BlockId> KvPlacement::layer_cycle_victims(BlockHome home, uint64_t n
     uint64_t bytes = 0;
     auto consider = [&](BlockId id) {
         const BlockMeta & m = state_.pool.meta(id);
+        if (!state_.shape.full(m.layer)) return;  // a sliding window's ring stays on the device
         // Pinning protects what attention reads from the device; a pinned block still on a
         // lower tier may move further down (it is fetched from there).
         const bool pinned = m.place.pins > 0 && home == BlockHome::device;

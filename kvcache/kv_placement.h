@@ -4,6 +4,9 @@
 // bit-identical whatever the budgets (unless per-tier codecs narrow aged blocks on the way
 // down, which is off by default).
 //
+// Only full-attention layers' blocks move down; a sliding window's bounded ring stays on
+// the device tier.
+//
 // Demotion order: when a tier is full, blocks of other sequences go first, then the active
 // sequence's layers in the order its forward pass needs them last (the layer just read,
 // the one before, ...): Belady's choice on the cycle of layers. Promotion happens when a

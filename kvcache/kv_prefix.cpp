@@ -41,8 +41,9 @@ void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
     }
     for (uint32_t b = n_full_before; b < n_full; ++b) {
         for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
-            if (b >= s.layers[il].size()) continue;
-            const BlockId id = s.layers[il].ids[b];
+            const BlockId * held = s.layers[il].at_depth(b);
+            if (!held) continue;
+            const BlockId id = *held;
             BlockMeta & m = state_.pool.meta(id);
             if (m.persisted || m.place.home == BlockHome::prefix_store) continue;
             m.chain = s.chains[b];  // other sequences with this prefix may share it now
@@ -91,8 +92,9 @@ bool KvPrefixCache::share_live(SeqId seq, uint64_t chain, uint32_t depth, std::v
         if (id == seq || other.chains.size() <= depth || other.chains[depth] != chain) continue;
         out.clear();
         for (const LayerBlocks & layer : other.layers) {
-            if (layer.size() <= depth || state_.pool.meta(layer.ids[depth]).chain != chain) break;
-            out.push_back(layer.ids[depth]);
+            const BlockId * held = layer.at_depth(depth);  // a sliding window may have let it go
+            if (!held || state_.pool.meta(*held).chain != chain) break;
+            out.push_back(*held);
         }
         if (out.size() == state_.shape.n_layer) return true;
     }

@@ -19,7 +19,10 @@ struct LayerBlocks {
     // [block] attention mass per slot ([n_head_kv][block_tokens], the block's layout), this
     // sequence's (a shared block has one per sequence); empty: none gathered yet.
     std::vector<std::vector<float>> mass;
-    uint32_t slots_used = 0;  // the next free slot (the same for every head)
+    uint32_t slots_used = 0;  // the next free slot (the same for every head), counted from ids[0]
+    // Blocks a sliding window let go from the front: ids[0] is the sequence's block number
+    // `dropped` (a full-attention layer never drops any).
+    uint32_t dropped = 0;
 
     size_t size() const { return ids.size(); }
     void push(BlockId id) {
@@ -30,9 +33,19 @@ struct LayerBlocks {
         ids.pop_back();
         mass.pop_back();
     }
+    void pop_front() {
+        ids.erase(ids.begin());
+        mass.erase(mass.begin());
+        ++dropped;
+    }
     void clear() {
         ids.clear();
         mass.clear();
+        dropped = 0;
+    }
+    // The block at the sequence's block number `depth`, if the layer still holds it.
+    const BlockId * at_depth(uint32_t depth) const {
+        return depth >= dropped && depth - dropped < ids.size() ? &ids[depth - dropped] : nullptr;
     }
 };
 

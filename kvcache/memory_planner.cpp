@@ -97,10 +97,42 @@ TierSpread spread_over_tiers(const ModelMemoryShape & model, const KvSettings & 
     return t;
 }
 
+// The sliding-window layers: each holds a ring of its window, the ubatch that follows it and
+// a block of slack, in the written codec, on the device tier (tiers, policies and codecs are
+// the full-attention layers').
+struct SlidingPart {
+    uint32_t n_layers = 0;
+    uint64_t bytes = 0;
+    uint64_t mirror_bytes = 0;
+};
+
+SlidingPart sliding_part(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & s) {
+    SlidingPart part;
+    const uint64_t bt = s.block_tokens;
+    const uint64_t row = kv_codec_row_bytes(KvCodec::f16, model.head_dim);
+    const uint64_t block_bytes = bt * model.n_head_kv * (2 * row + sizeof(int32_t));
+    for (const KvLayerSpec & l : model.layers) {
+        if (l.kind != KvLayerKind::sliding_window) continue;
+        const uint64_t tokens = std::min<uint64_t>(n_ctx, uint64_t(l.window) + chunk_tokens + bt);
+        const uint64_t blocks = (tokens + bt - 1) / bt;
+        ++part.n_layers;
+        part.bytes += blocks * block_bytes;
+        part.mirror_bytes += blocks * bt * model.n_head_kv * sizeof(int32_t);
+    }
+    return part;
+}
+
 }  // namespace
 
-MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
-                       const KvTierCapacities & capacities) {
+MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
+                       const KvTierCapacities & tier_capacities) {
+    // The full-attention layers are planned over the tiers; the sliding ones take their
+    // bounded share of the device tier first.
+    const SlidingPart sliding = sliding_part(shape, n_ctx, chunk_tokens, settings);
+    ModelMemoryShape model = shape;
+    model.n_layer -= sliding.n_layers;
+    KvTierCapacities capacities = tier_capacities;
+    capacities.device_bytes -= std::min(capacities.device_bytes, sliding.bytes);
     MemoryPlan plan;
     plan.weight_bytes = model.weight_bytes;
     plan.scratch_bytes = uint64_t(std::max(chunk_tokens, 1u)) * model.scratch_bytes_per_token;
@@ -111,13 +143,18 @@ MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t 
     const uint32_t kept = peak_tokens(n_ctx);
     const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
-    plan.kv_bytes = spread.device + spread.host + spread.disk;
-    plan.layer_kinds = {{.kind = KvLayerKind::full, .n_layers = model.n_layer, .kv_bytes = plan.kv_bytes}};
+    plan.kv_bytes = spread.device + spread.host + spread.disk + sliding.bytes;
+    if (model.n_layer > 0)
+        plan.layer_kinds.push_back({.kind = KvLayerKind::full, .n_layers = model.n_layer, .kv_bytes = plan.kv_bytes - sliding.bytes});
+    if (sliding.n_layers > 0) {
+        plan.layer_kinds.push_back({.kind = KvLayerKind::sliding_window, .n_layers = sliding.n_layers, .kv_bytes = sliding.bytes});
+    }
     plan.mirror_bytes = uint64_t((kept + settings.block_tokens - 1) / settings.block_tokens) * model.n_layer *
-                        mirror_bytes_per_block(model, settings);
+                            mirror_bytes_per_block(model, settings) +
+                        sliding.mirror_bytes;
 
-    const uint64_t total_capacity = capacities.device_bytes + capacities.host_bytes + capacities.disk_bytes;
-    plan.kv_device_bytes = spread.device;
+    const uint64_t total_capacity = tier_capacities.device_bytes + tier_capacities.host_bytes + tier_capacities.disk_bytes;
+    plan.kv_device_bytes = spread.device + sliding.bytes;
     plan.kv_host_bytes = spread.host;
     plan.kv_disk_bytes = std::min(spread.disk, capacities.disk_bytes);
 

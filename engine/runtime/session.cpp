@@ -122,13 +122,14 @@ Status Session::sync(std::span<const int32_t> tokens, const ProgressFn & progres
     // Re-evaluate at least the last token, so that logits() belongs to `tokens`.
     if (common == tokens.size() && common > 0) --common;
     truncate(static_cast<uint32_t>(common));
-    return evaluate(tokens.subspan(common), nullptr, progress, stop);
+    return evaluate(tokens.subspan(tokens_.size()), nullptr, progress, stop);
 }
 
 void Session::truncate(uint32_t n_keep) {
     if (n_keep >= tokens_.size()) return;
-    tokens_.resize(n_keep);
-    kv_->truncate(kSeq, n_keep);
+    // The cache may keep less than asked (a sliding window moved past the cut, streaming
+    // renumbered): the session holds what the cache holds.
+    tokens_.resize(kv_->truncate(kSeq, n_keep));
     last_logits_.clear();
 }
 

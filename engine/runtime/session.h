@@ -60,7 +60,8 @@ public:
     // The logits after the last evaluated token: [n_vocab]; empty before any.
     std::span<const float> logits() const { return last_logits_; }
 
-    // Keeps the first n_keep tokens.
+    // Keeps the first n_keep tokens, or fewer when the cache cannot continue from there (a
+    // sliding window moved past them; streaming renumbered): tokens() says how many.
     void truncate(uint32_t n_keep);
 
     // What the KV cache is doing (any thread).

@@ -31,12 +31,17 @@ class TestKvCache : public QObject {
     std::shared_ptr<const Model> model_;
     std::vector<int32_t> prompt_;
 
-    // Runs `tokens` through `seq` in ubatches of 64, returning the logits after the last one.
+    // Runs `tokens` through `seq` in ubatches as large as the graph takes, returning the
+    // logits after the last one.
     std::vector<float> run(KvCache & kv, LlamaGraph & graph, SeqId seq, std::span<const int32_t> tokens) {
         std::vector<float> logits;
-        for (size_t at = 0; at < tokens.size(); at += 64) {
-            const Status s = graph.forward(kv, seq, tokens.subspan(at, std::min<size_t>(64, tokens.size() - at)), false, logits);
-            if (!s.ok()) qWarning("%s", s.message().c_str());
+        const size_t chunk = graph.max_tokens();
+        for (size_t at = 0; at < tokens.size(); at += chunk) {
+            const Status s = graph.forward(kv, seq, tokens.subspan(at, std::min(chunk, tokens.size() - at)), false, logits);
+            if (!s.ok()) {
+                qWarning("%s", s.message().c_str());
+                return {};  // compared with a run that worked, it fails
+            }
         }
         return logits;
     }
@@ -237,11 +242,143 @@ private slots:
         KvModelShape shape = model_->kv_shape();
         shape.layers.assign(shape.n_layer, KvLayerSpec{});
         QVERIFY(KvCache::create(plain_config(), shape, backend_).ok());
-        shape.layers[1] = {.kind = KvLayerKind::sliding_window, .window = 64};
+        shape.layers[1] = {.kind = KvLayerKind::recurrent, .state_bytes = 4096};
         auto refused = KvCache::create(plain_config(), shape, backend_);
         QCOMPARE(refused.status().code(), StatusCode::invalid_argument);
         QVERIFY(refused.status().message().find("layer 1") != std::string::npos);
-        QVERIFY(refused.status().message().find("sliding_window") != std::string::npos);
+        QVERIFY(refused.status().message().find("recurrent") != std::string::npos);
+        shape.layers[1] = {.kind = KvLayerKind::sliding_window, .window = 0};
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
+        // Streaming renumbers positions, which sliding windows cannot follow.
+        shape.layers[1] = {.kind = KvLayerKind::sliding_window, .window = 32};
+        KvCacheConfig streaming = plain_config();
+        streaming.settings.policy = KvPolicy::streaming;
+        streaming.rope = {.n_rot = 8, .head_dim = 8};
+        auto no_streaming = KvCache::create(streaming, shape, backend_);
+        QCOMPARE(no_streaming.status().code(), StatusCode::invalid_argument);
+        QVERIFY(no_streaming.status().message().find("sliding") != std::string::npos);
+    }
+
+    // ---- Sliding-window layers ------------------------------------------------------------
+
+    // Layers 0, 1 and 3 of the bundled model's shape as windows of 32 positions.
+    KvModelShape sliding_shape() const {
+        KvModelShape shape = model_->kv_shape();
+        shape.layers.assign(shape.n_layer, KvLayerSpec{});
+        for (uint32_t il : {0u, 1u, 3u}) shape.layers[il] = {.kind = KvLayerKind::sliding_window, .window = 32};
+        return shape;
+    }
+
+    static const KvLayerKindStats & kind_row(const KvStats & s, KvLayerKind kind) {
+        for (const KvLayerKindStats & r : s.layer_kinds) {
+            if (r.kind == kind) return r;
+        }
+        qFatal("no row for the layer kind");
+    }
+
+    void slidingLayersStopGrowingAtTheWindow() {
+        auto graph = LlamaGraph::create(*model_, 16);
+        auto kv = KvCache::create(plain_config(), sliding_shape(), backend_);
+        QVERIFY(kv.ok());
+        const KvBlockLayout layout{{32, model_->hparams().n_head_kv, model_->hparams().head_dim}, KvCodec::f16, KvCodec::f16};
+        const uint64_t ring = 3 * 2 * layout.block_bytes();  // 3 layers: the window's block and the next
+        run(**kv, *graph, 0, std::span(prompt_).first(64));
+        const KvStats at64 = (*kv)->stats();
+        run(**kv, *graph, 0, std::span(prompt_).subspan(64, 72));
+        const KvStats at136 = (*kv)->stats();
+        run(**kv, *graph, 0, std::span(prompt_).subspan(136));
+        const KvStats at200 = (*kv)->stats();
+        const KvLayerKindStats & sliding = kind_row(at200, KvLayerKind::sliding_window);
+        QCOMPARE(sliding.n_layers, 3u);
+        QCOMPARE(kind_row(at200, KvLayerKind::full).n_layers, 2u);
+        // The windows hold the 32 positions the next query sees, in at most two blocks: as
+        // much at 136 as at 200 tokens; the full layers grow.
+        for (const KvStats * s : {&at64, &at136, &at200}) QVERIFY(kind_row(*s, KvLayerKind::sliding_window).bytes <= ring);
+        QCOMPARE(sliding.bytes, kind_row(at136, KvLayerKind::sliding_window).bytes);
+        QVERIFY(sliding.tokens_kept <= 32u + 32u);
+        QVERIFY(kind_row(at200, KvLayerKind::full).bytes > 3 * kind_row(at64, KvLayerKind::full).bytes);
+        QCOMPARE(kind_row(at200, KvLayerKind::full).tokens_kept, 200u);
+        // The retention view speaks of the full-attention layers: every position kept.
+        for (float r : (*kv)->retention(0)) QCOMPARE(r, 1.0f);
+    }
+
+    void slidingLayersKeepTheirWindowUnderTiersAndPolicies() {
+        // A device tier of a few blocks with RAM behind it, and H2O on the full layers: the
+        // same logits as the all-in-RAM cache with H2O, and the windows are never evicted.
+        auto graph = LlamaGraph::create(*model_, 16);
+        KvCacheConfig h2o = plain_config();
+        h2o.settings.policy = KvPolicy::h2o;
+        h2o.settings.budget_tokens = 96;
+        KvCacheConfig tiered = h2o;
+        const KvBlockLayout layout{{32, model_->hparams().n_head_kv, model_->hparams().head_dim}, KvCodec::f16, KvCodec::f16};
+        // The windows' rings (3 layers x 2 blocks) and a full layer's budget and slack.
+        tiered.capacities = {.device_bytes = 13 * layout.block_bytes(), .host_bytes = 1u << 30, .disk_bytes = 0};
+        auto all_ram = KvCache::create(h2o, sliding_shape(), backend_);
+        auto small = KvCache::create(tiered, sliding_shape(), backend_);
+        const std::vector<float> want = run(**all_ram, *graph, 0, prompt_);
+        QVERIFY(!want.empty());
+        QCOMPARE(run(**small, *graph, 0, prompt_), want);
+        const KvStats s = (*small)->stats();
+        QVERIFY(s.demotions > 0);
+        QVERIFY(s.evicted_tokens > 0);
+        QCOMPARE((*small)->pinned_blocks(), size_t(0));
+        // Every head of a window holds its last positions, consecutive (nothing evicted there).
+        QVERIFY(kind_row(s, KvLayerKind::sliding_window).tokens_kept >= 32u);
+        QVERIFY(kind_row(s, KvLayerKind::full).tokens_kept <= 96u + 32u);
+    }
+
+    void truncatingBehindAWindowStartsOver() {
+        auto graph = LlamaGraph::create(*model_, 16);
+        auto kv = KvCache::create(plain_config(), sliding_shape(), backend_);
+        run(**kv, *graph, 0, prompt_);            // 200 tokens: the windows hold positions 160 on
+        QCOMPARE((*kv)->truncate(0, 195), 195u);  // the windows still hold 164..194
+        QCOMPARE((*kv)->n_tokens(0), 195u);
+        QCOMPARE((*kv)->truncate(0, 150), 0u);  // they no longer hold 119..149: start over
+        QCOMPARE((*kv)->n_tokens(0), 0u);
+        // And starting over gives what a fresh cache gives.
+        auto fresh = KvCache::create(plain_config(), sliding_shape(), backend_);
+        QCOMPARE(run(**kv, *graph, 0, std::span(prompt_).first(150)), run(**fresh, *graph, 0, std::span(prompt_).first(150)));
+    }
+
+    void slidingLayersAreRestoredFromThePrefixCache() {
+        QTemporaryDir dir;
+        KvCacheConfig c = plain_config();
+        c.settings.prefix_cache = true;
+        c.settings.block_tokens = 32;
+        c.dir = dir.path().toStdString();
+        c.model_identity = 0x5eed;
+        c.capacities = {.device_bytes = 0, .host_bytes = 0, .disk_bytes = 64u << 20};
+        auto graph = LlamaGraph::create(*model_, 16);
+        const int32_t next = 13;
+        std::vector<float> want, got;
+        {
+            auto first = KvCache::create(c, sliding_shape(), backend_);
+            run(**first, *graph, 0, std::span(prompt_).first(192));
+            QVERIFY(graph->forward(**first, 0, std::span(&next, 1), false, want).ok());
+            (*first)->flush();
+        }
+        auto second = KvCache::create(c, sliding_shape(), backend_);
+        QCOMPARE((*second)->restore_prefix(0, std::span(prompt_).first(193), 1), 192u);
+        // The windows took only the blocks the next query can see.
+        QVERIFY(kind_row((*second)->stats(), KvLayerKind::sliding_window).tokens_kept <= 64u);
+        QVERIFY(graph->forward(**second, 0, std::span(&next, 1), false, got).ok());
+        QCOMPARE(got, want);
+    }
+
+    void thePlannerBoundsTheWindows() {
+        ModelMemoryShape shape{.n_layer = 5, .n_head_kv = 4, .head_dim = 8, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
+        shape.layers.assign(5, KvLayerSpec{});
+        for (uint32_t il : {0u, 1u, 3u}) shape.layers[il] = {.kind = KvLayerKind::sliding_window, .window = 512};
+        KvSettings kv;
+        const KvTierCapacities big{.device_bytes = 1ull << 32, .host_bytes = 0, .disk_bytes = 0};
+        const MemoryPlan at4k = plan_memory(shape, 4096, 256, kv, big);
+        const MemoryPlan at32k = plan_memory(shape, 32768, 256, kv, big);
+        QCOMPARE(at4k.layer_kinds.size(), size_t(2));
+        QCOMPARE(at4k.layer_kinds[1].kind, KvLayerKind::sliding_window);
+        QCOMPARE(at4k.layer_kinds[1].n_layers, 3u);
+        QCOMPARE(at32k.layer_kinds[1].kv_bytes, at4k.layer_kinds[1].kv_bytes);      // flat past the window
+        QCOMPARE(at32k.layer_kinds[0].kv_bytes, 8 * at4k.layer_kinds[0].kv_bytes);  // the two full layers grow
+        QCOMPARE(at4k.kv_bytes, at4k.layer_kinds[0].kv_bytes + at4k.layer_kinds[1].kv_bytes);
     }
 };
 
