@@ -1014,6 +1014,39 @@ private slots:
         QCOMPARE(ids_to_string(t->encode("ab ab", false, false)), QString("2 3 2"));
     }
 
+    // The 2025-2026 pre-tokenizer names configure the tokenizer as llama.cpp does: tekken
+    // (Mistral Nemo, Mistral 3) adds BOS and takes a word that is a token whole, gpt-4o
+    // (gpt-oss, Llama 4) neither; both keep spaces in decoding.
+    void newPreTokenizerNames_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("pre");
+        QTest::addColumn<QString>("ids");  // of "abc 12" with add_special
+        QTest::newRow("tekken") << "tekken" << int(PreTokenizer::tekken) << "0 5 6 7 8";
+        QTest::newRow("gpt-4o") << "gpt-4o" << int(PreTokenizer::gpt4o) << "4 3 6 9";
+        QTest::newRow("llama4") << "llama4" << int(PreTokenizer::gpt4o) << "4 3 6 9";
+    }
+    void newPreTokenizerNames() {
+        QFETCH(QString, name);
+        QFETCH(int, pre);
+        QFETCH(QString, ids);
+        gguf::GgufWriter w;
+        w.set_string("tokenizer.ggml.model", "gpt2");
+        w.set_string("tokenizer.ggml.pre", name.toStdString());
+        w.set_string_array("tokenizer.ggml.tokens", {"<s>", "a", "b", "c", "ab", "abc", "\xc4\xa0", "1", "2", "12"});
+        w.set_int32_array("tokenizer.ggml.token_type", {3, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+        w.set_string_array("tokenizer.ggml.merges", {"a b", "1 2"});
+        w.set_uint32("tokenizer.ggml.bos_token_id", 0);
+        const auto parsed = parse_vocab(w);
+        QVERIFY2(parsed->vocab.ok(), parsed->vocab.status().message().c_str());
+        QCOMPARE(int(parsed->vocab->pre), pre);
+        QVERIFY(parsed->vocab->notes.empty());
+        QVERIFY(!parsed->vocab->clean_spaces);
+        Result<Tokenizer> t = Tokenizer::create(*parsed->vocab);
+        QVERIFY(t.ok());
+        QCOMPARE(ids_to_string(t->encode("abc 12", true, false)), ids);
+        QCOMPARE(t->decode(t->encode("abc 12", true, false)), std::string("abc 12"));
+    }
+
     void invalidUtf8Input() {
         // SentencePiece: raw bytes become byte tokens and come back unchanged.
         REQUIRE_TOKENIZER(spm, "data/tokenizer/ggml-vocab-llama-spm.gguf");
