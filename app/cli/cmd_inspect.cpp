@@ -6,6 +6,8 @@
 #include "app/cli/commands.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/tokenizer/vocab.h"
+#include "resources/bundled_model.h"
 
 namespace lr::cli {
 namespace {
@@ -19,6 +21,20 @@ const char * layer_kind_label(KvLayerKind kind) {
         case KvLayerKind::recurrent: return "recurrent";
     }
     return "?";
+}
+
+// The tokenizer of -m (or of the bundled model) from the file's tokenizer.ggml.* keys
+// alone, as llama-tokenize loads it: a vocabulary-only GGUF (llama.cpp's
+// ggml-vocab-*.gguf) tokenizes like the model it came from, whatever its architecture.
+Result<Tokenizer> load_tokenizer_only(const Args & args) {
+    const std::string path = args.get_or("-m", kBundledModelName);
+    LR_ASSIGN_OR_RETURN(const gguf::GgufFile file, path == kBundledModelName
+                                                       ? gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName)
+                                                       : gguf::GgufFile::open(path));
+    LR_ASSIGN_OR_RETURN(Vocab vocab, load_vocab(file));
+    Result<Tokenizer> tokenizer = Tokenizer::create(std::move(vocab));
+    if (!tokenizer.ok()) return error(tokenizer.status().code(), path + ": " + tokenizer.status().message());
+    return tokenizer;
 }
 
 }  // namespace
@@ -39,9 +55,11 @@ int run_tokenize(const Argv & argv) {
     if (!args) return exit_code;
     auto text = prompt_text(*args);
     if (!text.ok()) return fail(text.status().message());
-    Engine engine;
-    if (Status s = load_model(*args, engine); !s.ok()) return fail(s.message());
-    const Tokenizer & tok = engine.model()->tokenizer();
+    // -t, --backend and --gpu-layers are accepted for symmetry with the other commands;
+    // tokenizing needs no weights and no backend.
+    const Result<Tokenizer> tokenizer = load_tokenizer_only(*args);
+    if (!tokenizer.ok()) return fail(tokenizer.status().message());
+    const Tokenizer & tok = *tokenizer;
     const std::vector<int32_t> ids = tok.encode(*text, !args->has("--no-bos"), args->has("--parse-special"));
     if (args->has("--ids")) {
         std::printf("[");

@@ -1,5 +1,8 @@
 #include "engine/chat/chat_builtin.h"
 
+#include <ctime>
+
+#include "engine/chat/jinja_builtins.h"
 #include "engine/chat/jinja_strings.h"
 
 namespace lr::chat {
@@ -102,7 +105,8 @@ std::string render_gemma(std::span<const ChatMessage> messages, const ChatRender
     for (const ChatMessage & m : s.rest) {
         const bool is_model = m.role == "assistant";
         std::string content = trimmed(m.content);
-        if (first && s.system && !is_model) content = trimmed(*s.system) + "\n\n" + content;
+        // NOTE: Gemma 3's template trims each message but not the system text it prepends.
+        if (first && s.system && !is_model) content = std::string(*s.system) + "\n\n" + content;
         first = false;
         out += std::string("<start_of_turn>") + (is_model ? "model" : "user") + "\n" + content + "<end_of_turn>\n";
     }
@@ -137,6 +141,104 @@ std::string render_deepseek(std::span<const ChatMessage> messages, const ChatRen
     return out;
 }
 
+// Qwen3 splits an assistant message's own "<think>...</think>" off its content.
+struct Reply {
+    std::string thinking;
+    std::string content;
+};
+
+Reply split_qwen3_reply(const ChatMessage & m) {
+    const std::string_view content = m.content;
+    const size_t close = content.find("</think>");
+    if (!m.thinking.empty() || close == std::string_view::npos) return {m.thinking, m.content};
+    std::string_view thinking = strip(content.substr(0, close), "\n", false, true);
+    if (const size_t open = thinking.rfind("<think>"); open != std::string_view::npos) thinking.remove_prefix(open + 7);
+    const std::string_view after = content.substr(content.rfind("</think>") + 8);
+    return {std::string(strip(thinking, "\n", true, false)), std::string(strip(after, "\n", true, false))};
+}
+
+std::string render_qwen3(std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
+    // The last user message: replies after it (the turn being continued) keep their thinking.
+    size_t last_query = messages.empty() ? 0 : messages.size() - 1;
+    for (size_t i = messages.size(); i-- > 0;) {
+        if (messages[i].role == "user") {
+            last_query = i;
+            break;
+        }
+    }
+    std::string out;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage & m = messages[i];
+        if (m.role == "user" || m.role == "system") {
+            out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+        } else if (m.role == "assistant") {
+            const Reply r = split_qwen3_reply(m);
+            out += "<|im_start|>assistant\n";
+            if (i > last_query && (i + 1 == messages.size() || !r.thinking.empty())) {
+                out += "<think>\n" + std::string(strip(r.thinking, "\n", true, true)) + "\n</think>\n\n" +
+                       std::string(strip(r.content, "\n", true, false));
+            } else {
+                out += r.content;
+            }
+            out += "<|im_end|>\n";
+        }
+    }
+    if (options.add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+        if (options.enable_thinking == false) out += "<think>\n\n</think>\n\n";
+    }
+    return out;
+}
+
+std::string render_harmony(std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
+    std::tm now{};
+    if (options.local_time) {
+        now = options.local_time();
+    } else {
+        const std::time_t t = std::time(nullptr);
+        localtime_r(&t, &now);
+    }
+    const std::string effort = options.reasoning_effort.empty() ? "medium" : options.reasoning_effort;
+    std::string out =
+        "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n"
+        "Current date: " +
+        jinja::format_time("%Y-%m-%d", now) + "\n\nReasoning: " + effort +
+        "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+    std::span<const ChatMessage> rest = messages;
+    if (!rest.empty() && (rest[0].role == "system" || rest[0].role == "developer")) {
+        if (!rest[0].content.empty()) out += "<|start|>developer<|message|># Instructions\n\n" + rest[0].content + "\n\n<|end|>";
+        rest = rest.subspan(1);
+    }
+    for (size_t i = 0; i < rest.size(); ++i) {
+        const ChatMessage & m = rest[i];
+        if (m.role == "user") {
+            out += "<|start|>user<|message|>" + m.content + "<|end|>";
+        } else if (m.role == "assistant" && i + 1 == rest.size() && !options.add_generation_prompt) {
+            // The thinking of earlier turns is dropped; a final reply (training only) keeps it.
+            if (!m.thinking.empty()) out += "<|start|>assistant<|channel|>analysis<|message|>" + m.thinking + "<|end|>";
+            out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|return|>";
+        } else if (m.role == "assistant") {
+            out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
+        }
+    }
+    if (options.add_generation_prompt) out += "<|start|>assistant";
+    return out;
+}
+
+std::string render_mistral3(std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
+    std::string out = options.bos_token;
+    for (const ChatMessage & m : messages) {
+        if (m.role == "system") {
+            out += "[SYSTEM_PROMPT]" + m.content + "[/SYSTEM_PROMPT]";
+        } else if (m.role == "user") {
+            out += "[INST]" + m.content + "[/INST]";
+        } else if (m.role == "assistant") {
+            out += m.content + options.eos_token;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
@@ -150,6 +252,9 @@ std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messa
         case ChatFamily::gemma: return render_gemma(messages, options);
         case ChatFamily::zephyr: return render_zephyr(messages, options);
         case ChatFamily::deepseek: return render_deepseek(messages, options);
+        case ChatFamily::qwen3: return render_qwen3(messages, options);
+        case ChatFamily::harmony: return render_harmony(messages, options);
+        case ChatFamily::mistral3: return render_mistral3(messages, options);
     }
     return render_plain(messages, options);
 }

@@ -8,11 +8,20 @@
 //   chatml    "<|im_start|>role\ntext<|im_end|>\n" (Qwen, Hermes, Yi...)
 //   mistral   Mistral Nemo: bos "[INST]user[/INST]answer eos", system joined to the last user turn
 //   phi3      Phi-3: "<|role|>\ntext<|end|>\n", eos when there is no generation prompt
-//   gemma     Gemma: bos "<start_of_turn>user\ntext<end_of_turn>\n", assistant as "model",
-//             system joined to the first user turn (Gemma has no system role)
+//   gemma     Gemma 2/3: bos "<start_of_turn>user\ntext<end_of_turn>\n", assistant as "model",
+//             system joined to the first user turn (Gemma has no system role; Gemma 3's way)
 //   zephyr    "<|role|>\ntext" eos "\n"
 //   deepseek  DeepSeek R1: bos system "<｜User｜>text<｜Assistant｜>answer<｜end▁of▁sentence｜>",
 //             earlier answers without their <think> part, prompt "<｜Assistant｜><think>\n"
+//   qwen3     Qwen3: chatml; replies lose their <think> part except after the last user
+//             message; the prompt is "<|im_start|>assistant\n", plus an empty
+//             "<think>\n\n</think>\n\n" when enable_thinking is false
+//   harmony   gpt-oss: "<|start|>system<|message|>" identity, date, "Reasoning: effort", channels
+//             "<|end|>", the system message as the developer's "# Instructions", then
+//             "<|start|>role<|message|>text<|end|>" with replies on the final channel (their
+//             thinking dropped); prompt "<|start|>assistant"
+//   mistral3  Mistral Small 3.x / Ministral 3: bos "[SYSTEM_PROMPT]sys[/SYSTEM_PROMPT]"
+//             "[INST]user[/INST]answer" eos; no default system prompt
 
 #include <span>
 #include <string>

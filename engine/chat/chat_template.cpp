@@ -15,6 +15,10 @@ jinja::Value make_context(std::span<const ChatMessage> messages, const ChatRende
     for (const ChatMessage & m : messages) {
         auto message = std::make_shared<jinja::Object>();
         message->entries = {{"role", jinja::Value(m.role)}, {"content", jinja::Value(m.content)}};
+        if (!m.thinking.empty()) {
+            message->set("reasoning_content", jinja::Value(m.thinking));
+            message->set("thinking", jinja::Value(m.thinking));
+        }
         list.emplace_back(message);
     }
     jinja::Value context = jinja::Value::object();
@@ -23,6 +27,8 @@ jinja::Value make_context(std::span<const ChatMessage> messages, const ChatRende
     vars.set("add_generation_prompt", jinja::Value(options.add_generation_prompt));
     vars.set("bos_token", jinja::Value(options.bos_token));
     vars.set("eos_token", jinja::Value(options.eos_token));
+    if (options.enable_thinking) vars.set("enable_thinking", jinja::Value(*options.enable_thinking));
+    if (!options.reasoning_effort.empty()) vars.set("reasoning_effort", jinja::Value(options.reasoning_effort));
     return context;
 }
 
@@ -39,6 +45,9 @@ std::string_view chat_family_name(ChatFamily family) {
         case ChatFamily::gemma: return "gemma";
         case ChatFamily::zephyr: return "zephyr";
         case ChatFamily::deepseek: return "deepseek";
+        case ChatFamily::qwen3: return "qwen3";
+        case ChatFamily::harmony: return "harmony";
+        case ChatFamily::mistral3: return "mistral3";
     }
     return "plain";
 }
@@ -47,13 +56,27 @@ ChatFamily detect_family(std::string_view source) {
     // Most specific markers first: Llama 3 derivatives and DeepSeek also mention other tokens.
     if (has(source, "<｜User｜>") || has(source, "<｜Assistant｜>")) return ChatFamily::deepseek;
     if (has(source, "<|start_header_id|>")) return ChatFamily::llama3;
+    if (has(source, "<|channel|>") && has(source, "<|message|>")) return ChatFamily::harmony;
+    if (has(source, "<|im_start|>") && has(source, "enable_thinking")) return ChatFamily::qwen3;
     if (has(source, "<|im_start|>")) return ChatFamily::chatml;
     if (has(source, "<start_of_turn>")) return ChatFamily::gemma;
     if (has(source, "<|assistant|>") && has(source, "<|end|>")) return ChatFamily::phi3;
     if (has(source, "<|assistant|>") || has(source, "<|user|>")) return ChatFamily::zephyr;
     if (has(source, "<<SYS>>")) return ChatFamily::llama2;
+    if (has(source, "[SYSTEM_PROMPT]")) return ChatFamily::mistral3;
     if (has(source, "[INST]")) return ChatFamily::mistral;
     return ChatFamily::plain;
+}
+
+std::optional<ChatFamily> family_of_architecture(std::string_view arch) {
+    const auto starts = [&](std::string_view prefix) { return arch.substr(0, prefix.size()) == prefix; };
+    if (starts("qwen3")) return ChatFamily::qwen3;  // qwen3, qwen3moe, qwen35, qwen35moe
+    if (starts("qwen2")) return ChatFamily::chatml;
+    if (starts("gemma") && arch != "gemma4") return ChatFamily::gemma;
+    if (arch == "gpt-oss") return ChatFamily::harmony;
+    if (arch == "mistral3") return ChatFamily::mistral3;
+    if (arch == "phi3") return ChatFamily::phi3;
+    return std::nullopt;
 }
 
 Result<ChatTemplate> ChatTemplate::parse(std::string_view jinja_source) {
@@ -63,21 +86,28 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view jinja_source) {
 
 ChatTemplate ChatTemplate::builtin(ChatFamily family) { return ChatTemplate(std::nullopt, family); }
 
-ChatTemplate ChatTemplate::for_model(std::string_view jinja_source, std::string * fallback_reason) {
+ChatTemplate ChatTemplate::for_model(std::string_view jinja_source, std::string_view architecture, std::string * fallback_reason) {
     if (fallback_reason) fallback_reason->clear();
+    std::string reason;
     if (jinja::strip(jinja_source, std::nullopt, true, true).empty()) {
-        if (fallback_reason) *fallback_reason = "the model has no chat template";
-        return builtin(ChatFamily::plain);
+        reason = "the model has no chat template";
+    } else {
+        Result<ChatTemplate> parsed = parse(jinja_source);
+        if (parsed.ok()) return std::move(parsed).value();
+        reason = parsed.status().message();
     }
-    Result<ChatTemplate> parsed = parse(jinja_source);
-    if (parsed.ok()) return std::move(parsed).value();
-    if (fallback_reason) *fallback_reason = parsed.status().message();
-    return builtin(detect_family(jinja_source));
+    ChatFamily family = detect_family(jinja_source);
+    if (const std::optional<ChatFamily> of_arch = family_of_architecture(architecture); family == ChatFamily::plain && of_arch) {
+        family = *of_arch;
+        reason += "; using the " + std::string(chat_family_name(family)) + " format of architecture '" + std::string(architecture) + "'";
+    }
+    if (fallback_reason) *fallback_reason = std::move(reason);
+    return builtin(family);
 }
 
 Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, const ChatRenderOptions & options) const {
     if (!program_) return render_builtin(family_, messages, options);
-    return program_->render(make_context(messages, options));
+    return program_->render(make_context(messages, options), jinja::RenderOptions{.local_time = options.local_time});
 }
 
 std::string ChatTemplate::render_or_fallback(std::span<const ChatMessage> messages, const ChatRenderOptions & options,

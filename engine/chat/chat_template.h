@@ -2,10 +2,13 @@
 // Chat templates: turning a conversation into the prompt text a model was trained on.
 // A GGUF chat model carries its template as Jinja source (tokenizer.chat_template).
 // ChatTemplate renders it as Hugging Face's apply_chat_template does (trim_blocks and
-// lstrip_blocks on; messages, add_generation_prompt, bos_token and eos_token defined;
-// tools and documents left undefined), and falls back to a builtin renderer of the
-// template's family when the source cannot be used.
+// lstrip_blocks on; messages, add_generation_prompt, bos_token and eos_token defined, and
+// enable_thinking / reasoning_effort when the caller sets them; tools and documents left
+// undefined), and falls back to a builtin renderer of the template's family (or of the
+// model's architecture) when the source cannot be used.
 
+#include <ctime>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,22 +22,42 @@ namespace lr::chat {
 struct ChatMessage {
     std::string role;  // "system", "user", "assistant" (templates may know others, e.g. "tool")
     std::string content;
+    // An assistant reply's thinking, kept apart from its content (ThinkingSplitter). Templates
+    // see it as `reasoning_content` and `thinking` when not empty, and decide: Qwen3 renders
+    // it only for replies after the last user message, gpt-oss drops it from earlier turns.
+    std::string thinking;
 };
 
 struct ChatRenderOptions {
     bool add_generation_prompt = true;  // end with the header that opens the assistant's turn
     std::string bos_token;              // the model's BOS/EOS text, for templates that write them
     std::string eos_token;
+    // `enable_thinking` for the template (Qwen3, Qwen3.5, Gemma 4); undefined when unset, so
+    // each template keeps its default (Qwen3 thinks, Gemma 4 does not).
+    std::optional<bool> enable_thinking;
+    // `reasoning_effort` for the template (gpt-oss: "low", "medium", "high"); undefined when
+    // empty (gpt-oss then says "medium").
+    std::string reasoning_effort;
+    // The clock of strftime_now() and of the builtins that write a date; empty: local time.
+    std::function<std::tm()> local_time;
 };
 
-// Prompt formats with a builtin renderer (chat_builtin.h describes each).
-enum class ChatFamily { plain, llama2, llama3, chatml, mistral, phi3, gemma, zephyr, deepseek };
+// Prompt formats with a builtin renderer (chat_builtin.h describes each). Shown to users by
+// chat_family_name(); not written to disk.
+enum class ChatFamily { plain, llama2, llama3, chatml, mistral, phi3, gemma, zephyr, deepseek, qwen3, harmony, mistral3 };
 
 std::string_view chat_family_name(ChatFamily family);
 
 // The family a template belongs to, from tell-tale markers in its source (<|im_start|>,
-// <|start_header_id|>, [INST], <start_of_turn>...); plain when none is found.
+// <|start_header_id|>, [INST], <start_of_turn>, <|channel|>, [SYSTEM_PROMPT]...); plain when
+// none is found.
 ChatFamily detect_family(std::string_view jinja_source);
+
+// The family of a model architecture (general.architecture) whose models all share one
+// prompt format: qwen2* -> chatml, qwen3* -> qwen3, gemma* (not gemma4) -> gemma, gpt-oss ->
+// harmony, mistral3 -> mistral3, phi3 -> phi3. nullopt for the others ("llama" is used with
+// several formats).
+std::optional<ChatFamily> family_of_architecture(std::string_view architecture);
 
 class ChatTemplate {
 public:
@@ -45,9 +68,13 @@ public:
     static ChatTemplate builtin(ChatFamily family);
 
     // What the engine loads: the model's template when it parses, otherwise the builtin of
-    // detect_family(source) (plain for an empty or unrecognised source). `fallback_reason`,
-    // when given, receives why the builtin was chosen, or is cleared.
-    static ChatTemplate for_model(std::string_view jinja_source, std::string * fallback_reason = nullptr);
+    // detect_family(source), or when that finds nothing (an empty or unrecognised source) of
+    // family_of_architecture(architecture), else plain. `fallback_reason`, when given,
+    // receives why the builtin was chosen, or is cleared.
+    static ChatTemplate for_model(std::string_view jinja_source, std::string_view architecture, std::string * fallback_reason = nullptr);
+    static ChatTemplate for_model(std::string_view jinja_source, std::string * fallback_reason = nullptr) {
+        return for_model(jinja_source, {}, fallback_reason);
+    }
 
     // Renders the conversation. A Jinja template may fail: its raise_exception(message)
     // gives invalid_argument with exactly that message (Gemma's "System role not supported"),

@@ -1,5 +1,7 @@
 #include "pre_tokenizer.h"
 
+#include <algorithm>
+
 #include "unicode.h"
 
 namespace lr {
@@ -34,6 +36,23 @@ public:
         return !(f.is_whitespace || f.is_letter || f.is_number);
     }
     bool crlf(size_t pos) const { return cpt(pos) == '\r' || cpt(pos) == '\n'; }
+    // (?=[\p{L}])([^a-z]) and (?=[\p{L}])([^A-Z]): a non-ASCII letter is both.
+    bool upper(size_t pos) const { return letter(pos) && !(cpt(pos) >= 'a' && cpt(pos) <= 'z'); }
+    bool lower(size_t pos) const { return letter(pos) && !(cpt(pos) >= 'A' && cpt(pos) <= 'Z'); }
+
+    // \s*[\r\n]+|\s+(?!\S)|\s+ at pos: where the match ends; pos + 1 when pos is no
+    // whitespace (a code point no alternative matches is a word of its own).
+    size_t whitespace_end(size_t pos) const {
+        size_t n_ws = 0;
+        size_t end_of_last_crlf = 0;
+        while (space(pos + n_ws)) {
+            if (crlf(pos + n_ws)) end_of_last_crlf = pos + n_ws + 1;
+            ++n_ws;
+        }
+        if (end_of_last_crlf > 0) return end_of_last_crlf;      // \s*[\r\n]+
+        if (n_ws > 1 && in(pos + n_ws)) return pos + n_ws - 1;  // \s+(?!\S)
+        return pos + std::max<size_t>(n_ws, 1);                 // \s+
+    }
 
     // Ends the current word at `end`; returns its length.
     size_t emit(size_t end) {
@@ -150,28 +169,54 @@ void split_llama3(const Text & text, size_t begin, size_t end, size_t max_digits
             s.emit(pos);
             continue;
         }
-        size_t n_ws = 0;
-        size_t end_of_last_crlf = 0;
-        while (s.space(pos + n_ws)) {
-            if (s.crlf(pos + n_ws)) end_of_last_crlf = pos + n_ws + 1;
-            ++n_ws;
-        }
-        if (end_of_last_crlf > 0) {  // \s*[\r\n]+
-            pos = end_of_last_crlf;
+        pos = s.whitespace_end(pos);
+        s.emit(pos);
+    }
+}
+
+// The gpt-4o / tekken regex (see pre_tokenizer.h), alternatives tried in order with
+// std::regex's backtracking: U* gives back letters until L+ can match one.
+void split_o200k(const Text & text, size_t begin, size_t end, bool contractions, size_t max_digits, std::vector<size_t> & out) {
+    Scanner s(text, begin, end, out);
+    // The end of a word whose letters start at `at`, or `at` when neither letter
+    // alternative matches there.
+    const auto letters_end = [&](size_t at) {
+        size_t n_upper = 0;
+        while (s.upper(at + n_upper)) ++n_upper;
+        // [U]*[L]+ : the longest run of U that still leaves an L after it.
+        size_t k = n_upper + 1;
+        while (k > 0 && !s.lower(at + k - 1)) --k;
+        size_t pos = k > 0 ? at + k - 1 : at + n_upper;  // [U]+[L]* when no L follows
+        if (k == 0 && n_upper == 0) return at;
+        while (s.lower(pos)) ++pos;
+        return contractions ? pos + s.contraction(pos, true) : pos;
+    };
+    for (size_t pos = begin; pos < end;) {
+        // [^\r\n\p{L}\p{N}]? before the letters.
+        const size_t at = s.in(pos) && !s.crlf(pos) && !s.letter(pos) && !s.number(pos) ? pos + 1 : pos;
+        if (const size_t word_end = letters_end(at); word_end > at) {
+            pos = word_end;
             s.emit(pos);
             continue;
         }
-        if (n_ws > 1 && s.in(pos + n_ws)) {  // \s+(?!\S)
-            pos += n_ws - 1;
+        // \p{N}{1,max_digits}
+        if (s.number(pos)) {
+            const size_t first = pos;
+            while (s.number(pos) && pos - first < max_digits) ++pos;
             s.emit(pos);
             continue;
         }
-        if (n_ws > 0) {  // \s+
-            pos += n_ws;
+        //  ?[^\s\p{L}\p{N}]+[\r\n/]*
+        const size_t other_at = s.cpt(pos) == ' ' ? pos + 1 : pos;
+        if (s.other(other_at)) {
+            pos = other_at;
+            while (s.other(pos)) ++pos;
+            while (s.crlf(pos) || s.cpt(pos) == '/') ++pos;
             s.emit(pos);
             continue;
         }
-        s.emit(++pos);
+        pos = s.whitespace_end(pos);
+        s.emit(pos);
     }
 }
 
@@ -250,6 +295,8 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
         case PreTokenizer::gpt2: return "gpt-2";
         case PreTokenizer::llama3: return "llama-bpe";
         case PreTokenizer::qwen2: return "qwen2";
+        case PreTokenizer::gpt4o: return "gpt-4o";
+        case PreTokenizer::tekken: return "tekken";
     }
     return "?";
 }
@@ -263,6 +310,8 @@ std::vector<size_t> split_words(PreTokenizer kind, std::span<const uint32_t> cpt
         case PreTokenizer::gpt2: split_gpt2(text, 0, cpts.size(), words); break;
         case PreTokenizer::llama3: split_llama3(text, 0, cpts.size(), 3, words); break;
         case PreTokenizer::qwen2: split_llama3(text, 0, cpts.size(), 1, words); break;
+        case PreTokenizer::gpt4o: split_o200k(text, 0, cpts.size(), true, 3, words); break;
+        case PreTokenizer::tekken: split_o200k(text, 0, cpts.size(), false, 1, words); break;
     }
     return words;
 }

@@ -24,6 +24,18 @@ enum class PreTokenizer {
     llama3,
     // "qwen2" and aliases: the Llama 3 regex with single digits (\p{N} instead of \p{N}{1,3}).
     qwen2,
+    // "gpt-4o" (o200k: gpt-oss, Llama 4) as llama.cpp rewrites it for std::regex, where a
+    // letter is "upper" unless it is a-z and "lower" unless it is A-Z (so any non-ASCII
+    // letter is both), and combining marks (\p{M}) are not letters:
+    //   [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+C?|
+    //   [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*C?|
+    //   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    // with C = (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]). Where the Hugging
+    // Face tokenizer (\p{Lu}, \p{Ll}, \p{M} classes) splits differently, this follows llama.cpp.
+    gpt4o,
+    // "tekken" (Mistral Nemo, Mistral 3): the gpt-4o regex without C and with single
+    // digits (\p{N}).
+    tekken,
 };
 
 std::string_view pre_tokenizer_name(PreTokenizer kind);

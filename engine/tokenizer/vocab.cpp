@@ -42,6 +42,9 @@ std::optional<PreConfig> pre_config(std::string_view name) {
         return PreConfig{.pre = PreTokenizer::qwen2, .clean_spaces = false};
     }
     if (name == "stablelm2" || name == "megrez") return PreConfig{.pre = PreTokenizer::qwen2};
+    constexpr std::array gpt4o_names{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"};
+    if (in(gpt4o_names)) return PreConfig{.pre = PreTokenizer::gpt4o, .clean_spaces = false};
+    if (name == "tekken") return PreConfig{.pre = PreTokenizer::tekken, .ignore_merges = true, .add_bos = true, .clean_spaces = false};
     return std::nullopt;
 }
 
@@ -75,18 +78,74 @@ uint32_t token_attr_from_type(TokenType type) {
 }
 
 void finish_special_tokens(Vocab & vocab) {
-    constexpr std::array eot_texts{"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                   "<|endoftext|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>"};
-    constexpr std::array eog_texts{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",  "<|endoftext|>",
-                                   "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>"};
+    // The texts llama.cpp recognises (llama-vocab.cpp, August 2026).
+    constexpr const char * deepseek_end =
+        "<\xef\xbd\x9c"
+        "end\xe2\x96\x81"
+        "of\xe2\x96\x81"
+        "sentence\xef\xbd\x9c>";
+    constexpr std::array eot_texts{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",     "<|end_of_text|>",
+                                   "<EOT>",      "_<EOT>",     "[EOT]",   deepseek_end,    "<end_of_utterance>"};
+    constexpr std::array eog_texts{"<|eot_id|>",
+                                   "<|im_end|>",
+                                   "<|end|>",
+                                   "<|return|>",
+                                   "<|call|>",
+                                   "<|flush|>",
+                                   "<|calls|>",
+                                   "<end_of_turn>",
+                                   "<|endoftext|>",
+                                   "</s>",
+                                   "<|eom_id|>",
+                                   "<EOT>",
+                                   "_<EOT>",
+                                   "[EOT]",
+                                   "[EOS]",
+                                   "<|end_of_text|>",
+                                   "<end_of_utterance>",
+                                   "<eos>",
+                                   "<turn|>",
+                                   "<|tool_response>",
+                                   deepseek_end,
+                                   "[e~["};
     // Fill-in-the-middle tokens llama.cpp recognises by text; pad/repo/file-sep also end
     // generation.
-    constexpr std::array fim_pre_texts{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>"};
-    constexpr std::array fim_suf_texts{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xe2\x96\x81<SUF>"};
-    constexpr std::array fim_mid_texts{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xe2\x96\x81<MID>"};
-    constexpr std::array fim_pad_texts{"<|fim_pad|>", "<fim-pad>", "<fim_pad>"};
-    constexpr std::array fim_rep_texts{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"};
+    constexpr std::array fim_pre_texts{"<|fim_prefix|>",
+                                       "<fim-prefix>",
+                                       "<fim_prefix>",
+                                       "<\xef\xbd\x9c"
+                                       "fim\xe2\x96\x81"
+                                       "begin\xef\xbd\x9c>",
+                                       "<PRE>",
+                                       "\xe2\x96\x81<PRE>",
+                                       "<|code_prefix|>",
+                                       "<|prefix|>"};
+    constexpr std::array fim_suf_texts{"<|fim_suffix|>",
+                                       "<fim-suffix>",
+                                       "<fim_suffix>",
+                                       "<\xef\xbd\x9c"
+                                       "fim\xe2\x96\x81"
+                                       "hole\xef\xbd\x9c>",
+                                       "<SUF>",
+                                       "\xe2\x96\x81<SUF>",
+                                       "<|code_suffix|>",
+                                       "<|suffix|>"};
+    constexpr std::array fim_mid_texts{"<|fim_middle|>",
+                                       "<fim-middle>",
+                                       "<fim_middle>",
+                                       "<\xef\xbd\x9c"
+                                       "fim\xe2\x96\x81"
+                                       "end\xef\xbd\x9c>",
+                                       "<MID>",
+                                       "\xe2\x96\x81<MID>",
+                                       "<|code_middle|>",
+                                       "<|middle|>"};
+    constexpr std::array fim_pad_texts{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+    constexpr std::array fim_rep_texts{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
     constexpr std::array fim_sep_texts{"<|file_sep|>"};
+    // gpt-oss's harmony tokens: llama.cpp makes them user-defined, so they are always
+    // parsed and always rendered.
+    constexpr std::array harmony_texts{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
 
     const auto is_one_of = [](std::string_view text, const auto & list) { return std::find(list.begin(), list.end(), text) != list.end(); };
     // The token with the earliest text in `list`; it becomes a control token.
@@ -116,16 +175,39 @@ void finish_special_tokens(Vocab & vocab) {
     }
     for (int32_t id = 0; id < vocab.n_tokens(); ++id) {
         TokenData & t = vocab.tokens[static_cast<size_t>(id)];
+        // Control tokens named "unused" are unused (Gemma's <unused0>...).
+        if ((t.attr & token_attr::control) && t.text.find("unused") != std::string::npos) t.attr |= token_attr::unused;
         if (is_one_of(t.text, eog_texts)) {
             eog.push_back(id);
             t.attr |= token_attr::control;
         }
+        if (is_one_of(t.text, harmony_texts)) t.attr = token_attr::user_defined;
     }
     for (const int32_t id : {vocab.eos_id, vocab.eot_id, vocab.eom_id}) {
         if (vocab.in_range(id)) eog.push_back(id);
     }
     std::sort(eog.begin(), eog.end());
     eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+
+    const auto eog_with_text = [&](std::string_view text) -> int32_t {
+        for (const int32_t id : eog) {
+            if (vocab.tokens[static_cast<size_t>(id)].text == text) return id;
+        }
+        return -1;
+    };
+    const auto drop_eog = [&](int32_t id, uint32_t attr) {
+        eog.erase(std::find(eog.begin(), eog.end(), id));
+        vocab.tokens[static_cast<size_t>(id)].attr = attr;
+    };
+    // Harmony (o200k_harmony) ends a turn with <|end|> but generation with <|return|> or
+    // <|call|>: <|end|> is then an ordinary user-defined token (solar-open alike).
+    const bool has_call = eog_with_text("<|call|>") >= 0 || eog_with_text("<|calls|>") >= 0;
+    if (const int32_t end = eog_with_text("<|end|>");
+        end >= 0 && has_call && (eog_with_text("<|return|>") >= 0 || eog_with_text("<|flush|>") >= 0)) {
+        drop_eog(end, token_attr::user_defined);
+    }
+    // Gemma 4 (and PaddleOCR) use </s> as text when they have <|tool_response>.
+    if (const int32_t s = eog_with_text("</s>"); s >= 0 && eog_with_text("<|tool_response>") >= 0) drop_eog(s, token_attr::normal);
     vocab.eog_ids = std::move(eog);
 }
 

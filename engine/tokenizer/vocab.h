@@ -17,11 +17,17 @@
 // - add_bos / add_eos / add_space_prefix default per model and pre-tokenizer (spm: BOS and
 //   space prefix; llama-bpe: BOS; others: neither), then the file's keys override.
 // - End of generation: eos, eot, eom, and every token whose text llama.cpp treats as
-//   end-of-turn (<|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>,
-//   <|eom_id|>, <EOT>, _<EOT>, <|end_of_text|>) plus the FIM pad/repo/file-separator
-//   tokens. Such tokens become control tokens if the file typed them otherwise. The eot
-//   and eom ids are detected from those texts when the keys are absent (the first text of
-//   the list above that the vocabulary has wins).
+//   end-of-turn (<|eot_id|>, <|im_end|>, <|end|>, <|return|>, <|call|>, <end_of_turn>,
+//   <|endoftext|>, </s>, <|eom_id|>, <eos>, <EOT>, <|end_of_text|>, ...: the list is in
+//   vocab.cpp) plus the FIM pad/repo/file-separator tokens. Such tokens become control
+//   tokens if the file typed them otherwise. The eot and eom ids are detected from those
+//   texts when the keys are absent (the first text of the list that the vocabulary has
+//   wins).
+// - gpt-oss (harmony): <|channel|>, <|message|>, <|start|>, <|constrain|> are user-defined
+//   tokens (always parsed, always rendered); when <|return|> and <|call|> end generation,
+//   <|end|> does not (it ends a message, then the model goes on) and is user-defined too.
+//   When <|tool_response> is there (Gemma 4), </s> is ordinary text.
+// - Control tokens whose text contains "unused" are marked unused.
 // - Phi-3 (general.name contains "phi-3"/"phi3"): control and user-defined tokens strip
 //   the whitespace that follows them when parsed from text, except <unk>, <s>,
 //   <|endoftext|>; "</s>" does.

@@ -7,11 +7,10 @@
 
 #include <QtTest>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "chat/chat_conversations.h"
 #include "engine/chat/chat_template.h"
 #include "engine/chat/jinja_json.h"
 #include "engine/chat/jinja_template.h"
@@ -20,30 +19,9 @@ Q_DECLARE_METATYPE(lr::chat::ChatFamily)
 
 using namespace lr;
 using namespace lr::chat;
+using namespace lr::test;
 
 namespace {
-
-std::string read_template(const QString & name) {
-    const std::string path = std::string(LONGREAD_SHARED_DIR) + "/data/chat-templates/" + name.toStdString();
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-// The fixed conversations. The last user turn ends in a newline so that templates which
-// trim content (Llama 3, Gemma, Command R) and those that do not can be told apart.
-std::vector<ChatMessage> conversation(const QString & name) {
-    const ChatMessage system{"system", "You are a helpful assistant."};
-    const ChatMessage hello{"user", "Hello!"};
-    const ChatMessage hi{"assistant", "Hi there."};
-    const ChatMessage question{"user", "What is 2+2?\n"};
-    if (name == "full") return {system, hello, hi, question};
-    if (name == "user") return {hello};
-    if (name == "no_system") return {hello, hi, question};
-    if (name == "assistant_first") return {hi, hello};
-    return {};
-}
 
 ChatRenderOptions options(bool generation_prompt) {
     return ChatRenderOptions{.add_generation_prompt = generation_prompt, .bos_token = "<s>", .eos_token = "</s>"};
@@ -464,6 +442,13 @@ private slots:
         QTest::newRow("llama-3.3") << "meta-llama-Llama-3.3-70B-Instruct.jinja" << ChatFamily::llama3;
         QTest::newRow("phi-3.5") << "microsoft-Phi-3.5-mini-instruct.jinja" << ChatFamily::phi3;
         QTest::newRow("mistral-nemo") << "mistralai-Mistral-Nemo-Instruct-2407.jinja" << ChatFamily::mistral;
+        QTest::newRow("qwen3") << "Qwen-Qwen3-0.6B.jinja" << ChatFamily::qwen3;
+        QTest::newRow("qwen3.5") << "Qwen3.5-4B.jinja" << ChatFamily::qwen3;
+        QTest::newRow("qwq") << "Qwen-QwQ-32B.jinja" << ChatFamily::qwen3;
+        QTest::newRow("qwen3-coder") << "Qwen3-Coder.jinja" << ChatFamily::chatml;
+        QTest::newRow("gpt-oss") << "openai-gpt-oss-120b.jinja" << ChatFamily::harmony;
+        QTest::newRow("ministral-3") << "mistralai-Ministral-3-14B-Reasoning-2512.jinja" << ChatFamily::mistral3;
+        QTest::newRow("mistral-small-3.2") << "Mistral-Small-3.2-24B-Instruct-2506.jinja" << ChatFamily::mistral3;
     }
     void detectFamilyOfRealTemplates() {
         QFETCH(QString, file);
@@ -483,6 +468,9 @@ private slots:
         QTest::newRow("gemma") << "<start_of_turn>" << ChatFamily::gemma;
         QTest::newRow("deepseek") << "<｜User｜>" << ChatFamily::deepseek;
         QTest::newRow("llama3") << "<|start_header_id|>" << ChatFamily::llama3;
+        QTest::newRow("qwen3") << "{{ '<|im_start|>' }}{% if enable_thinking %}" << ChatFamily::qwen3;
+        QTest::newRow("harmony") << "<|start|>user<|message|>{{ m }}<|end|><|start|>assistant<|channel|>" << ChatFamily::harmony;
+        QTest::newRow("mistral3") << "[SYSTEM_PROMPT]{{ s }}[/SYSTEM_PROMPT][INST]" << ChatFamily::mistral3;
         QTest::newRow("unknown") << "{{ messages }}" << ChatFamily::plain;
         QTest::newRow("empty") << "" << ChatFamily::plain;
     }

@@ -74,6 +74,44 @@ private slots:
         QCOMPARE(r.out.trimmed(), QByteArray("[1, 403, 407, 261, 378]"));
     }
 
+    // llama-tokenize's use: a vocabulary-only GGUF of any architecture. The last (longest)
+    // input of each of llama.cpp's vector files gives llama.cpp's ids.
+    void tokenizeVocabularyOnlyFiles_data() {
+        QTest::addColumn<QString>("vocab");
+        for (const char * v : {"gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "gemma3", "gpt-oss"}) {
+            QTest::newRow(v) << QString("data/tokenizer/ggml-vocab-%1.gguf").arg(v);
+        }
+    }
+    void tokenizeVocabularyOnlyFiles() {
+        QFETCH(QString, vocab);
+        QFile inp(shared_path(vocab + ".inp")), out(shared_path(vocab + ".out"));
+        QVERIFY(inp.open(QIODevice::ReadOnly) && out.open(QIODevice::ReadOnly));
+        const QByteArray input = inp.readAll();
+        const QByteArray separator = "\n__ggml_vocab_test__\n";
+        const QByteArray last = input.mid(input.lastIndexOf(separator, input.size() - separator.size() - 1) + separator.size());
+        const QByteArray text = last.left(last.size() - separator.size());
+        const QList<QByteArray> lines = out.readAll().trimmed().split('\n');
+        QTemporaryDir dir;
+        QFile file(dir.filePath("input.txt"));
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(text) == text.size());
+        file.close();
+        const Run r = run_cli({"tokenize", "-m", shared_path(vocab), "-f", file.fileName(), "--no-bos", "--ids"});
+        QCOMPARE(r.exit_code, 0);
+        QCOMPARE(r.out.trimmed(), "[" + lines.back().trimmed().split(' ').join(", ") + "]");
+    }
+
+    void tokenizeVocabularyOnlyWithSpecials() {
+        // BOS as the vocabulary asks, special texts parsed, pieces printed.
+        const Run bos = run_cli({"tokenize", "-m", shared_path("data/tokenizer/ggml-vocab-llama-bpe.gguf"), "-p", "Hi", "--ids"});
+        QCOMPARE(bos.exit_code, 0);
+        QCOMPARE(bos.out.trimmed(), QByteArray("[128000, 13347]"));
+        const Run turn = run_cli(
+            {"tokenize", "-m", shared_path("data/tokenizer/ggml-vocab-gemma3.gguf"), "-p", "<start_of_turn>user\nHi", "--parse-special"});
+        QCOMPARE(turn.exit_code, 0);
+        QCOMPARE(turn.out, QByteArray("     2 -> \"<bos>\"\n   105 -> \"<start_of_turn>\"\n  2364 -> \"user\"\n   107 -> \"\\n\"\n"
+                                      " 10979 -> \"Hi\"\n"));
+    }
+
     void infoDescribesTheModel() {
         const Run r = run_cli({"info", "-m", shared_path("models/tiny/tiny-qwen2-Q8_0.gguf"), "-c", "1024"});
         QCOMPARE(r.exit_code, 0);

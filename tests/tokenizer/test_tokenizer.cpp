@@ -157,6 +157,37 @@ std::string escape_for_spm(std::string_view text) {
     return out;
 }
 
+// A regex with \p{L}, \p{N}, \p{P} rewritten for collapsed text as llama.cpp rewrites it:
+// each class becomes its stand-in byte plus its ASCII members, in brackets of its own
+// unless it already is inside brackets.
+std::string collapse_pattern(const std::string & re) {
+    const std::map<std::string, std::string> classes = {
+        {"\\p{N}",
+         "\xd1"
+         "0-9"},
+        {"\\p{L}",
+         "\xd2"
+         "A-Za-z"},
+        {"\\p{P}",
+         "\xd3"
+         "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"},
+    };
+    std::string out;
+    bool inside = false;
+    for (size_t i = 0; i < re.size(); ++i) {
+        if (re[i] == '[' && (i == 0 || re[i - 1] != '\\')) inside = true;
+        if (re[i] == ']' && inside && re[i - 1] != '\\') inside = false;
+        const auto it = re.compare(i, 3, "\\p{") == 0 ? classes.find(re.substr(i, 5)) : classes.end();
+        if (it == classes.end()) {
+            out += re[i];
+            continue;
+        }
+        out += inside ? it->second : "[" + it->second + "]";
+        i += 4;
+    }
+    return out;
+}
+
 // llama.cpp's general regex path (unicode_regex_split with std::regex on "collapsed"
 // text: every non-ASCII code point replaced by one byte standing for its class), used as
 // the oracle for the hand-written pre-tokenizers.
@@ -172,27 +203,7 @@ std::vector<size_t> regex_split_collapsed(const std::vector<uint32_t> & cpts, co
     }
     std::vector<size_t> words{cpts.size()};
     for (const QString & pattern : patterns) {
-        std::string re = pattern.toStdString();
-        const auto replace_all = [&](const std::string & from, const std::string & to) {
-            for (size_t p = 0; (p = re.find(from, p)) != std::string::npos; p += to.size()) re.replace(p, from.size(), to);
-        };
-        replace_all("[^\\r\\n\\p{L}\\p{N}]",
-                    "[^\\r\\n\xd2"
-                    "A-Za-z\xd1"
-                    "0-9]");
-        replace_all("[^\\s\\p{L}\\p{N}]",
-                    "[^\\s\xd2"
-                    "A-Za-z\xd1"
-                    "0-9]");
-        replace_all("[\\p{P}",
-                    "[\xd3"
-                    "!-#%-*,-/:-;?-@\\[-\\]_{}");
-        replace_all("\\p{L}",
-                    "[\xd2"
-                    "A-Za-z]");
-        replace_all("\\p{N}",
-                    "[\xd1"
-                    "0-9]");
+        const std::string re = collapse_pattern(pattern.toStdString());
         const std::regex expr(re);
         // Each pass splits every word of the previous one (llama.cpp's offsets).
         std::vector<size_t> out;
@@ -445,6 +456,8 @@ private slots:
         QTest::newRow("gpt-2") << "ggml-vocab-gpt-2.gguf" << -1;
         QTest::newRow("llama-bpe") << "ggml-vocab-llama-bpe.gguf" << 128000;
         QTest::newRow("qwen2") << "ggml-vocab-qwen2.gguf" << -1;
+        QTest::newRow("gemma3") << "ggml-vocab-gemma3.gguf" << 2;
+        QTest::newRow("gpt-oss") << "ggml-vocab-gpt-oss.gguf" << -1;
     }
     void addSpecial() {
         QFETCH(QString, vocab);
@@ -482,6 +495,12 @@ private slots:
         QTest::newRow("qwen2 <|im_start|>") << "ggml-vocab-qwen2.gguf"
                                             << "<|im_start|>user\nHi<|im_end|>"
                                             << "<|im_start|>";
+        QTest::newRow("gemma3 <start_of_turn>") << "ggml-vocab-gemma3.gguf"
+                                                << "<start_of_turn>user\nHi<end_of_turn>"
+                                                << "<start_of_turn>";
+        QTest::newRow("gpt-oss <|return|>") << "ggml-vocab-gpt-oss.gguf"
+                                            << "Done.<|return|>"
+                                            << "<|return|>";
     }
     void parseSpecial() {
         QFETCH(QString, vocab);
@@ -526,6 +545,36 @@ private slots:
         QCOMPARE(t->decode(ids), std::string("<think>\nhmm</think>"));
     }
 
+    void harmonyTokensAlwaysParsed() {
+        REQUIRE_TOKENIZER(t, "data/tokenizer/ggml-vocab-gpt-oss.gguf");
+        // llama.cpp makes the harmony structure tokens user-defined: matched in plain text,
+        // rendered without render_special, so a reply's channels can be read from its text.
+        const std::string text = "<|start|>assistant<|channel|>analysis<|message|>Hmm.<|end|>";
+        const std::vector<int32_t> ids = t->encode(text, false, false);
+        QCOMPARE(ids.front(), 200006);
+        QCOMPARE(ids.back(), 200007);
+        QVERIFY(std::count(ids.begin(), ids.end(), 200005) == 1);
+        QVERIFY(std::count(ids.begin(), ids.end(), 200008) == 1);
+        QCOMPARE(t->decode(ids), text);
+        QCOMPARE(t->token_to_piece(200005, false), std::string("<|channel|>"));
+        // <|return|> stays a control token: text unless parse_special, hidden unless asked.
+        QCOMPARE(t->token_to_piece(200002, false), std::string());
+        QCOMPARE(t->eos(), 200002);
+    }
+
+    void qwenThinkTokens() {
+        REQUIRE_TOKENIZER(t, "data/tokenizer/ggml-vocab-qwen2.gguf");
+        // Qwen3 ships the Qwen 2 vocabulary and pre-tokenizer; <think> and </think> are
+        // user-defined, so a template's or a reply's text parses to them either way.
+        for (const bool parse_special : {false, true}) {
+            const std::vector<int32_t> ids = t->encode("<|im_start|>assistant\n<think>\n\n</think>\n\nHi", false, parse_special);
+            QVERIFY(std::count(ids.begin(), ids.end(), 151667) == 1);
+            QVERIFY(std::count(ids.begin(), ids.end(), 151668) == 1);
+            QCOMPARE(std::count(ids.begin(), ids.end(), 151644), parse_special ? 1 : 0);
+        }
+        QCOMPARE(t->token_to_piece(151668, false), std::string("</think>"));
+    }
+
     void phi3SpecialsEatFollowingSpace() {
         REQUIRE_TOKENIZER(t, "data/tokenizer/ggml-vocab-phi-3.gguf");
         // Phi-3's specials carry rstrip: "<|user|> Hi" tokenizes as "<|user|>Hi".
@@ -539,14 +588,20 @@ private slots:
         QTest::addColumn<QStringList>("eog");
         QTest::addColumn<QStringList>("not_eog");
         QTest::newRow("llama-spm") << "ggml-vocab-llama-spm.gguf" << QStringList{"</s>"} << QStringList{"<s>", "<unk>"};
-        QTest::newRow("phi-3") << "ggml-vocab-phi-3.gguf" << QStringList{"<|endoftext|>", "<|end|>"}
-                               << QStringList{"<|user|>", "</s>", "<s>"};
+        // </s> ends generation in llama.cpp whatever its type (a rule added for PaddleOCR).
+        QTest::newRow("phi-3") << "ggml-vocab-phi-3.gguf" << QStringList{"<|endoftext|>", "<|end|>", "</s>"}
+                               << QStringList{"<|user|>", "<s>"};
         QTest::newRow("gpt-2") << "ggml-vocab-gpt-2.gguf" << QStringList{"<|endoftext|>"} << QStringList{"Hello"};
         QTest::newRow("llama-bpe") << "ggml-vocab-llama-bpe.gguf" << QStringList{"<|end_of_text|>", "<|eot_id|>"}
                                    << QStringList{"<|begin_of_text|>", "<|start_header_id|>"};
         QTest::newRow("qwen2") << "ggml-vocab-qwen2.gguf"
                                << QStringList{"<|im_end|>", "<|endoftext|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}
                                << QStringList{"<|im_start|>", "<think>", "<|fim_prefix|>"};
+        QTest::newRow("gemma3") << "ggml-vocab-gemma3.gguf" << QStringList{"<end_of_turn>", "<eos>"}
+                                << QStringList{"<start_of_turn>", "<bos>", "<pad>"};
+        // Harmony: a message ends with <|end|>, generation with <|return|> or <|call|>.
+        QTest::newRow("gpt-oss") << "ggml-vocab-gpt-oss.gguf" << QStringList{"<|return|>", "<|call|>", "<|endoftext|>"}
+                                 << QStringList{"<|end|>", "<|start|>", "<|channel|>", "<|message|>", "<|startoftext|>"};
     }
     void endOfGeneration() {
         QFETCH(QString, vocab);
@@ -663,6 +718,41 @@ private slots:
                                  << "a|+|b|=|123|45|.|6";
         QTest::newRow("default comma") << def << "Hello, world"
                                        << "Hello|,| world";
+        // gpt-4o: a non-ASCII letter counts as upper and lower case, a combining mark as no
+        // letter (llama.cpp's rewrite of the regex; Hugging Face's tokenizer differs there).
+        const int o200k = int(PreTokenizer::gpt4o), tekken = int(PreTokenizer::tekken);
+        QTest::newRow("gpt-4o words") << o200k << "Hello World"
+                                      << "Hello| World";
+        QTest::newRow("gpt-4o upper then lower") << o200k << "HELLOworld"
+                                                 << "HELLOworld";
+        QTest::newRow("gpt-4o lower then upper") << o200k << "helloWORLD CamelCase"
+                                                 << "hello|WORLD| Camel|Case";
+        QTest::newRow("gpt-4o contractions") << o200k << "I'M don't THEY'RE"
+                                             << "I'M| don't| THEY'RE";
+        QTest::newRow("gpt-4o digits") << o200k << "12345"
+                                       << "123|45";
+        QTest::newRow("gpt-4o punct") << o200k << " (x)"
+                                      << " (|x|)";
+        QTest::newRow("gpt-4o slashes") << o200k << "a/b//\nc"
+                                        << "a|/b|//\n|c";
+        QTest::newRow("gpt-4o newlines") << o200k << "\n\n  x  "
+                                         << "\n\n| | x|  ";
+        QTest::newRow("gpt-4o tab prefix") << o200k << "\tfoo"
+                                           << "\tfoo";
+        QTest::newRow("gpt-4o combining mark") << o200k << "ne\u0301e"
+                                               << "ne|\u0301e";
+        QTest::newRow("gpt-4o mark alone") << o200k << "e\u0301"
+                                           << "e|\u0301";
+        QTest::newRow("gpt-4o non-ascii upper") << o200k << "\u00c9COLE"
+                                                << "\u00c9|COLE";
+        QTest::newRow("gpt-4o non-ascii run") << o200k << "\u00e9AB"
+                                              << "\u00e9|AB";
+        QTest::newRow("tekken digits") << tekken << "x12345"
+                                       << "x|1|2|3|4|5";
+        QTest::newRow("tekken no contractions") << tekken << "I'm don't"
+                                                << "I|'m| don|'t";
+        QTest::newRow("tekken upper then lower") << tekken << "HELLOworld /path/x"
+                                                 << "HELLOworld| /|path|/x";
     }
     void preTokenizer() {
         QFETCH(int, kind);
@@ -698,6 +788,16 @@ private slots:
                                               R"(\s*[\r\n]+|\s+(?!\S)|\s+)"};
         QTest::newRow("default") << int(PreTokenizer::llama_default)
                                  << QStringList{R"([\p{P}\$\+<=>\^~\|]+)", gpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"};
+        // As llama.cpp runs them (llama-vocab.cpp), lookaheads standing in for \p{Lu}/\p{Ll}.
+        const QString upper = R"(((?=[\p{L}])([^a-z])))", lower = R"(((?=[\p{L}])([^A-Z])))";
+        const QString prefix = R"([^\r\n\p{L}\p{N}]?)";
+        const QString contraction = R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)";
+        const QString tail = R"( ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+        QTest::newRow("gpt-4o") << int(PreTokenizer::gpt4o)
+                                << QStringList{prefix + upper + "*" + lower + "+" + contraction + "|" + prefix + upper + "+" + lower + "*" +
+                                               contraction + R"(|\p{N}{1,3}|)" + tail};
+        QTest::newRow("tekken") << int(PreTokenizer::tekken)
+                                << QStringList{prefix + upper + "*" + lower + "+|" + prefix + upper + "+" + lower + R"(*|\p{N}|)" + tail};
     }
     void preTokenizerMatchesRegex() {
         QFETCH(int, kind);
@@ -734,7 +834,13 @@ private slots:
                                      "\x01",
                                      "\xcd\xb8",
                                      "\xc2\x85",
-                                     "-"};
+                                     "-",
+                                     "\xc3\x89",
+                                     "/",
+                                     "Ab",
+                                     "aB",
+                                     "'t",
+                                     "\xe0\xa4\x95\xe0\xa4\xbf"};
         std::mt19937 rng(99);
         for (int round = 0; round < 1000; ++round) {
             std::string text;
@@ -906,6 +1012,39 @@ private slots:
         Result<Tokenizer> t = Tokenizer::create(*parsed->vocab);
         QVERIFY(t.ok());
         QCOMPARE(ids_to_string(t->encode("ab ab", false, false)), QString("2 3 2"));
+    }
+
+    // The 2025-2026 pre-tokenizer names configure the tokenizer as llama.cpp does: tekken
+    // (Mistral Nemo, Mistral 3) adds BOS and takes a word that is a token whole, gpt-4o
+    // (gpt-oss, Llama 4) neither; both keep spaces in decoding.
+    void newPreTokenizerNames_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("pre");
+        QTest::addColumn<QString>("ids");  // of "abc 12" with add_special
+        QTest::newRow("tekken") << "tekken" << int(PreTokenizer::tekken) << "0 5 6 7 8";
+        QTest::newRow("gpt-4o") << "gpt-4o" << int(PreTokenizer::gpt4o) << "4 3 6 9";
+        QTest::newRow("llama4") << "llama4" << int(PreTokenizer::gpt4o) << "4 3 6 9";
+    }
+    void newPreTokenizerNames() {
+        QFETCH(QString, name);
+        QFETCH(int, pre);
+        QFETCH(QString, ids);
+        gguf::GgufWriter w;
+        w.set_string("tokenizer.ggml.model", "gpt2");
+        w.set_string("tokenizer.ggml.pre", name.toStdString());
+        w.set_string_array("tokenizer.ggml.tokens", {"<s>", "a", "b", "c", "ab", "abc", "\xc4\xa0", "1", "2", "12"});
+        w.set_int32_array("tokenizer.ggml.token_type", {3, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+        w.set_string_array("tokenizer.ggml.merges", {"a b", "1 2"});
+        w.set_uint32("tokenizer.ggml.bos_token_id", 0);
+        const auto parsed = parse_vocab(w);
+        QVERIFY2(parsed->vocab.ok(), parsed->vocab.status().message().c_str());
+        QCOMPARE(int(parsed->vocab->pre), pre);
+        QVERIFY(parsed->vocab->notes.empty());
+        QVERIFY(!parsed->vocab->clean_spaces);
+        Result<Tokenizer> t = Tokenizer::create(*parsed->vocab);
+        QVERIFY(t.ok());
+        QCOMPARE(ids_to_string(t->encode("abc 12", true, false)), ids);
+        QCOMPARE(t->decode(t->encode("abc 12", true, false)), std::string("abc 12"));
     }
 
     void invalidUtf8Input() {

@@ -77,7 +77,8 @@ inline QString printable(const QByteArray & s) {
 inline std::string to_std(const QByteArray & b) { return std::string(b.constData(), static_cast<size_t>(b.size())); }
 
 inline const char * const kVocabFiles[] = {
-    "ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf",
+    "ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf",  "ggml-vocab-gpt-2.gguf",   "ggml-vocab-llama-bpe.gguf",
+    "ggml-vocab-qwen2.gguf",     "ggml-vocab-gemma3.gguf", "ggml-vocab-gpt-oss.gguf",
 };
 
 }  // namespace lr::test
