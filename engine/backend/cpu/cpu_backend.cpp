@@ -167,12 +167,26 @@ void CpuBackend::geglu(const float * gate, const float * up, int64_t n, float * 
 }
 
 void CpuBackend::scale(float * x, int64_t n, float s) {
-    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+    auto scale_range = [&](int64_t begin, int64_t end, int) {
+        for (int64_t i = begin; i < end; ++i) x[i] *= s;
+    };
+    if (n < 4 * kInlineElements) {
+        scale_range(0, n, 0);
+    } else {
+        pool_.parallel_for(n, kInlineElements, scale_range);
+    }
 }
 
 void CpuBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) {
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        for (int64_t c = 0; c < n_cols; ++c) x[t * n_cols + c] *= scale_host[t];
+    auto scale_rows = [&](int64_t begin, int64_t end, int) {
+        for (int64_t t = begin; t < end; ++t) {
+            for (int64_t c = 0; c < n_cols; ++c) x[t * n_cols + c] *= scale_host[t];
+        }
+    };
+    if (n_tokens * n_cols < 4 * kInlineElements) {
+        scale_rows(0, n_tokens, 0);
+    } else {
+        pool_.parallel_for(n_tokens, 1, scale_rows);
     }
 }
 
