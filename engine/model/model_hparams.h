@@ -14,7 +14,7 @@
 
 namespace lr {
 
-// Written to settings and shown to users by name (arch_name): never rename.
+// The families Longread runs; files name them by arch_name (general.architecture).
 enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3 };
 
 // The file's name of an architecture ("llama", "qwen3", ...).
