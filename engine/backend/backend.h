@@ -65,13 +65,22 @@ private:
 
 enum class RopeMode { normal, neox };  // normal: pairs (2i, 2i+1) [llama]; neox: (i, i + n_rot/2) [qwen2]
 
+// ggml's rope_ext: pair i of a head at position p turns by theta_extrap = p * base^(-2i/n_rot) /
+// freq_factors[i]; theta_interp = freq_scale * theta_extrap. Without YaRN (ext_factor 0)
+// the angle is theta_interp; with it, theta_interp * (1 - r) + theta_extrap * r, where r =
+// ext_factor * ramp(i) blends from extrapolation (r 1, below corr_low) to interpolation (r 0,
+// above corr_high), and the magnitude gains 1 + 0.1 ln(1 / freq_scale). cos and sin are
+// multiplied by attn_factor (times that gain): rotated dimensions come out scaled.
 struct RopeParams {
     RopeMode mode = RopeMode::normal;
     int32_t n_rot = 0;  // rotated dimensions per head (<= head_dim)
     int32_t head_dim = 0;
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;               // 1/factor for linear scaling
-    const float * freq_factors = nullptr;  // [n_rot/2] divisors (llama3 rope_freqs), backend memory, or nullptr
+    float freq_scale = 1.0f;                  // 1/factor for linear scaling and YaRN
+    const float * freq_factors = nullptr;     // [n_rot/2] divisors (llama3 rope_freqs, phi3 LongRoPE), backend memory, or nullptr
+    float ext_factor = 0.0f;                  // YaRN's extrapolation mix (0: off)
+    float attn_factor = 1.0f;                 // magnitude of cos and sin
+    float corr_low = 0.0f, corr_high = 0.0f;  // YaRN's correction dims (rope_yarn_corr_dims)
 };
 
 struct AttentionParams {
@@ -79,6 +88,9 @@ struct AttentionParams {
     int32_t n_head_kv = 0;
     int32_t head_dim = 0;
     float scale = 1.0f;  // applied to q.k
+    // Sliding window: > 0, a query at position p sees only the keys at p' with p - p' < window
+    // (the window counts the query itself); 0: every earlier key.
+    int32_t window = 0;
 };
 
 enum class BackendKind { cpu, cuda };
@@ -128,12 +140,23 @@ public:
     virtual void matmul(const WeightView & w, const float * x, int64_t n_tokens, float * y) = 0;
     // x[t][c] += b[c]                                                  x: [n_rows][n_cols]
     virtual void add_bias(float * x, const WeightView & b, int64_t n_rows) = 0;
-    // out[t][c] = x[t][c] / rms(x[t]) * w[c]                           x, out: [n_rows][n_cols]
+    // out[t][c] = x[t][c] / rms(x[t]) * w[c]; out may be x       x, out: [n_rows][n_cols]
+    // (n_cols = w.n_cols: per-head norms pass n_rows = n_tokens * n_heads, n_cols = head_dim)
     virtual void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) = 0;
     // x[i] += y[i]
     virtual void add(float * x, const float * y, int64_t n) = 0;
     // out[i] = silu(gate[i]) * up[i]
     virtual void swiglu(const float * gate, const float * up, int64_t n, float * out) = 0;
+    // out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation as ggml's CPU computes it: from
+    // a table over the f16 values (gate rounded to f16, the result rounded to f16), 0 at or
+    // below -10 and gate at or above 10. out may be gate.
+    virtual void geglu(const float * gate, const float * up, int64_t n, float * out) = 0;
+    // x[i] *= s
+    virtual void scale(float * x, int64_t n, float s) = 0;
+    // x[t][c] *= scale_host[t]                                        x: [n_tokens][n_cols]
+    virtual void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) = 0;
+    // x[i] = cap * tanh(x[i] * (1 / cap)): logit soft-capping
+    virtual void softcap(float * x, int64_t n, float cap) = 0;
     // Rotates each head of each token by its position.           x: [n_tokens][n_heads][head_dim]
     virtual void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) = 0;
 
@@ -141,7 +164,8 @@ public:
     // encoding K and V in the view's codecs.          k, v: [n_tokens][n_head_kv][head_dim]
     virtual void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) = 0;
     // Causal attention of the ubatch's queries over the view: query t sees the slots whose
-    // position is <= pos_host[t]. Adds the attention mass to view.attn_mass when set.
+    // position is <= pos_host[t] (and, with p.window, > pos_host[t] - p.window). Adds the
+    // attention mass to view.attn_mass when set.
     //                                                 q, out: [n_tokens][n_head][head_dim]
     virtual void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
                            float * out) = 0;

@@ -5,10 +5,11 @@
 
 namespace lr {
 
-Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens) {
+Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, uint32_t n_ctx) {
     if (max_tokens == 0) return error(StatusCode::invalid_argument, "the ubatch size must be at least 1");
     LlamaGraph g(model, max_tokens);
     const ModelHParams & hp = model.hparams();
+    const ModelWeights & w = model.weights();
     Backend & b = model.backend();
     const size_t n = max_tokens;
     const size_t f = sizeof(float);
@@ -21,6 +22,19 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens) 
     LR_ASSIGN_OR_RETURN(g.gate_, b.alloc(n * hp.n_ff * f));
     LR_ASSIGN_OR_RETURN(g.up_, b.alloc(n * hp.n_ff * f));
     LR_ASSIGN_OR_RETURN(g.logits_, b.alloc(n * hp.n_vocab * f));
+
+    g.features_ = model_features(hp);
+    // Frequency factors: llama 3's rope_freqs, or phi3's LongRoPE factors, long when the
+    // context exceeds the original one (llama.cpp decides by n_ctx, not by the position).
+    const WeightView * factors = w.rope_freqs ? &*w.rope_freqs : nullptr;
+    if (g.features_.long_short_rope) {
+        const bool long_context = (n_ctx ? n_ctx : hp.n_ctx_train) > hp.n_ctx_orig;
+        const std::optional<WeightView> & chosen = long_context ? w.rope_long : w.rope_short;
+        if (chosen) factors = &*chosen;
+    }
+    const auto * ff = factors ? static_cast<const float *>(factors->data) : nullptr;
+    g.features_.rope_full.freq_factors = ff;
+    g.features_.rope_sliding.freq_factors = ff;
     return g;
 }
 
@@ -30,60 +44,90 @@ uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
                             2 * uint64_t(hp.n_embd_kv()) + 2 * uint64_t(hp.n_ff) + hp.n_vocab);
 }
 
+// x += attention(norm(x)) of layer il.
+Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il) {
+    const ModelHParams & hp = model_->hparams();
+    const LayerWeights & L = model_->weights().layers[il];
+    const ModelFeatures & f = features_;
+    Backend & b = model_->backend();
+    const int32_t * pos = plan.positions().data();
+    float * x = x_.as<float>();        // [n][n_embd]
+    float * xn = xn_.as<float>();      // [n][n_embd]
+    float * q = q_.as<float>();        // [n][n_head][head_dim]
+    float * k = k_.as<float>();        // [n][n_head_kv][head_dim]
+    float * v = v_.as<float>();        // [n][n_head_kv][head_dim]
+    float * attn = attn_.as<float>();  // [n][n_head][head_dim]
+
+    b.rms_norm(x, L.attn_norm, hp.rms_eps, n, xn);
+    b.matmul(L.wq, xn, n, q);
+    b.matmul(L.wk, xn, n, k);
+    b.matmul(L.wv, xn, n, v);
+    if (L.bq) b.add_bias(q, *L.bq, n);
+    if (L.bk) b.add_bias(k, *L.bk, n);
+    if (L.bv) b.add_bias(v, *L.bv, n);
+    if (L.q_norm) b.rms_norm(q, *L.q_norm, hp.rms_eps, n * hp.n_head, q);  // each head
+    if (L.k_norm) b.rms_norm(k, *L.k_norm, hp.rms_eps, n * hp.n_head_kv, k);
+    const RopeParams & rope = hp.is_sliding(il) ? f.rope_sliding : f.rope_full;
+    b.rope(q, n, hp.n_head, pos, rope);
+    b.rope(k, n, hp.n_head_kv, pos, rope);
+    if (f.q_scale != 1.0f) b.scale(q, n * hp.n_embd_q(), f.q_scale);
+    if (f.attn_temp_scale != 0.0f) b.scale_tokens(q, n, hp.n_embd_q(), q_temp_.data());
+
+    LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(plan, il, q + (n - 1) * hp.n_embd_q()));
+    b.kv_write(view, k, v, pos, n);
+    const AttentionParams params{
+        .n_head = int32_t(hp.n_head),
+        .n_head_kv = int32_t(hp.n_head_kv),
+        .head_dim = int32_t(hp.head_dim),
+        .scale = f.kq_scale,
+        .window = int32_t(hp.window(il)),
+    };
+    b.attention(q, n, pos, view, params, attn);
+    b.matmul(L.wo, attn, n, xn);
+    if (L.bo) b.add_bias(xn, *L.bo, n);
+    if (L.attn_post_norm) b.rms_norm(xn, *L.attn_post_norm, hp.rms_eps, n, xn);
+    b.add(x, xn, n * hp.n_embd);
+    return {};
+}
+
+// x += ffn(norm(x)) of layer il: down(act(gate) * up).
+void LlamaGraph::ffn_block(int64_t n, uint32_t il) {
+    const ModelHParams & hp = model_->hparams();
+    const LayerWeights & L = model_->weights().layers[il];
+    Backend & b = model_->backend();
+    float * x = x_.as<float>();        // [n][n_embd]
+    float * xn = xn_.as<float>();      // [n][n_embd]
+    float * gate = gate_.as<float>();  // [n][n_ff]
+    float * up = up_.as<float>();      // [n][n_ff]
+
+    b.rms_norm(x, L.ffn_norm, hp.rms_eps, n, xn);
+    b.matmul(L.ffn_gate, xn, n, gate);
+    b.matmul(L.ffn_up, xn, n, up);
+    if (features_.ffn_act == FfnActivation::gelu_tanh) {
+        b.geglu(gate, up, n * hp.n_ff, gate);
+    } else {
+        b.swiglu(gate, up, n * hp.n_ff, gate);
+    }
+    b.matmul(L.ffn_down, gate, n, xn);
+    if (L.ffn_post_norm) b.rms_norm(xn, *L.ffn_post_norm, hp.rms_eps, n, xn);
+    b.add(x, xn, n * hp.n_embd);
+}
+
 Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
     const ModelHParams & hp = model_->hparams();
     const ModelWeights & w = model_->weights();
     Backend & b = model_->backend();
-    float * x = x_.as<float>();
-    float * xn = xn_.as<float>();
-    float * q = q_.as<float>();
-    float * k = k_.as<float>();
-    float * v = v_.as<float>();
-    float * attn = attn_.as<float>();
-    float * gate = gate_.as<float>();
-    float * up = up_.as<float>();
-
-    RopeParams rope{
-        .mode = hp.rope_mode,
-        .n_rot = int32_t(hp.n_rot),
-        .head_dim = int32_t(hp.head_dim),
-        .freq_base = hp.rope_freq_base,
-        .freq_scale = hp.rope_freq_scale,
-        .freq_factors = w.rope_freqs ? static_cast<const float *>(w.rope_freqs->data) : nullptr,
-    };
-    const AttentionParams attn_params{
-        .n_head = int32_t(hp.n_head),
-        .n_head_kv = int32_t(hp.n_head_kv),
-        .head_dim = int32_t(hp.head_dim),
-        .scale = 1.0f / std::sqrt(float(hp.head_dim)),
-    };
-    const int32_t * pos = plan.positions().data();
+    float * x = x_.as<float>();  // [n][n_embd]
 
     b.get_rows(w.token_embd, tokens_.data(), n, x);
+    if (features_.embd_scale != 0.0f) b.scale(x, n * hp.n_embd, features_.embd_scale);
+    if (features_.attn_temp_scale != 0.0f) {
+        q_temp_.resize(size_t(n));
+        for (int64_t t = 0; t < n; ++t) q_temp_[size_t(t)] = attention_temperature(features_, plan.positions()[size_t(t)]);
+    }
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        const LayerWeights & L = w.layers[il];
-        // Attention block.
-        b.rms_norm(x, L.attn_norm, hp.rms_eps, n, xn);
-        b.matmul(L.wq, xn, n, q);
-        b.matmul(L.wk, xn, n, k);
-        b.matmul(L.wv, xn, n, v);
-        if (L.bq) b.add_bias(q, *L.bq, n);
-        if (L.bk) b.add_bias(k, *L.bk, n);
-        if (L.bv) b.add_bias(v, *L.bv, n);
-        b.rope(q, n, hp.n_head, pos, rope);
-        b.rope(k, n, hp.n_head_kv, pos, rope);
-        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(plan, il, q + (n - 1) * hp.n_embd_q()));
-        b.kv_write(view, k, v, pos, n);
-        b.attention(q, n, pos, view, attn_params, attn);
-        b.matmul(L.wo, attn, n, xn);
-        b.add(x, xn, n * hp.n_embd);
-        // Feed-forward block (SwiGLU).
-        b.rms_norm(x, L.ffn_norm, hp.rms_eps, n, xn);
-        b.matmul(L.ffn_gate, xn, n, gate);
-        b.matmul(L.ffn_up, xn, n, up);
-        b.swiglu(gate, up, n * hp.n_ff, gate);
-        b.matmul(L.ffn_down, gate, n, xn);
-        b.add(x, xn, n * hp.n_embd);
+        LR_RETURN_IF_ERROR(attention_block(kv, plan, n, il));
+        ffn_block(n, il);
     }
     return {};
 }
@@ -117,6 +161,7 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
     const float * rows = x_.as<float>() + (n - n_out) * hp.n_embd;
     b.rms_norm(rows, w.output_norm, hp.rms_eps, n_out, xn_.as<float>());
     b.matmul(w.output, xn_.as<float>(), n_out, logits_.as<float>());
+    if (features_.final_softcap != 0.0f) b.softcap(logits_.as<float>(), n_out * hp.n_vocab, features_.final_softcap);
     logits_out.resize(size_t(n_out) * hp.n_vocab);
     b.copy_to_host(logits_out.data(), logits_.as<float>(), logits_out.size() * sizeof(float));
     b.synchronize();

@@ -1,5 +1,7 @@
 #include "model_hparams.h"
 
+#include <cmath>
+
 namespace lr {
 namespace {
 
@@ -43,7 +45,104 @@ Status out_of_range(const gguf::GgufFile & file, const std::string & what) {
     return error(StatusCode::corrupt_data, file.path() + ": " + what);
 }
 
+// The architectures Longread runs, with their rope layout.
+struct ArchEntry {
+    ModelArch arch;
+    std::string_view name;
+    RopeMode rope_mode;
+};
+constexpr ArchEntry kArchs[] = {
+    {ModelArch::llama, "llama", RopeMode::normal}, {ModelArch::qwen2, "qwen2", RopeMode::neox},
+    {ModelArch::qwen3, "qwen3", RopeMode::neox},   {ModelArch::mistral3, "mistral3", RopeMode::normal},
+    {ModelArch::phi3, "phi3", RopeMode::neox},     {ModelArch::gemma3, "gemma3", RopeMode::neox},
+};
+
+const ArchEntry * find_arch(std::string_view name) {
+    for (const ArchEntry & e : kArchs) {
+        if (e.name == name) return &e;
+    }
+    return nullptr;
+}
+
+// The rope scaling keys, as llama.cpp's loader reads them for every architecture.
+Status read_rope_scaling(const gguf::GgufFile & file, const KeyReader & keys, ModelHParams & hp) {
+    LR_ASSIGN_OR_RETURN(std::optional<std::string_view> scaling, keys.get_string("rope.scaling.type"));
+    float factor = 0.0f;
+    LR_RETURN_IF_ERROR(keys.get_f32("rope.scaling.factor", factor, 0.0f));
+    if (factor == 0.0f) LR_RETURN_IF_ERROR(keys.get_f32("rope.scale_linear", factor, 0.0f));  // older files
+    // llama.cpp's default type is linear: a factor without a type divides the frequencies.
+    const std::string type = scaling ? std::string(*scaling) : (factor > 0.0f ? "linear" : "none");
+    if (type == "none") {
+        hp.rope_scaling = RopeScaling::none;
+    } else if (type == "linear" || type == "yarn") {
+        hp.rope_scaling = type == "yarn" ? RopeScaling::yarn : RopeScaling::linear;
+        if (factor < 0.0f) return out_of_range(file, "rope.scaling.factor must be positive");
+        if (factor > 0.0f) hp.rope_freq_scale = 1.0f / factor;
+    } else {
+        return error(StatusCode::unsupported, file.path() + ": rope scaling type '" + type + "' is not supported yet");
+    }
+    LR_RETURN_IF_ERROR(keys.get_u32("rope.scaling.original_context_length", hp.n_ctx_orig, 0));
+    if (hp.n_ctx_orig == 0) hp.n_ctx_orig = hp.n_ctx_train;
+    LR_RETURN_IF_ERROR(keys.get_f32("rope.scaling.attn_factor", hp.rope_attn_factor, 1.0f));
+    LR_RETURN_IF_ERROR(keys.get_f32("rope.scaling.yarn_beta_fast", hp.yarn_beta_fast, 32.0f));
+    LR_RETURN_IF_ERROR(keys.get_f32("rope.scaling.yarn_beta_slow", hp.yarn_beta_slow, 1.0f));
+    LR_RETURN_IF_ERROR(keys.get_f32("rope.scaling.yarn_log_multiplier", hp.yarn_log_mul, 0.0f));
+    if (!(hp.rope_attn_factor > 0.0f)) return out_of_range(file, "rope.scaling.attn_factor must be positive");
+    return {};
+}
+
+// Which layers slide: llama.cpp's set_swa_pattern(period): layer il is sliding iff
+// il % period < period - 1 (the last layer of each period is global); period 0: all.
+void set_swa_pattern(ModelHParams & hp, uint32_t period) {
+    hp.swa_layers.assign(hp.n_layer, 0);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) hp.swa_layers[il] = period == 0 || il % period < period - 1;
+}
+
+// What each family adds to the common keys, with llama.cpp's defaults.
+Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, ModelHParams & hp) {
+    switch (hp.arch) {
+        case ModelArch::llama:
+        case ModelArch::qwen2:
+        case ModelArch::qwen3: return {};
+        case ModelArch::mistral3:
+            // Llama 4's attention temperature, with the original context as its period.
+            LR_RETURN_IF_ERROR(keys.get_f32("attention.temperature_scale", hp.attn_temp_scale, 0.0f));
+            if (hp.attn_temp_scale != 0.0f) hp.attn_temp_floor = hp.n_ctx_orig;
+            if (hp.attn_temp_scale != 0.0f && hp.attn_temp_floor == 0) {
+                return out_of_range(file, "attention.temperature_scale needs rope.scaling.original_context_length");
+            }
+            return {};
+        case ModelArch::phi3:
+            // NOTE: Phi-3 files name a sliding window (262144 for Phi-3-mini) that llama.cpp
+            // ignores ("Phi SWA is currently disabled"): every layer attends to everything.
+            return {};
+        case ModelArch::gemma3: {
+            LR_RETURN_IF_ERROR(keys.get_u32("attention.sliding_window", hp.n_swa, 0));
+            if (hp.n_swa > 0) {
+                uint32_t period = 6;  // Gemma 3: five sliding layers, then a global one
+                LR_RETURN_IF_ERROR(keys.get_u32("attention.sliding_window_pattern", period, 6));
+                set_swa_pattern(hp, period);
+                LR_RETURN_IF_ERROR(keys.get_f32("rope.freq_base_swa", hp.rope_freq_base_swa, 10000.0f));
+                hp.rope_freq_scale_swa = 1.0f;  // llama.cpp never scales the sliding layers' rope
+            }
+            LR_RETURN_IF_ERROR(keys.get_f32("final_logit_softcapping", hp.final_logit_softcap, 0.0f));
+            // Gemma's query_pre_attn_scalar: n_embd / n_head for the 27B model (62 layers),
+            // the head size for the others (llama.cpp's rule).
+            hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
+            return {};
+        }
+    }
+    return {};
+}
+
 }  // namespace
+
+std::string_view arch_name(ModelArch arch) {
+    for (const ArchEntry & e : kArchs) {
+        if (e.arch == arch) return e.name;
+    }
+    return "llama";
+}
 
 Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     ModelHParams hp;
@@ -52,17 +151,14 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
         return error(StatusCode::corrupt_data,
                      file.path() + ": key 'general.architecture' is missing (is this a model, or a vocabulary-only file?)");
     hp.arch_name = std::string(*arch);
-    if (hp.arch_name == "llama") {
-        hp.arch = ModelArch::llama;
-        hp.rope_mode = RopeMode::normal;
-    } else if (hp.arch_name == "qwen2") {
-        hp.arch = ModelArch::qwen2;
-        hp.rope_mode = RopeMode::neox;
-    } else {
-        return error(StatusCode::unsupported,
-                     file.path() + ": model architecture '" + hp.arch_name +
-                         "' is not supported (Longread runs llama and qwen2 models: Llama 2/3.x, TinyLlama, Mistral, SmolLM2, Qwen 2/2.5)");
+    const ArchEntry * entry = find_arch(hp.arch_name);
+    if (!entry) {
+        return error(StatusCode::unsupported, file.path() + ": model architecture '" + hp.arch_name +
+                                                  "' is not supported (Longread runs llama, qwen2, qwen3, mistral3, phi3 and gemma3 "
+                                                  "models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Ministral 3, Phi-3/4, Gemma 3)");
     }
+    hp.arch = entry->arch;
+    hp.rope_mode = entry->rope_mode;
     LR_ASSIGN_OR_RETURN(std::optional<std::string_view> name, file.get_string("general.name"));
     hp.name = name ? std::string(*name) : file.path().substr(file.path().find_last_of('/') + 1);
 
@@ -80,7 +176,9 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
         return out_of_range(file, "attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
                                       std::to_string(hp.n_head_kv));
     }
-    if (hp.n_embd % hp.n_head != 0) return out_of_range(file, "embedding_length is not a multiple of head_count");
+    if (!file.find(hp.arch_name + ".attention.key_length") && hp.n_embd % hp.n_head != 0) {
+        return out_of_range(file, "embedding_length is not a multiple of head_count");
+    }
     LR_RETURN_IF_ERROR(keys.get_u32("attention.key_length", hp.head_dim, hp.n_embd / hp.n_head));
     uint32_t value_length = 0;
     LR_RETURN_IF_ERROR(keys.get_u32("attention.value_length", value_length, hp.head_dim));
@@ -90,21 +188,18 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     LR_RETURN_IF_ERROR(keys.get_u32("rope.dimension_count", hp.n_rot, hp.head_dim));
     if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
         return out_of_range(file, "rope.dimension_count must be even and at most the head size");
+    // llama.cpp requires the epsilon of the newer families; older llama files may lack it.
+    const bool eps_required = hp.arch != ModelArch::llama && hp.arch != ModelArch::qwen2;
+    if (eps_required && !file.find(hp.arch_name + ".attention.layer_norm_rms_epsilon")) {
+        return error(StatusCode::corrupt_data,
+                     file.path() + ": required key '" + hp.arch_name + ".attention.layer_norm_rms_epsilon' is missing");
+    }
     LR_RETURN_IF_ERROR(keys.get_f32("attention.layer_norm_rms_epsilon", hp.rms_eps, 1e-5f));
     LR_RETURN_IF_ERROR(keys.get_f32("rope.freq_base", hp.rope_freq_base, 10000.0f));
     if (!(hp.rms_eps > 0) || !(hp.rope_freq_base > 0)) return out_of_range(file, "rms epsilon and rope.freq_base must be positive");
-
-    LR_ASSIGN_OR_RETURN(std::optional<std::string_view> scaling, keys.get_string("rope.scaling.type"));
-    float factor = 0.0f;
-    LR_RETURN_IF_ERROR(keys.get_f32("rope.scaling.factor", factor, 0.0f));
-    if (factor == 0.0f) LR_RETURN_IF_ERROR(keys.get_f32("rope.scale_linear", factor, 0.0f));  // older files
-    const std::string scaling_type = scaling ? std::string(*scaling) : (factor > 0.0f ? "linear" : "none");
-    if (scaling_type == "linear") {
-        if (!(factor > 0.0f)) return out_of_range(file, "rope.scaling.factor must be positive");
-        hp.rope_freq_scale = 1.0f / factor;
-    } else if (scaling_type != "none") {
-        return error(StatusCode::unsupported, file.path() + ": rope scaling type '" + scaling_type + "' is not supported yet");
-    }
+    LR_RETURN_IF_ERROR(read_rope_scaling(file, keys, hp));
+    LR_RETURN_IF_ERROR(read_arch_keys(file, keys, hp));
+    if (!(hp.rope_freq_base_swa > 0)) return out_of_range(file, "rope.freq_base_swa must be positive");
 
     uint32_t vocab = 0;
     LR_RETURN_IF_ERROR(keys.get_u32("vocab_size", vocab, 0));

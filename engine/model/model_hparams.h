@@ -1,8 +1,12 @@
 #pragma once
-// The hyper-parameters of a model, read from GGUF metadata and validated.
+// The hyper-parameters of a model, read from GGUF metadata and validated: every key the
+// converted files of the supported families carry (others are ignored), with the defaults
+// llama.cpp's loader sets per architecture.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/common/status.h"
@@ -10,11 +14,19 @@
 
 namespace lr {
 
-enum class ModelArch { llama, qwen2 };
+// The families Longread runs; files name them by arch_name (general.architecture).
+enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3 };
+
+// The file's name of an architecture ("llama", "qwen3", ...).
+std::string_view arch_name(ModelArch arch);
+
+// rope.scaling.type: linear divides the frequencies by the factor; yarn also blends
+// extrapolation and interpolation per dimension and scales the magnitude.
+enum class RopeScaling { none, linear, yarn };
 
 struct ModelHParams {
     ModelArch arch = ModelArch::llama;
-    std::string arch_name;  // as in the file: "llama", "qwen2"
+    std::string arch_name;  // as in the file: "llama", "qwen2", ...
     std::string name;       // general.name, or the file name
     uint32_t n_vocab = 0;
     uint32_t n_ctx_train = 0;
@@ -25,13 +37,36 @@ struct ModelHParams {
     uint32_t head_dim = 0;  // attention.key_length (= value_length), default n_embd / n_head
     uint32_t n_ff = 0;
     float rms_eps = 1e-5f;
+
+    // Rope of the full-attention layers.
     RopeMode rope_mode = RopeMode::normal;
     uint32_t n_rot = 0;
     float rope_freq_base = 10000.0f;
-    float rope_freq_scale = 1.0f;
+    float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (none: 1)
+    RopeScaling rope_scaling = RopeScaling::none;
+    uint32_t n_ctx_orig = 0;        // rope.scaling.original_context_length, default n_ctx_train
+    float rope_attn_factor = 1.0f;  // rope.scaling.attn_factor (phi3's LongRoPE magnitude)
+    float yarn_beta_fast = 32.0f;   // rope.scaling.yarn_beta_fast
+    float yarn_beta_slow = 1.0f;    // rope.scaling.yarn_beta_slow
+    float yarn_log_mul = 0.0f;      // rope.scaling.yarn_log_multiplier (HF's mscale_all_dim)
+
+    // Sliding-window layers (gemma3): the window and, per layer, whether it is sliding.
+    // Their rope has its own base and scale.
+    uint32_t n_swa = 0;               // attention.sliding_window (0: no sliding layer)
+    std::vector<uint8_t> swa_layers;  // [n_layer] 1: sliding
+    float rope_freq_base_swa = 10000.0f;
+    float rope_freq_scale_swa = 1.0f;
+
+    float attention_scale = 0.0f;      // the q.k scale; 0: 1 / sqrt(head_dim)
+    float attn_temp_scale = 0.0f;      // attention.temperature_scale (Llama 4 / Mistral 3); 0: off
+    uint32_t attn_temp_floor = 0;      // its period (the original context)
+    float final_logit_softcap = 0.0f;  // final_logit_softcapping; 0: off
 
     uint32_t n_embd_q() const { return n_head * head_dim; }
     uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
+    bool is_sliding(uint32_t il) const { return n_swa > 0 && il < swa_layers.size() && swa_layers[il] != 0; }
+    // The attention window of layer il (0: full attention).
+    uint32_t window(uint32_t il) const { return is_sliding(il) ? n_swa : 0; }
 };
 
 // Reads and checks the hyper-parameters; an unknown architecture or scaling type is

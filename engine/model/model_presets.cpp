@@ -87,6 +87,11 @@ Status bad_shape(const std::string & what) { return error(StatusCode::invalid_ar
 }  // namespace
 
 Status validate(const ModelShape & s) {
+    // NOTE: the writer lays out llama's tensors (with qwen2's biases); the other families'
+    // tensors (q/k norms, post-norms, fused projections) are not written yet.
+    if (s.arch != ModelArch::llama && s.arch != ModelArch::qwen2) {
+        return bad_shape("make-model writes llama and qwen2 models only, not " + std::string(arch_name(s.arch)));
+    }
     if (s.n_vocab == 0) return bad_shape("n_vocab must be positive");
     if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0) {
         return bad_shape("n_embd, n_layer, n_head, n_head_kv and n_ff must be positive");
@@ -105,14 +110,6 @@ Status validate(const ModelShape & s) {
     if (s.n_ctx_train == 0) return bad_shape("n_ctx_train must be positive");
     if (!(s.rope_freq_base > 0.0f) || !(s.rms_eps > 0.0f)) return bad_shape("rope_freq_base and rms_eps must be positive");
     return {};
-}
-
-std::string_view arch_name(ModelArch arch) {
-    switch (arch) {
-        case ModelArch::llama: return "llama";
-        case ModelArch::qwen2: return "qwen2";
-    }
-    return "llama";
 }
 
 std::span<const ModelPreset> model_presets() { return kPresets; }

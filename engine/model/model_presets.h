@@ -36,9 +36,6 @@ struct ModelShape {
 // embedding, an even head size, GQA groups whole). invalid_argument names the field.
 Status validate(const ModelShape & shape);
 
-// "llama" or "qwen2", as written to general.architecture.
-std::string_view arch_name(ModelArch arch);
-
 struct ModelPreset {
     std::string_view name;         // "tinyllama-1.1b"
     std::string_view description;  // one line for help text

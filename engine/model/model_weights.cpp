@@ -47,6 +47,79 @@ private:
 
 }  // namespace
 
+WeightView weight_rows(const WeightView & w, int64_t r0, int64_t r1) {
+    return {.type = w.type,
+            .n_cols = w.n_cols,
+            .n_rows = r1 - r0,
+            .data = static_cast<const uint8_t *>(w.data) + size_t(r0) * w.row_bytes()};
+}
+
+namespace {
+
+// q, k and v: three tensors, or the rows of a fused attn_qkv.
+Status load_qkv(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const std::string & p, LayerWeights & L) {
+    const uint64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    if (file.find_tensor(p + "attn_qkv.weight")) {
+        LR_ASSIGN_OR_RETURN(const WeightView qkv, load.get(p + "attn_qkv.weight", hp.n_embd, n_q + 2 * n_kv));
+        L.wq = weight_rows(qkv, 0, int64_t(n_q));
+        L.wk = weight_rows(qkv, int64_t(n_q), int64_t(n_q + n_kv));
+        L.wv = weight_rows(qkv, int64_t(n_q + n_kv), int64_t(n_q + 2 * n_kv));
+        return {};
+    }
+    LR_ASSIGN_OR_RETURN(L.wq, load.get(p + "attn_q.weight", hp.n_embd, n_q));
+    LR_ASSIGN_OR_RETURN(L.wk, load.get(p + "attn_k.weight", hp.n_embd, n_kv));
+    LR_ASSIGN_OR_RETURN(L.wv, load.get(p + "attn_v.weight", hp.n_embd, n_kv));
+    return {};
+}
+
+// gate and up: two tensors, or the halves of a fused ffn_up.
+Status load_gate_up(WeightLoader & load, const ModelHParams & hp, const ModelFeatures & f, const std::string & p, LayerWeights & L) {
+    if (f.fused_gate_up) {
+        LR_ASSIGN_OR_RETURN(const WeightView gate_up, load.get(p + "ffn_up.weight", hp.n_embd, 2 * uint64_t(hp.n_ff)));
+        L.ffn_gate = weight_rows(gate_up, 0, hp.n_ff);
+        L.ffn_up = weight_rows(gate_up, hp.n_ff, 2 * int64_t(hp.n_ff));
+        return {};
+    }
+    LR_ASSIGN_OR_RETURN(L.ffn_gate, load.get(p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
+    LR_ASSIGN_OR_RETURN(L.ffn_up, load.get(p + "ffn_up.weight", hp.n_embd, hp.n_ff));
+    return {};
+}
+
+// A tensor the family requires (`required`), or may carry.
+Result<std::optional<WeightView>> get_if(WeightLoader & load, bool required, const std::string & name, uint64_t ne0) {
+    if (required) {
+        LR_ASSIGN_OR_RETURN(WeightView w, load.get(name, ne0, 1));
+        return std::optional<WeightView>(w);
+    }
+    return load.get_optional(name, ne0, 1);
+}
+
+Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, uint32_t il,
+                  LayerWeights & L) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    LR_ASSIGN_OR_RETURN(L.attn_norm, load.get(p + "attn_norm.weight", hp.n_embd, 1));
+    LR_RETURN_IF_ERROR(load_qkv(load, file, hp, p, L));
+    LR_ASSIGN_OR_RETURN(L.bq, get_if(load, f.qkv_biases, p + "attn_q.bias", hp.n_embd_q()));
+    LR_ASSIGN_OR_RETURN(L.bk, get_if(load, f.qkv_biases, p + "attn_k.bias", hp.n_embd_kv()));
+    LR_ASSIGN_OR_RETURN(L.bv, get_if(load, f.qkv_biases, p + "attn_v.bias", hp.n_embd_kv()));
+    LR_ASSIGN_OR_RETURN(L.q_norm, get_if(load, f.qk_norm, p + "attn_q_norm.weight", hp.head_dim));
+    LR_ASSIGN_OR_RETURN(L.k_norm, get_if(load, f.qk_norm, p + "attn_k_norm.weight", hp.head_dim));
+    LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q(), hp.n_embd));
+    LR_ASSIGN_OR_RETURN(L.bo, load.get_optional(p + "attn_output.bias", hp.n_embd, 1));
+    LR_ASSIGN_OR_RETURN(L.attn_post_norm, get_if(load, f.post_norms, p + "post_attention_norm.weight", hp.n_embd));
+    LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + "ffn_norm.weight", hp.n_embd, 1));
+    LR_RETURN_IF_ERROR(load_gate_up(load, hp, f, p, L));
+    LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+    LR_ASSIGN_OR_RETURN(L.ffn_post_norm, get_if(load, f.post_norms, p + "post_ffw_norm.weight", hp.n_embd));
+    if (!f.qk_norm && (L.q_norm || L.k_norm)) {
+        return error(StatusCode::unsupported,
+                     file.path() + ": layer " + std::to_string(il) + " has q/k norms, which " + hp.arch_name + " models do not use");
+    }
+    return {};
+}
+
+}  // namespace
+
 Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParams & hp, Backend & backend) {
     ModelWeights w;
     WeightLoader load(file, backend, w);
@@ -56,33 +129,20 @@ Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParam
                          file.path() + ": mixture-of-experts models (tensor '" + t.name + "') are not supported yet");
         }
     }
+    const ModelFeatures f = model_features(hp);
     LR_ASSIGN_OR_RETURN(w.token_embd, load.get("token_embd.weight", hp.n_embd, hp.n_vocab));
     LR_ASSIGN_OR_RETURN(w.output_norm, load.get("output_norm.weight", hp.n_embd, 1));
     LR_ASSIGN_OR_RETURN(std::optional<WeightView> output, load.get_optional("output.weight", hp.n_embd, hp.n_vocab));
     w.tied_output = !output.has_value();
     w.output = output ? *output : w.token_embd;
     LR_ASSIGN_OR_RETURN(w.rope_freqs, load.get_optional("rope_freqs.weight", hp.n_rot / 2, 1));
+    if (f.long_short_rope) {
+        LR_ASSIGN_OR_RETURN(w.rope_long, load.get_optional("rope_factors_long.weight", hp.n_rot / 2, 1));
+        LR_ASSIGN_OR_RETURN(w.rope_short, load.get_optional("rope_factors_short.weight", hp.n_rot / 2, 1));
+    }
 
     w.layers.resize(hp.n_layer);
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        LayerWeights & L = w.layers[il];
-        const std::string p = "blk." + std::to_string(il) + ".";
-        LR_ASSIGN_OR_RETURN(L.attn_norm, load.get(p + "attn_norm.weight", hp.n_embd, 1));
-        LR_ASSIGN_OR_RETURN(L.wq, load.get(p + "attn_q.weight", hp.n_embd, hp.n_embd_q()));
-        LR_ASSIGN_OR_RETURN(L.wk, load.get(p + "attn_k.weight", hp.n_embd, hp.n_embd_kv()));
-        LR_ASSIGN_OR_RETURN(L.wv, load.get(p + "attn_v.weight", hp.n_embd, hp.n_embd_kv()));
-        LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q(), hp.n_embd));
-        LR_ASSIGN_OR_RETURN(L.bq, load.get_optional(p + "attn_q.bias", hp.n_embd_q(), 1));
-        LR_ASSIGN_OR_RETURN(L.bk, load.get_optional(p + "attn_k.bias", hp.n_embd_kv(), 1));
-        LR_ASSIGN_OR_RETURN(L.bv, load.get_optional(p + "attn_v.bias", hp.n_embd_kv(), 1));
-        LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + "ffn_norm.weight", hp.n_embd, 1));
-        LR_ASSIGN_OR_RETURN(L.ffn_gate, load.get(p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
-        LR_ASSIGN_OR_RETURN(L.ffn_up, load.get(p + "ffn_up.weight", hp.n_embd, hp.n_ff));
-        LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
-        if (hp.arch == ModelArch::qwen2 && !(L.bq && L.bk && L.bv)) {
-            return error(StatusCode::corrupt_data, file.path() + ": qwen2 layer " + std::to_string(il) + " lacks its q/k/v biases");
-        }
-    }
+    for (uint32_t il = 0; il < hp.n_layer; ++il) LR_RETURN_IF_ERROR(load_layer(load, file, hp, f, il, w.layers[il]));
     return w;
 }
 

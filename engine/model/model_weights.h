@@ -1,24 +1,32 @@
 #pragma once
-// The weights of a llama-family model as backend views, checked against the
-// hyper-parameters: a missing tensor or a wrong shape is an error naming the tensor.
+// The weights of a model as backend views, checked against the hyper-parameters: a
+// missing tensor or a wrong shape is an error naming the tensor. Fused tensors (phi3's
+// attn_qkv and [gate | up] ffn_up) are views of row ranges of the one tensor, so every
+// layer has wq, wk, wv, ffn_gate and ffn_up whatever the file's layout.
 
 #include <optional>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/model_features.h"
 #include "engine/model/model_hparams.h"
 
 namespace lr {
 
 struct LayerWeights {
-    WeightView attn_norm;                  // [n_embd]
-    WeightView wq, wk, wv;                 // [n_embd_q | n_embd_kv][n_embd]
-    std::optional<WeightView> bq, bk, bv;  // qwen2 biases
-    WeightView wo;                         // [n_embd][n_embd_q]
-    WeightView ffn_norm;                   // [n_embd]
-    WeightView ffn_gate, ffn_up;           // [n_ff][n_embd]
-    WeightView ffn_down;                   // [n_embd][n_ff]
+    WeightView attn_norm;                      // [n_embd]
+    WeightView wq, wk, wv;                     // [n_embd_q | n_embd_kv][n_embd] (rows of attn_qkv when fused)
+    std::optional<WeightView> bq, bk, bv;      // [n_embd_q | n_embd_kv] biases (qwen2)
+    std::optional<WeightView> q_norm;          // [head_dim] per-head RMS norm of q (qwen3, gemma3)
+    std::optional<WeightView> k_norm;          // [head_dim]
+    WeightView wo;                             // [n_embd][n_embd_q]
+    std::optional<WeightView> bo;              // [n_embd]
+    std::optional<WeightView> attn_post_norm;  // [n_embd] on the attention output (gemma3)
+    WeightView ffn_norm;                       // [n_embd]
+    WeightView ffn_gate, ffn_up;               // [n_ff][n_embd] (halves of ffn_up when fused)
+    WeightView ffn_down;                       // [n_embd][n_ff]
+    std::optional<WeightView> ffn_post_norm;   // [n_embd] on the FFN output (gemma3)
 };
 
 struct ModelWeights {
@@ -26,7 +34,9 @@ struct ModelWeights {
     WeightView output_norm;  // [n_embd]
     WeightView output;       // [n_vocab][n_embd]; token_embd when tied
     bool tied_output = false;
-    std::optional<WeightView> rope_freqs;  // [n_rot / 2]
+    std::optional<WeightView> rope_freqs;  // [n_rot / 2] (llama 3)
+    std::optional<WeightView> rope_long;   // [n_rot / 2] phi3's LongRoPE factors past the original context
+    std::optional<WeightView> rope_short;  // [n_rot / 2] and within it
     std::vector<LayerWeights> layers;
     uint64_t n_params = 0;
     uint64_t n_bytes = 0;
@@ -34,5 +44,8 @@ struct ModelWeights {
 
 // Resolves every tensor of the model in `file` and prepares it for `backend`.
 Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParams & hp, Backend & backend);
+
+// Rows [r0, r1) of a matrix: a view into the same memory.
+WeightView weight_rows(const WeightView & w, int64_t r0, int64_t r1);
 
 }  // namespace lr

@@ -24,6 +24,10 @@ Status validate(const SessionConfig & config, const ModelHParams & hp) {
                                                        std::to_string(hp.n_ctx_train) +
                                                        " tokens this model was trained for; lower -c, or use the streaming cache policy");
     }
+    if (config.kv.policy == KvPolicy::streaming && !keys_shift_by_rotation(hp)) {
+        return error(StatusCode::unsupported, "the streaming policy moves cached keys to new positions, which Longread cannot do yet for " +
+                                                  hp.arch_name + " models (YaRN, LongRoPE or per-layer rope); choose another cache policy");
+    }
     return {};
 }
 
@@ -47,7 +51,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     const MemoryPlan plan = plan_memory(memory_shape(*model), config.n_ctx, config.chunk_tokens, config.kv, kv_config.capacities);
     if (plan.verdict == MemoryVerdict::wont_fit) return error(StatusCode::out_of_memory, plan.message);
     LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(kv_config, model->kv_shape(), model->backend()));
-    LR_ASSIGN_OR_RETURN(LlamaGraph graph, LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx)));
+    LR_ASSIGN_OR_RETURN(LlamaGraph graph, LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx), config.n_ctx));
     return std::unique_ptr<Session>(new Session(std::move(model), config, std::move(kv), std::move(graph)));
 }
 

@@ -1,7 +1,8 @@
 // The fused attention (scalar and AVX2 kernels) against the reference attention, over
 // paged views with mixed per-block codecs, empty and evicted slots, per-head positions,
-// per-head page masks (quest), GQA, decode and prefill, with and without the attention mass; and its kernels one by
-// one: row decoding and q.k are bit-identical to the scalar kernels, exp within a few ulp.
+// per-head page masks (quest), sliding windows, GQA, decode and prefill, with and without
+// the attention mass; and its kernels one by one: row decoding and q.k are bit-identical
+// to the scalar kernels, exp within a few ulp.
 
 #include <QtTest>
 
@@ -27,6 +28,7 @@ struct Case {
     QString codecs;            // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
     bool holes;                // empty and evicted slots, positions differing per head
     uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
+    int32_t window = 0;        // > 0: sliding window of this many positions
 };
 
 KvCodec codec_of(QChar c) {
@@ -104,7 +106,11 @@ World make_world(const Case & c, uint64_t seed) {
             for (uint32_t g = 0; g < c.n_head_kv; ++g) w.read_pages.push_back(b + 1 == c.n_blocks ? ~0u : uint32_t(rng.next_u64()));
         }
     }
-    w.params = {.n_head = n_head, .n_head_kv = int32_t(c.n_head_kv), .head_dim = int32_t(d), .scale = 1.0f / std::sqrt(float(d))};
+    w.params = {.n_head = n_head,
+                .n_head_kv = int32_t(c.n_head_kv),
+                .head_dim = int32_t(d),
+                .scale = 1.0f / std::sqrt(float(d)),
+                .window = c.window};
     return w;
 }
 
@@ -133,6 +139,27 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
 
 bool all_f16(const Case & c) { return c.codecs.count('h') == c.codecs.size(); }
 
+// Marks empty every written slot (block b, head g, slot s, its position) for which
+// drop(b, g, s, pos) holds; returns how many.
+template <class Drop>
+size_t empty_slots(World & w, const Case & c, Drop && drop) {
+    size_t n = 0;
+    for (uint32_t b = 0; b < c.n_blocks; ++b) {
+        const KvBlockLayout L = w.view(nullptr).layout(b);
+        auto * pos = reinterpret_cast<int32_t *>(w.storage[b].data() + L.pos_offset());
+        for (uint32_t g = 0; g < c.n_head_kv; ++g) {
+            for (uint32_t s = 0; s < c.block_tokens; ++s) {
+                int32_t & p = pos[L.pos_index(g, s)];
+                if (p != kInvalidPos && drop(b, g, s, p)) {
+                    p = kInvalidPos;
+                    ++n;
+                }
+            }
+        }
+    }
+    return n;
+}
+
 }  // namespace
 
 Q_DECLARE_METATYPE(Case)
@@ -158,6 +185,30 @@ private slots:
         QTest::newRow("decode-pages") << Case{32, 4, 64, 20, 8, 1, "h", false, 8};
         QTest::newRow("decode-pages-mixed-chunked") << Case{16, 1, 64, 24, 4, 1, "h84f", true, 4};
         QTest::newRow("decode-pages-one-per-block") << Case{16, 2, 64, 13, 2, 1, "h8", true, 16};
+        // Sliding windows: whole blocks out of the window are skipped, the block at its
+        // edge is cut inside.
+        QTest::newRow("decode-window") << Case{32, 4, 64, 20, 8, 1, "h", false, 0, 40};
+        QTest::newRow("decode-window-chunked") << Case{32, 1, 64, 24, 8, 1, "h", true, 0, 100};
+        QTest::newRow("decode-window-in-one-block") << Case{16, 2, 64, 13, 4, 1, "h84f", true, 0, 5};
+        QTest::newRow("prefill-window") << Case{32, 4, 64, 8, 8, 37, "h", false, 0, 32};
+        QTest::newRow("prefill-window-odd") << Case{5, 3, 48, 23, 2, 41, "h", true, 0, 8};
+        QTest::newRow("prefill-window-mixed") << Case{16, 2, 64, 12, 4, 29, "hf84", true, 0, 50};
+        QTest::newRow("prefill-window-wider-than-view") << Case{32, 2, 64, 4, 4, 64, "f", false, 0, 4096};
+        QTest::newRow("decode-window-pages") << Case{16, 1, 64, 24, 4, 1, "h84f", true, 4, 64};
+    }
+
+    // A key outside a query's window is, for that query, an empty slot: the reference with
+    // the window gives the same bits as without it over a copy whose old slots are empty.
+    void windowedSlotsAreEmptySlots() {
+        const Case c{16, 2, 64, 13, 4, 1, "h84f", true, 0, 37};
+        World w = make_world(c, 11);
+        const Outputs windowed = run(w, c, Path::reference, 2, true);
+        const size_t emptied = empty_slots(w, c, [&](uint32_t, uint32_t, uint32_t, int32_t p) { return w.pos[0] - p >= c.window; });
+        QVERIFY(emptied > 100);
+        w.params.window = 0;
+        const Outputs plain = run(w, c, Path::reference, 2, true);
+        QVERIFY(windowed.out == plain.out);
+        QVERIFY(windowed.mass == plain.mass);
     }
 
     // A slot a head does not read is, for that head, an empty slot: the reference over the
@@ -166,19 +217,8 @@ private slots:
         const Case c{16, 2, 64, 13, 4, 1, "h84f", true, 4};
         World w = make_world(c, 9);
         const Outputs masked = run(w, c, Path::reference, 2, true);
-        size_t unread = 0;
-        for (uint32_t b = 0; b < c.n_blocks; ++b) {
-            const KvBlockLayout L = w.view(nullptr).layout(b);
-            auto * pos = reinterpret_cast<int32_t *>(w.storage[b].data() + L.pos_offset());
-            for (uint32_t g = 0; g < c.n_head_kv; ++g) {
-                for (uint32_t s = 0; s < c.block_tokens; ++s) {
-                    if (!w.view(nullptr).reads(b, g, s) && pos[L.pos_index(g, s)] != kInvalidPos) {
-                        pos[L.pos_index(g, s)] = kInvalidPos;
-                        ++unread;
-                    }
-                }
-            }
-        }
+        const size_t unread = empty_slots(w, c,
+                                          [&](uint32_t b, uint32_t g, uint32_t s, int32_t) { return !w.view(nullptr).reads(b, g, s); });
         QVERIFY(unread > 100);
         w.read_pages.clear();
         const Outputs emptied = run(w, c, Path::reference, 2, true);

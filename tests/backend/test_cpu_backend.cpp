@@ -4,11 +4,14 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "engine/backend/cpu/activations.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/common/fp16.h"
 #include "engine/quant/quant.h"
 #include "random_rows.h"
 
@@ -105,6 +108,136 @@ private slots:
         simd.rope(qa.data(), 3, 4, pos.data(), rp);
         ref.rope(qb.data(), 3, 4, pos.data(), rp);
         QVERIFY(qa == qb);
+        std::vector<float> ga = rng.activations(size_t(n), 4.0f), ya(static_cast<size_t>(n)), yb(static_cast<size_t>(n));
+        ga[3] = -10.0f, ga[4] = 10.0f, ga[5] = -11.0f, ga[6] = 12.5f, ga[7] = 0.0f;
+        simd.geglu(ga.data(), u.data(), n, ya.data());
+        ref.geglu(ga.data(), u.data(), n, yb.data());
+        QVERIFY(std::memcmp(ya.data(), yb.data(), ya.size() * sizeof(float)) == 0);
+    }
+
+    // GELU as ggml's CPU computes it: the tanh formula at the f16 value of the gate, rounded
+    // to f16; 0 at or below -10, the gate at or above 10. The AVX2 gather gives the same bits.
+    void gegluIsGgmlsTable() {
+        CpuBackend b({.n_threads = 2});
+        std::vector<float> gate, up;
+        for (int i = -1300; i <= 1300; ++i) {
+            gate.push_back(float(i) * 0.0091f);  // -11.8 .. 11.8, through both clamps
+            up.push_back(i % 3 == 0 ? 1.0f : -0.5f);
+        }
+        std::vector<float> out(gate.size());
+        b.geglu(gate.data(), up.data(), int64_t(gate.size()), out.data());
+        for (size_t i = 0; i < gate.size(); ++i) {
+            const float g = gate[i];
+            float want;
+            if (g <= -10.0f) {
+                want = 0.0f;
+            } else if (g >= 10.0f) {
+                want = g * up[i];
+            } else {
+                const double x = fp16_to_fp32(fp32_to_fp16(g));
+                const double gelu = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x)));
+                // The float formula and the double one may round to neighbouring halves; in the
+                // far negative tail the float 1 + tanh cancels (ggml's values there are ~1e-7).
+                const double h = fp16_to_fp32(fp32_to_fp16(float(gelu)));
+                QVERIFY2(std::fabs(double(out[i] / up[i]) - h) <= std::fabs(h) * 1e-3 + 3e-7,
+                         qPrintable(QString("gelu(%1) = %2, want %3").arg(double(g)).arg(double(out[i] / up[i])).arg(h)));
+                continue;
+            }
+            QCOMPARE(out[i], want);
+        }
+        // The table is ggml's: f16(gelu(f16 value)).
+        const float * table = cpu::gelu_table();
+        QCOMPARE(table[fp32_to_fp16(1.0f)], fp16_to_fp32(fp32_to_fp16(cpu::gelu_tanh(1.0f))));
+        QCOMPARE(table[fp32_to_fp16(0.0f)], 0.0f);
+    }
+
+    void scalesAndSoftcap() {
+        CpuBackend b({.n_threads = 2});
+        std::vector<float> x{1.0f, -2.0f, 3.0f, 0.5f, -0.25f, 8.0f};
+        b.scale(x.data(), 6, 0.5f);
+        QCOMPARE(x, (std::vector<float>{0.5f, -1.0f, 1.5f, 0.25f, -0.125f, 4.0f}));
+        const std::vector<float> per_token{2.0f, -1.0f};
+        b.scale_tokens(x.data(), 2, 3, per_token.data());
+        QCOMPARE(x, (std::vector<float>{1.0f, -2.0f, 3.0f, -0.25f, 0.125f, -4.0f}));
+        std::vector<float> logits{0.0f, 30.0f, -300.0f, 1.0f};
+        b.softcap(logits.data(), 4, 30.0f);
+        QCOMPARE(logits[0], 0.0f);
+        QVERIFY(std::fabs(logits[1] - 30.0f * std::tanh(1.0f)) < 1e-5f);
+        QVERIFY(std::fabs(logits[2] + 30.0f) < 1e-4f);
+        QVERIFY(std::fabs(logits[3] - 30.0f * std::tanh(1.0f / 30.0f)) < 1e-6f);
+    }
+
+    // Rope against the formulas in double: linear scaling, frequency factors, attn_factor,
+    // and YaRN's blend (ggml's rope_yarn: extrapolated pairs below corr_low, interpolated
+    // above corr_high, a ramp between; magnitude attn_factor * (1 + 0.1 ln(1 / freq_scale))).
+    void ropeMatchesFormula_data() {
+        QTest::addColumn<int>("mode");
+        QTest::addColumn<float>("freq_scale");
+        QTest::addColumn<float>("ext_factor");
+        QTest::addColumn<float>("attn_factor");
+        QTest::addColumn<bool>("factors");
+        QTest::newRow("plain-normal") << 0 << 1.0f << 0.0f << 1.0f << false;
+        QTest::newRow("linear-neox") << 1 << 0.125f << 0.0f << 1.0f << false;
+        QTest::newRow("longrope-neox") << 1 << 1.0f << 0.0f << 1.118034f << true;
+        QTest::newRow("yarn-normal") << 0 << 0.0625f << 1.0f << 0.78289f << false;
+        QTest::newRow("yarn-neox-factors") << 1 << 0.03125f << 1.0f << 1.0f << true;
+    }
+    void ropeMatchesFormula() {
+        QFETCH(int, mode);
+        QFETCH(float, freq_scale);
+        QFETCH(float, ext_factor);
+        QFETCH(float, attn_factor);
+        QFETCH(bool, factors);
+        const int32_t d = 64, n_rot = 48, n_heads = 3;
+        std::vector<float> ff(n_rot / 2);
+        for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.5f * float(i);
+        const RopeParams p{.mode = mode ? RopeMode::neox : RopeMode::normal,
+                           .n_rot = n_rot,
+                           .head_dim = d,
+                           .freq_base = 10000.0f,
+                           .freq_scale = freq_scale,
+                           .freq_factors = factors ? ff.data() : nullptr,
+                           .ext_factor = ext_factor,
+                           .attn_factor = attn_factor,
+                           .corr_low = 5.0f,
+                           .corr_high = 17.0f};
+        const std::vector<int32_t> pos{0, 3, 77, 200};
+        test::Rng rng(17);
+        const std::vector<float> x = rng.activations(pos.size() * n_heads * d);
+        std::vector<float> y = x;
+        for (CpuIsa isa : {CpuIsa::scalar, CpuIsa::best}) {
+            CpuBackend b({.n_threads = 2, .isa = isa});
+            y = x;
+            b.rope(y.data(), int64_t(pos.size()), n_heads, pos.data(), p);
+            const double mscale = double(attn_factor) * (ext_factor != 0.0f ? 1.0 + 0.1 * std::log(1.0 / freq_scale) : 1.0);
+            for (size_t t = 0; t < pos.size(); ++t) {
+                for (int32_t h = 0; h < n_heads; ++h) {
+                    const size_t at = (t * n_heads + size_t(h)) * d;
+                    for (int32_t i = 0; i < n_rot / 2; ++i) {
+                        const double extrap = pos[t] * std::pow(10000.0, -2.0 * i / n_rot) / (factors ? ff[size_t(i)] : 1.0);
+                        const double interp = freq_scale * extrap;
+                        const double ramp = 1.0 - std::clamp((i - 5.0) / 12.0, 0.0, 1.0);
+                        const double mix = ramp * ext_factor;
+                        const double angle = interp * (1.0 - mix) + extrap * mix;
+                        const int32_t a = mode ? i : 2 * i, bb = mode ? i + n_rot / 2 : 2 * i + 1;
+                        const double x0 = x[at + size_t(a)], x1 = x[at + size_t(bb)];
+                        const double want0 = (x0 * std::cos(angle) - x1 * std::sin(angle)) * mscale;
+                        const double want1 = (x0 * std::sin(angle) + x1 * std::cos(angle)) * mscale;
+                        // The float angle (repeated products, as ggml) drifts by ~i ulp of theta.
+                        const double tol = (std::fabs(x0) + std::fabs(x1)) * (extrap * (i + 2) * 1.2e-7 + 1e-6);
+                        QVERIFY2(std::fabs(y[at + size_t(a)] - want0) <= tol && std::fabs(y[at + size_t(bb)] - want1) <= tol,
+                                 qPrintable(QString("pos %1 pair %2: %3 %4 vs %5 %6")
+                                                .arg(pos[t])
+                                                .arg(i)
+                                                .arg(double(y[at + size_t(a)]))
+                                                .arg(double(y[at + size_t(bb)]))
+                                                .arg(want0)
+                                                .arg(want1)));
+                    }
+                    for (int32_t k = n_rot; k < d; ++k) QCOMPARE(y[at + size_t(k)], x[at + size_t(k)]);  // not rotated
+                }
+            }
+        }
     }
 };
 

@@ -3,8 +3,10 @@
 //                                  [2048 x 5632] with /down, [96 x 2048] with /l2, which
 //                                  stays in L2); decode reports the weight bytes streamed
 //                                  per second, prefill the multiply-adds;
-//   attention/<isa>/<depth>/<tokens> one layer's attention (32 query heads, 4 KV heads,
-//                                  head_dim 64, f16 cache) after `depth` cached tokens.
+//   attention/<isa>/<depth>/<tokens>/<window> one layer's attention (32 query heads, 4 KV
+//                                  heads, head_dim 64, f16 cache) after `depth` cached
+//                                  tokens; window > 0: a sliding layer (gemma3's);
+//   geglu/<isa>/<n>                GELU-tanh (ggml's f16 table) times up over n values.
 // Run: build/tests/bench/bench_cpu_kernels [--benchmark_filter=matmul/Q4_0]
 
 #include <benchmark/benchmark.h>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cpu/activations.h"
 #include "engine/backend/cpu/aligned_buffer.h"
 #include "engine/backend/cpu/attention.h"
 #include "engine/backend/cpu/cpu_isa.h"
@@ -76,6 +79,7 @@ void bench_matmul(benchmark::State & state, DType type, CpuIsa isa, int64_t n_ro
 void bench_attention(benchmark::State & state, CpuIsa isa) {
     const uint32_t depth = uint32_t(state.range(0));
     const int64_t n_tokens = state.range(1);
+    const int32_t window = int32_t(state.range(2));
     const KvBlockShape shape{32, 4, 64};
     const uint32_t n_pos = depth + uint32_t(n_tokens);
     const uint32_t n_blocks = (n_pos + shape.block_tokens - 1) / shape.block_tokens;
@@ -102,7 +106,7 @@ void bench_attention(benchmark::State & state, CpuIsa isa) {
     PagedKvView view;
     view.shape = shape;
     view.blocks = blocks;
-    const AttentionParams params{.n_head = 32, .n_head_kv = 4, .head_dim = 64, .scale = 0.125f};
+    const AttentionParams params{.n_head = 32, .n_head_kv = 4, .head_dim = 64, .scale = 0.125f, .window = window};
     std::vector<float> q(size_t(n_tokens) * 32 * 64), out(q.size());
     for (float & e : q) e = rng.normal();
     std::vector<int32_t> positions;
@@ -120,6 +124,21 @@ void bench_attention(benchmark::State & state, CpuIsa isa) {
         benchmark::DoNotOptimize(out.data());
     }
     state.counters["tokens/s"] = benchmark::Counter(double(n_tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void bench_geglu(benchmark::State & state, CpuIsa isa) {
+    const int64_t n = state.range(0);
+    Rng rng{3};
+    std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (float & v : gate) v = 3.0f * rng.normal();
+    for (float & v : up) v = rng.normal();
+    const ActivationKernels & k = activation_kernels(isa);
+    const float * table = gelu_table();
+    for (auto _ : state) {
+        k.geglu(gate.data(), up.data(), n, out.data(), table);
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["values/s"] = benchmark::Counter(double(n) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -149,9 +168,16 @@ void register_all() {
     for (CpuIsa isa : isas) {
         const std::string name = "attention/" + std::string(cpu_isa_name(isa));
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa); })
-            ->Args({512, 1})
-            ->Args({4096, 1})
-            ->Args({0, 512})
+            ->Args({512, 1, 0})
+            ->Args({4096, 1, 0})
+            ->Args({4096, 1, 1024})
+            ->Args({0, 512, 0})
+            ->Args({4096, 64, 0})
+            ->Args({4096, 64, 1024})
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("geglu/" + std::string(cpu_isa_name(isa))).c_str(),
+                                     [=](benchmark::State & s) { bench_geglu(s, isa); })
+            ->Arg(10240)
             ->Unit(benchmark::kMicrosecond);
     }
 }

@@ -6,10 +6,13 @@
 #include <vector>
 
 #include "cuda_host_emulation.h"
+#include "engine/backend/cpu/activations.h"
 #include "engine/backend/cuda/attention.cuh"
 #include "engine/backend/cuda/dequant.cuh"
+#include "engine/backend/cuda/geglu.cuh"
 #include "engine/backend/cuda/kv_codec.cuh"
 #include "engine/backend/cuda/matvec.cuh"
+#include "engine/backend/cuda/rope.cuh"
 
 namespace lr::test {
 
@@ -124,6 +127,7 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
                                   .head_dim = view.shape.head_dim,
                                   .codec_group = kv_codec_group(view.shape.head_dim)},
                          .scale = params.scale,
+                         .window = params.window,
                          .f16_k = true,
                          .f16_v = true,
                          .mass = view.attn_mass != nullptr,
@@ -205,6 +209,22 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
             for (int64_t e = 0; e < a.n_tok * a.n_head * int64_t(a.d); ++e) reduce_chunks(a, e);
         }
     }
+}
+
+void emulate_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeParams & p) {
+    const RopeArgs a = rope_args(p);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int i = 0; i < a.n_rot / 2; ++i) {
+            float c, s;
+            rope::pair_cos_sin(a, pos[t], i, c, s);
+            rope::rotate_pair(a, x, t, n_heads, i, c, s);
+        }
+    }
+}
+
+void emulate_geglu(const float * gate, const float * up, int64_t n, float * out) {
+    const float * table = cpu::gelu_table();
+    for (int64_t i = 0; i < n; ++i) out[i] = geglu_one(gate[i], up[i], table);
 }
 
 void emulate_dequant_one(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float * out) {

@@ -37,4 +37,10 @@ void emulate_matvec(DType type, const uint8_t * w, size_t row_bytes, int64_t n_r
 void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, const PagedKvView & view, const AttentionParams & p,
                        float * out, int n_sm);
 
+// The rope kernel (rope.cuh), thread by thread.              x: [n_tokens][n_heads][head_dim]
+void emulate_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeParams & p);
+
+// The geglu kernel (geglu.cuh) over the CPU's GELU table.
+void emulate_geglu(const float * gate, const float * up, int64_t n, float * out);
+
 }  // namespace lr::test

@@ -7,8 +7,9 @@
 //             itself (buffer sizes, views, copies) runs on machines without a GPU; checks
 //             that only hold for the CUDA kernels' numerics are skipped;
 //   =emulate  the CPU backend with the CUDA kernels' own code for matmul (matvec.cuh, run
-//             lane by lane; the GEMM path in double over f16-rounded inputs) and attention
-//             (attention.cuh, thread by thread): whole models with the GPU's numerics, to
+//             lane by lane; the GEMM path in double over f16-rounded inputs), attention
+//             (attention.cuh, thread by thread), rope (rope.cuh) and geglu (geglu.cuh):
+//             whole models with the GPU's numerics, to
 //             check the tolerances of the model tests before a GPU runs them.
 
 #include <QtTest>
@@ -43,8 +44,12 @@ public:
     void rms_norm(const float * x, const WeightView & w, float eps, int64_t n, float * out) override { cpu_.rms_norm(x, w, eps, n, out); }
     void add(float * x, const float * y, int64_t n) override { cpu_.add(x, y, n); }
     void swiglu(const float * g, const float * u, int64_t n, float * out) override { cpu_.swiglu(g, u, n, out); }
+    void geglu(const float * g, const float * u, int64_t n, float * out) override { emulate_geglu(g, u, n, out); }
+    void scale(float * x, int64_t n, float s) override { cpu_.scale(x, n, s); }
+    void scale_tokens(float * x, int64_t n, int64_t n_cols, const float * s) override { cpu_.scale_tokens(x, n, n_cols, s); }
+    void softcap(float * x, int64_t n, float cap) override { cpu_.softcap(x, n, cap); }
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeParams & p) override {
-        cpu_.rope(x, n_tokens, n_heads, pos, p);
+        emulate_rope(x, n_tokens, n_heads, pos, p);
     }
     void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos, int64_t n) override {
         cpu_.kv_write(view, k, v, pos, n);

@@ -1,12 +1,13 @@
 // The CUDA kernels' code, run on the host (cuda_host_emulation.cu), against the CPU
 // reference: bit for bit, dequant_one and every lane of dequant_step for every weight type
 // (the lane mappings of the matvec and GEMM kernels cover each column exactly once with the
-// right value) and the KV codecs of kv_write and attention; within the error bounds of
+// right value), the KV codecs of kv_write and attention, rope's per-pair code (linear,
+// LongRoPE, YaRN) and geglu over the CPU's GELU table; within the error bounds of
 // test_cuda_ops, the matvec kernel (lane by lane, with the warp's butterfly sum) and the
 // five attention kernels (block by block, thread by thread in barrier order, with the
-// chunking of a small and a large GPU). Needs nvcc at build time, no GPU at run time (label
-// unit); what it cannot see: races between threads, shared-memory limits, the real
-// intrinsics (expf, sincos) and cuBLAS.
+// chunking of a small and a large GPU, sliding windows included). Needs nvcc at build
+// time, no GPU at run time (label unit); what it cannot see: races between threads,
+// shared-memory limits, the real intrinsics (expf, sincos) and cuBLAS.
 #include <QtTest>
 
 #include <cstring>
@@ -30,6 +31,7 @@ struct AttentionCase {
     std::string codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
     bool holes;
     uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
+    int32_t window = 0;        // > 0: sliding window of this many positions
 };
 
 KvCodec codec_of(char c) {
@@ -46,6 +48,7 @@ KvCodec codec_of(char c) {
 Q_DECLARE_METATYPE(DType)
 Q_DECLARE_METATYPE(KvCodec)
 Q_DECLARE_METATYPE(AttentionCase)
+Q_DECLARE_METATYPE(RopeParams)
 
 class TestCudaHostCodecs : public QObject {
     Q_OBJECT
@@ -163,6 +166,10 @@ private slots:
             {"no-gqa", {32, 8, 32, 3, 1, 9, "h", false}},
             {"decode-pages", {32, 4, 64, 20, 8, 1, "h", false, 8}},
             {"decode-pages-mixed", {16, 2, 64, 13, 4, 1, "h84f", true, 4}},
+            {"decode-window", {32, 4, 64, 20, 8, 1, "h", false, 0, 40}},
+            {"prefill-window", {32, 4, 64, 8, 8, 37, "h", false, 0, 32}},
+            {"prefill-window-odd", {5, 3, 48, 23, 2, 41, "h", true, 0, 8}},
+            {"decode-window-pages", {16, 1, 64, 24, 4, 1, "h84f", true, 4, 64}},
         };
         for (const auto & [name, c] : cases) {
             for (int n_sm : {1, 132}) QTest::addRow("%s-sm%d", name, n_sm) << c << n_sm;
@@ -210,7 +217,8 @@ private slots:
         const AttentionParams p{.n_head = n_head,
                                 .n_head_kv = int32_t(c.n_head_kv),
                                 .head_dim = int32_t(d),
-                                .scale = 1.0f / std::sqrt(float(d))};
+                                .scale = 1.0f / std::sqrt(float(d)),
+                                .window = c.window};
         const bool all_f16 = c.codecs.find_first_not_of('h') == std::string::npos;
         const double tol = (all_f16 ? 2e-3 : 5e-5) * double(max_abs_v);
         const size_t n_mass = size_t(c.n_blocks) * c.n_head_kv * bt;
@@ -239,6 +247,50 @@ private slots:
             QVERIFY2(std::fabs(double(mass_got[i]) - mass_want[i]) <= 1e-5 * double(c.n_tokens * c.group),
                      qPrintable(QString("mass[%1] %2 vs %3").arg(i).arg(double(mass_got[i])).arg(double(mass_want[i]))));
         }
+    }
+
+    // The rope kernel's per-pair code on the host (std::cos and std::sin where the device
+    // takes them in double): the CPU's bits, for every variant the models use.
+    void ropeBitIdentical_data() {
+        QTest::addColumn<RopeParams>("p");
+        QTest::newRow("llama") << RopeParams{.mode = RopeMode::normal, .n_rot = 64, .head_dim = 64};
+        QTest::newRow("neox-partial-linear") << RopeParams{
+            .mode = RopeMode::neox, .n_rot = 32, .head_dim = 64, .freq_base = 1e6f, .freq_scale = 0.125f};
+        QTest::newRow("longrope") << RopeParams{.mode = RopeMode::neox, .n_rot = 32, .head_dim = 32, .attn_factor = 1.118034f};
+        QTest::newRow("yarn") << RopeParams{.mode = RopeMode::normal,
+                                            .n_rot = 32,
+                                            .head_dim = 32,
+                                            .freq_base = 1e6f,
+                                            .freq_scale = 0.0625f,
+                                            .ext_factor = 1.0f,
+                                            .attn_factor = 0.78289f,
+                                            .corr_low = 3.0f,
+                                            .corr_high = 11.0f};
+    }
+    void ropeBitIdentical() {
+        QFETCH(RopeParams, p);
+        std::vector<float> factors(size_t(p.n_rot / 2));
+        for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + float(i) * 0.37f;
+        for (bool with_factors : {false, true}) {
+            p.freq_factors = with_factors ? factors.data() : nullptr;
+            const std::vector<int32_t> pos{0, 1, 63, 64, 1000, 5000};
+            Rng rng{uint64_t(p.n_rot)};
+            std::vector<float> want = rng.activations(pos.size() * 3 * size_t(p.head_dim)), got = want;
+            CpuBackend cpu({.n_threads = 1, .isa = CpuIsa::scalar});
+            cpu.rope(want.data(), int64_t(pos.size()), 3, pos.data(), p);
+            emulate_rope(got.data(), int64_t(pos.size()), 3, pos.data(), p);
+            QVERIFY2(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0, with_factors ? "with factors" : "without");
+        }
+    }
+
+    void gegluBitIdentical() {
+        Rng rng{3};
+        std::vector<float> gate = rng.activations(4000, 4.0f), up = rng.activations(4000);
+        gate[0] = -10.0f, gate[1] = 10.0f, gate[2] = -30.0f, gate[3] = 11.0f;
+        std::vector<float> want(gate.size()), got(gate.size());
+        CpuBackend({.n_threads = 1, .isa = CpuIsa::scalar}).geglu(gate.data(), up.data(), int64_t(gate.size()), want.data());
+        emulate_geglu(gate.data(), up.data(), int64_t(gate.size()), got.data());
+        QVERIFY(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
     }
 
     void kvCodecsBitIdentical_data() {

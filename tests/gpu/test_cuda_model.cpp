@@ -88,6 +88,16 @@ private slots:
         for (const auto & [name, tol] : tiny) {
             QTest::newRow(name) << QString("models/tiny/%1.gguf").arg(name) << QString("reference/tiny/%1.logits.json").arg(name) << tol;
         }
+        // The 2025-2026 dense architectures: q/k norms, YaRN and the attention temperature,
+        // LongRoPE and fused projections, GELU, post-norms and sliding windows.
+        const std::pair<const char *, float> archs[] = {
+            {"tiny-qwen3-f32", 1e-3f}, {"tiny-qwen3-Q8_0", 5e-2f}, {"tiny-qwen3-Q4_K_M", 5e-2f}, {"tiny-mistral3-f32", 1e-3f},
+            {"tiny-phi3-f32", 1e-3f},  {"tiny-gemma3-f32", 1e-3f}, {"tiny-gemma3-Q8_0", 5e-2f},
+        };
+        for (const auto & [name, tol] : archs) {
+            QTest::newRow(name) << QString("models/tiny-2026/%1.gguf").arg(name) << QString("reference/tiny-2026/%1.logits.json").arg(name)
+                                << tol;
+        }
     }
     void matchesLlamaCpp() {
         QFETCH(QString, model);
@@ -97,7 +107,8 @@ private slots:
         const std::vector<ReferenceRun> runs = read_reference_logits(shared_path(logits));
         QVERIFY(!runs.empty());
         const uint32_t n_vocab = m->hparams().n_vocab;
-        auto graph = LlamaGraph::create(*m, 64);
+        // Whole prompts (207 tokens) in one ubatch; llama.cpp's n_ctx (phi3's LongRoPE factors).
+        auto graph = LlamaGraph::create(*m, 256, 512);
         QVERIFY(graph.ok());
         float worst = 0;
         for (const ReferenceRun & r : runs) {

@@ -159,6 +159,7 @@ struct AttentionCase {
     std::string codecs;  // one letter per block, cycled: h f16, f f32, 8 q8, 4 q4
     bool holes;
     uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
+    int32_t window = 0;        // > 0: sliding window of this many positions
 };
 
 }  // namespace
@@ -341,6 +342,29 @@ private slots:
                          qPrintable(QString("swiglu[%1] %2 vs %3").arg(i).arg(got[i]).arg(sw[i])));
             }
         }
+        // geglu: the CPU's GELU table, the same bits; scale and scale_tokens: exact; softcap:
+        // tanhf within 2 ulp of std::tanh.
+        const int64_t n_tok = 7, n = n_tok * 10001;
+        const std::vector<float> g = rng.activations(size_t(n), 5.0f), u = rng.activations(size_t(n));
+        const std::vector<float> per_token{1.5f, -2.0f, 0.1f, 3.0f, 1.0f, 0.0f, 7.0f};
+        std::vector<float> gl(static_cast<size_t>(n)), sc = g, cap = g;
+        ref_.geglu(g.data(), u.data(), n, gl.data());
+        ref_.scale(sc.data(), n, 0.37f);
+        ref_.scale_tokens(sc.data(), n_tok, n / n_tok, per_token.data());
+        ref_.softcap(cap.data(), n, 3.0f);
+        DeviceBuffer gd = to_device(*dev_, g), ud = to_device(*dev_, u), gout = to_device(*dev_, std::vector<float>(size_t(n)));
+        dev_->geglu(gd.as<float>(), ud.as<float>(), n, gout.as<float>());
+        QVERIFY(to_host<float>(*dev_, gout.data(), size_t(n)) == gl);
+        DeviceBuffer sd = to_device(*dev_, g), cd = to_device(*dev_, g);
+        dev_->scale(sd.as<float>(), n, 0.37f);
+        dev_->scale_tokens(sd.as<float>(), n_tok, n / n_tok, per_token.data());
+        QVERIFY(to_host<float>(*dev_, sd.data(), size_t(n)) == sc);
+        dev_->softcap(cd.as<float>(), n, 3.0f);
+        const std::vector<float> capped = to_host<float>(*dev_, cd.data(), size_t(n));
+        for (size_t i = 0; i < capped.size(); ++i) {
+            QVERIFY2(std::fabs(capped[i] - cap[i]) <= 5e-7f * std::fabs(cap[i]) + 1e-30f,
+                     qPrintable(QString("softcap[%1] %2 vs %3").arg(i).arg(capped[i]).arg(cap[i])));
+        }
         // add_bias: exact, rows of odd length.
         const int64_t n_rows = 5, n_cols = 37;
         const std::vector<float> x = rng.activations(size_t(n_rows * n_cols)), bias = rng.activations(size_t(n_cols));
@@ -399,6 +423,8 @@ private slots:
         QTest::newRow("linear-scaling") << false << 32 << 32 << 0.25f << false;
         QTest::newRow("llama3-factors") << false << 128 << 128 << 1.0f << true;
         QTest::newRow("head-dim-8") << false << 8 << 8 << 1.0f << false;
+        QTest::newRow("yarn") << false << 32 << 32 << 0.0625f << false;
+        QTest::newRow("yarn-neox-factors") << true << 64 << 64 << 0.03125f << true;
     }
     void rope() {
         QFETCH(bool, neox);
@@ -422,6 +448,12 @@ private slots:
                      .freq_base = 500000.0f,
                      .freq_scale = freq_scale,
                      .freq_factors = factors ? ff.data() : nullptr};
+        if (QByteArray(QTest::currentDataTag()).startsWith("yarn")) {
+            p.ext_factor = 1.0f;
+            p.attn_factor = 0.78f;
+            p.corr_low = 3.0f;
+            p.corr_high = 13.0f;
+        }
         std::vector<float> want = x;
         ref_.rope(want.data(), n_tokens, n_heads, pos.data(), p);
         p.freq_factors = factors ? static_cast<const float *>(ffd.data) : nullptr;
@@ -494,6 +526,9 @@ private slots:
         QTest::newRow("no-gqa") << AttentionCase{32, 8, 32, 3, 1, 9, "h", false};
         QTest::newRow("decode-pages") << AttentionCase{32, 4, 64, 20, 8, 1, "h", false, 8};
         QTest::newRow("decode-pages-mixed-long") << AttentionCase{16, 2, 64, 300, 4, 1, "h84f", true, 4};
+        QTest::newRow("decode-window-long") << AttentionCase{32, 1, 128, 300, 8, 1, "h", true, 0, 1024};
+        QTest::newRow("prefill-window") << AttentionCase{32, 4, 64, 8, 8, 37, "h", false, 0, 32};
+        QTest::newRow("prefill-window-odd-mixed") << AttentionCase{5, 3, 48, 23, 2, 41, "h84f", true, 0, 8};
     }
     void attention() {
         QFETCH(AttentionCase, c);
@@ -510,7 +545,8 @@ private slots:
         const AttentionParams p{.n_head = n_head,
                                 .n_head_kv = int32_t(c.n_head_kv),
                                 .head_dim = int32_t(c.head_dim),
-                                .scale = 1.0f / std::sqrt(float(c.head_dim))};
+                                .scale = 1.0f / std::sqrt(float(c.head_dim)),
+                                .window = c.window};
         const bool all_f16 = c.codecs.find_first_not_of('h') == std::string::npos;
         const double tol = (all_f16 ? 2e-3 : 5e-5) * double(w.max_abs_v);
         const size_t n_mass = size_t(c.n_blocks) * c.n_head_kv * c.block_tokens;

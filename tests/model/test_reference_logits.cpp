@@ -26,10 +26,10 @@ float stories_tolerance() { return detect_cpu_isa() == CpuIsa::avx2 ? 1e-3f : 6e
 
 // Runs each reference prompt (prefill with every position's logits, then the reference's
 // greedy tokens one by one) and compares with the reference.
-Comparison compare_with_reference(const QString & model_path, const QString & logits_path, KvCacheConfig kv_config,
-                                  uint32_t ubatch_tokens) {
+Comparison compare_with_reference(const QString & model_path, const QString & logits_path, KvCacheConfig kv_config, uint32_t ubatch_tokens,
+                                  CpuIsa isa = CpuIsa::best) {
     Comparison c;
-    CpuBackend backend({.n_threads = 2});
+    CpuBackend backend({.n_threads = 2, .isa = isa});
     auto model = Model::load(model_path.toStdString(), backend);
     if (!model.ok()) {
         c.first_mismatch = QString::fromStdString(model.status().message());
@@ -43,7 +43,8 @@ Comparison compare_with_reference(const QString & model_path, const QString & lo
         return c;
     }
     const uint32_t n_vocab = (*model)->hparams().n_vocab;
-    auto graph = LlamaGraph::create(**model, ubatch_tokens);
+    // llama.cpp's reference runs had n_ctx 512 (phi3's LongRoPE factors depend on it).
+    auto graph = LlamaGraph::create(**model, ubatch_tokens, 512);
     for (const ReferenceRun & run : runs) {
         kv_config.max_tokens = 512;
         auto kv = KvCache::create(kv_config, (*model)->kv_shape(), backend);
@@ -147,6 +148,28 @@ private slots:
             QTest::newRow(t.name) << QString("models/tiny-2026/%1.gguf").arg(t.name)
                                   << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance;
         }
+        // The 2025-2026 dense architectures (reference/tiny-2026/README.md): q/k norms (qwen3),
+        // YaRN and the attention temperature (mistral3), LongRoPE with n_ctx 512's long factors
+        // and fused projections (phi3), GELU, post-norms and 32-token sliding windows (gemma3).
+        // Measured max |d| prompt / steps (AVX2) in the comments. Most positions match to 1e-7;
+        // the others jump to ~1e-4, where an f16 rounding of a softmax weight goes the other
+        // way (exp differs from llama.cpp's in the last bit, and their q.k of normed heads
+        // are large): about llama.cpp's own spread (its F32 cache moves these models by
+        // 5.7e-4..7.6e-4). Through Q8_0/Q4_K activations one such step can flip an 8-bit
+        // activation level: the quantized files sit near 1e-2, within the quantized types' 2e-2.
+        const Tiny archs[] = {
+            {"tiny-qwen3-f32", 1e-3f},     // 1.4e-4 / 3.9e-5
+            {"tiny-qwen3-Q8_0", 2e-2f},    // 1.1e-2 / 1.1e-2
+            {"tiny-qwen3-Q4_K_M", 2e-2f},  // 1.6e-2 / 1.2e-2
+            {"tiny-mistral3-f32", 1e-3f},  // 1.0e-4 / 8.6e-5
+            {"tiny-phi3-f32", 1e-3f},      // 2.2e-4 / 2.9e-5
+            {"tiny-gemma3-f32", 1e-3f},    // 3.1e-4 / 2.5e-4
+            {"tiny-gemma3-Q8_0", 2e-2f},   // 1.5e-2 / 1.1e-2
+        };
+        for (const Tiny & t : archs) {
+            QTest::newRow(t.name) << QString("models/tiny-2026/%1.gguf").arg(t.name)
+                                  << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance;
+        }
     }
 
     void matchesLlamaCpp() {
@@ -162,23 +185,57 @@ private slots:
         QCOMPARE(c.greedy_mismatches_with_clear_gap, 0);
     }
 
+    // The scalar reference path (reference attention with the window mask, scalar GELU).
+    void scalarPathMatchesLlamaCpp_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<float>("tolerance");
+        QTest::newRow("tiny-qwen3-f32") << "tiny-qwen3-f32" << 1e-3f;
+        QTest::newRow("tiny-mistral3-f32") << "tiny-mistral3-f32" << 1e-3f;
+        QTest::newRow("tiny-phi3-f32") << "tiny-phi3-f32" << 1e-3f;
+        QTest::newRow("tiny-gemma3-f32") << "tiny-gemma3-f32" << 1e-3f;
+    }
+    void scalarPathMatchesLlamaCpp() {
+        QFETCH(QString, model);
+        QFETCH(float, tolerance);
+        const Comparison c = compare_with_reference(shared_path("models/tiny-2026/" + model + ".gguf"),
+                                                    shared_path("reference/tiny-2026/" + model + ".logits.json"), KvCacheConfig{}, 64,
+                                                    CpuIsa::scalar);
+        qInfo("max |d| prompt %.3g, steps %.3g", double(c.max_prompt_diff), double(c.max_step_diff));
+        QVERIFY2(c.max_prompt_diff <= tolerance, qPrintable(QString::number(c.max_prompt_diff) + " " + c.first_mismatch));
+        QVERIFY2(c.max_step_diff <= tolerance, qPrintable(QString::number(c.max_step_diff)));
+        QCOMPARE(c.greedy_mismatches_with_clear_gap, 0);
+    }
+
     // The result does not depend on how the prompt is cut into ubatches or on the block size.
     void ubatchAndBlockSizesAgree_data() {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<uint32_t>("ubatch");
         QTest::addColumn<uint32_t>("block_tokens");
-        QTest::newRow("one-token-ubatches") << 1u << 32u;
-        QTest::newRow("ubatch-3-block-5") << 3u << 5u;
-        QTest::newRow("ubatch-7-block-4") << 7u << 4u;
+        QTest::addColumn<float>("tolerance");
+        // One-token ubatches take the decode kernel for every prompt position: 5.3e-3 measured.
+        QTest::newRow("one-token-ubatches") << "stories260K" << 1u << 32u << 6e-3f;
+        QTest::newRow("ubatch-3-block-5") << "stories260K" << 3u << 5u << 6e-3f;
+        QTest::newRow("ubatch-7-block-4") << "stories260K" << 7u << 4u << 6e-3f;
+        // Gemma 3's 32-token windows cut across blocks and ubatches of other sizes (llama.cpp's
+        // own one-token ubatches move its logits by 3.2e-4).
+        QTest::newRow("gemma3-one-token-ubatches") << "tiny-2026/tiny-gemma3-f32" << 1u << 32u << 1e-3f;
+        QTest::newRow("gemma3-ubatch-7-block-5") << "tiny-2026/tiny-gemma3-f32" << 7u << 5u << 1e-3f;
+        QTest::newRow("gemma3-ubatch-40-block-12") << "tiny-2026/tiny-gemma3-f32" << 40u << 12u << 1e-3f;
     }
     void ubatchAndBlockSizesAgree() {
+        QFETCH(QString, model);
         QFETCH(uint32_t, ubatch);
         QFETCH(uint32_t, block_tokens);
-        const Comparison c = compare_with_reference(shared_path("models/stories260K.gguf"),
-                                                    shared_path("reference/stories260K/stories260K_logits.json"),
+        QFETCH(float, tolerance);
+        const bool stories = model == "stories260K";
+        const QString gguf = stories ? "models/stories260K.gguf" : "models/" + model + ".gguf";
+        const QString logits = stories ? "reference/stories260K/stories260K_logits.json" : "reference/" + model + ".logits.json";
+        const Comparison c = compare_with_reference(shared_path(gguf), shared_path(logits),
                                                     KvCacheConfig{.settings = {.block_tokens = block_tokens}}, ubatch);
-        // One-token ubatches take the decode kernel for every prompt position: 5.3e-3 measured.
-        QVERIFY2(c.max_prompt_diff <= 6e-3f, qPrintable(QString::number(c.max_prompt_diff) + " " + c.first_mismatch));
-        QVERIFY2(c.max_step_diff <= 6e-3f, qPrintable(QString::number(c.max_step_diff)));
+        qInfo("max |d| prompt %.3g, steps %.3g", double(c.max_prompt_diff), double(c.max_step_diff));
+        QVERIFY2(c.max_prompt_diff <= tolerance, qPrintable(QString::number(c.max_prompt_diff) + " " + c.first_mismatch));
+        QVERIFY2(c.max_step_diff <= tolerance, qPrintable(QString::number(c.max_step_diff)));
+        QCOMPARE(c.greedy_mismatches_with_clear_gap, 0);
     }
 };
 

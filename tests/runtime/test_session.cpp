@@ -132,6 +132,32 @@ private slots:
         QVERIFY(QString::fromStdString(s.status().message()).contains("2048"));
     }
 
+    // The streaming policy re-rotates cached keys with one rope; families whose keys it
+    // cannot move (YaRN, LongRoPE, sliding layers with their own rope) are refused up front.
+    void streamingRefusedWhereKeysCannotMove_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<bool>("refused");
+        QTest::newRow("qwen3") << "tiny-qwen3-f32" << false;
+        QTest::newRow("mistral3-yarn") << "tiny-mistral3-f32" << true;
+        QTest::newRow("phi3-longrope") << "tiny-phi3-f32" << true;
+        QTest::newRow("gemma3-sliding-rope") << "tiny-gemma3-f32" << true;
+    }
+    void streamingRefusedWhereKeysCannotMove() {
+        QFETCH(QString, model);
+        QFETCH(bool, refused);
+        auto m = Model::load(shared_path("models/tiny-2026/" + model + ".gguf").toStdString(), backend_);
+        QVERIFY2(m.ok(), m.status().message().c_str());
+        SessionConfig config{.n_ctx = 256};
+        config.kv.policy = KvPolicy::streaming;
+        config.kv.prefix_cache = false;
+        auto s = Session::create(*m, config);
+        QCOMPARE(!s.ok(), refused);
+        if (refused) {
+            QCOMPARE(s.status().code(), StatusCode::unsupported);
+            QVERIFY(QString::fromStdString(s.status().message()).contains("choose another cache policy"));
+        }
+    }
+
     void stopTokenCancelsBetweenChunks() {
         auto session = new_session({.chunk_tokens = 2});
         const std::vector<int32_t> tokens(20, 300);

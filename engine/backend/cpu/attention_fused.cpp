@@ -200,11 +200,20 @@ public:
         return view_.read_pages.empty() ? block_pos(b) + size_t(g) * p_.bt : s_.masked_pos.data() + at;
     }
 
-    // Whether any slot of block b (head g) is visible to a query at position <= max_pos.
-    bool block_visible(uint32_t b, uint32_t g, int32_t max_pos) const {
+    // Whether a query at q_pos does not see a key at slot_pos: empty, later, or (sliding
+    // window) too old.
+    bool masked(int32_t slot_pos, int32_t q_pos) const {
+        return slot_pos == kInvalidPos || slot_pos > q_pos || (a_.params.window > 0 && int64_t(q_pos) - slot_pos >= a_.params.window);
+    }
+
+    // Whether any slot of block b (head g) may be visible to a query of the item: a
+    // position at most the latest query's and within the window of the earliest one.
+    bool block_visible(uint32_t b, uint32_t g, const Item & it) const {
         const int32_t * pos = head_pos(b, g);
+        const int32_t lo = min_pos(it), hi = max_pos(it);
         for (uint32_t s = 0; s < p_.bt; ++s) {
-            if (pos[s] != kInvalidPos && pos[s] <= max_pos) return true;
+            if (pos[s] == kInvalidPos || pos[s] > hi) continue;
+            if (a_.params.window <= 0 || int64_t(pos[s]) + a_.params.window > lo) return true;
         }
         return false;
     }
@@ -215,10 +224,11 @@ public:
         return m;
     }
 
-    // Whether every slot of a block's head is written and visible to a query at `pos`.
-    bool fully_visible(const int32_t * slot_pos, int32_t pos) const {
+    // Whether every slot of a block's head is written and visible to every query of the item.
+    bool fully_visible(const int32_t * slot_pos, const Item & it) const {
+        const int32_t lo = min_pos(it), hi = max_pos(it);
         for (uint32_t s = 0; s < p_.bt; ++s) {
-            if (slot_pos[s] == kInvalidPos || slot_pos[s] > pos) return false;
+            if (masked(slot_pos[s], lo) || masked(slot_pos[s], hi)) return false;
         }
         return true;
     }
@@ -263,11 +273,10 @@ public:
     // of each query to `max_out` [n_q].
     void scores(const Item & it, const ItemBuffers & B, float * max_out) const {
         const uint32_t n_q = it.n_q() * uint32_t(p_.group);
-        const int32_t visible_to = max_pos(it);
         for (uint32_t i = 0; i < n_q; ++i) max_out[i] = -INFINITY;
         for (uint32_t b = it.b0; b < it.b1; ++b) {
             float * sc = B.scores + size_t(b) * p_.bt;
-            if (!block_visible(b, it.g, visible_to)) continue;  // never read: see for_visible_runs
+            if (!block_visible(b, it.g, it)) continue;  // never read: see for_visible_runs
             // f32 and f16 rows are scored in place, the quantized codecs decoded first; only
             // slots with a position (the others are masked below): a quest head scores just
             // the pages it reads.
@@ -281,7 +290,7 @@ public:
                 k_.scores(k + s * row_bytes, codec, row_bytes, e - s, B.q, n_q, p_.d, p_.gemm, p_.f16_k, a_.params.scale, sc + s, B.stride);
             });
             const int32_t * pos = head_pos(b, it.g);
-            if (fully_visible(pos, min_pos(it))) {
+            if (fully_visible(pos, it)) {
                 for (uint32_t i = 0; i < n_q; ++i) max_out[i] = std::max(max_out[i], k_.max(sc + i * B.stride, p_.bt));
                 continue;
             }
@@ -291,7 +300,7 @@ public:
                     float * row = sc + i * B.stride;
                     float m = max_out[i];
                     for (uint32_t s = 0; s < p_.bt; ++s) {
-                        if (pos[s] == kInvalidPos || pos[s] > a_.pos[t]) {
+                        if (masked(pos[s], a_.pos[t])) {
                             row[s] = -INFINITY;
                         } else {
                             m = std::max(m, row[s]);
@@ -308,15 +317,14 @@ public:
     // are never written).
     template <class F>
     void for_visible_runs(const Item & it, F && f) const {
-        const int32_t visible_to = max_pos(it);
         uint32_t b = it.b0;
         while (b < it.b1) {
-            if (!block_visible(b, it.g, visible_to)) {
+            if (!block_visible(b, it.g, it)) {
                 ++b;
                 continue;
             }
             uint32_t e = b + 1;
-            while (e < it.b1 && block_visible(e, it.g, visible_to)) ++e;
+            while (e < it.b1 && block_visible(e, it.g, it)) ++e;
             f(b, e);
             b = e;
         }

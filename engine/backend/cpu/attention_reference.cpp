@@ -63,7 +63,7 @@ void attention_reference(ThreadPool & pool, const AttentionArgs & a) {
                 for (uint32_t i = 0; i < d; ++i) qrow[i] = all_f16_k ? fp16_to_fp32(fp32_to_fp16(qh[i])) : qh[i];
                 float max_score = -INFINITY;
                 for (size_t slot = 0; slot < n_slots; ++slot) {
-                    if (pos[slot] == kInvalidPos || pos[slot] > a.pos[t]) {
+                    if (pos[slot] == kInvalidPos || pos[slot] > a.pos[t] || (p.window > 0 && a.pos[t] - pos[slot] >= p.window)) {
                         scores[slot] = -INFINITY;
                         continue;
                     }

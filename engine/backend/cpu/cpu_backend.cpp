@@ -26,7 +26,8 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 CpuBackend::CpuBackend(CpuBackendOptions options)
     : pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()), isa_(resolve_cpu_isa(options.isa)),
-      attention_kernels_(&cpu::attention_kernels(isa_)), scratch_(size_t(pool_.n_threads())) {}
+      attention_kernels_(&cpu::attention_kernels(isa_)), activation_kernels_(&cpu::activation_kernels(isa_)),
+      scratch_(size_t(pool_.n_threads())) {}
 
 std::string CpuBackend::name() const {
     return "cpu (" + std::string(cpu_isa_name(isa_)) + ", " + std::to_string(pool_.n_threads()) + " threads)";
@@ -153,9 +154,53 @@ void CpuBackend::swiglu(const float * gate, const float * up, int64_t n, float *
     }
 }
 
+void CpuBackend::geglu(const float * gate, const float * up, int64_t n, float * out) {
+    const float * table = cpu::gelu_table();
+    auto geglu_range = [&](int64_t begin, int64_t end, int) {
+        activation_kernels_->geglu(gate + begin, up + begin, end - begin, out + begin, table);
+    };
+    if (n < 4096) {
+        geglu_range(0, n, 0);
+    } else {
+        pool_.parallel_for(n, 4096, geglu_range);
+    }
+}
+
+void CpuBackend::scale(float * x, int64_t n, float s) {
+    auto scale_range = [&](int64_t begin, int64_t end, int) {
+        for (int64_t i = begin; i < end; ++i) x[i] *= s;
+    };
+    if (n < 4 * kInlineElements) {
+        scale_range(0, n, 0);
+    } else {
+        pool_.parallel_for(n, kInlineElements, scale_range);
+    }
+}
+
+void CpuBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) {
+    auto scale_rows = [&](int64_t begin, int64_t end, int) {
+        for (int64_t t = begin; t < end; ++t) {
+            for (int64_t c = 0; c < n_cols; ++c) x[t * n_cols + c] *= scale_host[t];
+        }
+    };
+    if (n_tokens * n_cols < 4 * kInlineElements) {
+        scale_rows(0, n_tokens, 0);
+    } else {
+        pool_.parallel_for(n_tokens, 1, scale_rows);
+    }
+}
+
+void CpuBackend::softcap(float * x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
+}
+
 void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) {
     LR_ASSERT(p.n_rot % 2 == 0 && p.n_rot <= p.head_dim);
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+    // ggml's rope_yarn: the magnitude gains 1 + 0.1 ln(1 / freq_scale) with YaRN.
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
     auto rope_tokens = [&](int64_t begin, int64_t end, int) {
         float cos_sin[1024];
         LR_ASSERT(p.n_rot <= 1024);
@@ -164,9 +209,16 @@ void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_
             float theta = float(pos_host[t]);
             for (int32_t i0 = 0; i0 < p.n_rot; i0 += 2) {
                 const float ff = p.freq_factors ? p.freq_factors[i0 / 2] : 1.0f;
-                const float angle = p.freq_scale * (theta / ff);
-                cos_sin[i0] = std::cos(angle);
-                cos_sin[i0 + 1] = std::sin(angle);
+                const float extrap = theta / ff;
+                const float interp = p.freq_scale * extrap;
+                float angle = interp;
+                if (p.ext_factor != 0.0f) {
+                    const float y = (float(i0 / 2) - p.corr_low) / std::max(0.001f, p.corr_high - p.corr_low);
+                    const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+                    angle = interp * (1.0f - mix) + extrap * mix;
+                }
+                cos_sin[i0] = std::cos(angle) * mscale;
+                cos_sin[i0 + 1] = std::sin(angle) * mscale;
                 theta *= theta_scale;
             }
             for (int64_t h = 0; h < n_heads; ++h) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/activations.h"
 #include "engine/backend/cpu/aligned_buffer.h"
 #include "engine/backend/cpu/attention.h"
 #include "engine/backend/cpu/cpu_isa.h"
@@ -44,6 +45,10 @@ public:
     void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) override;
     void add(float * x, const float * y, int64_t n) override;
     void swiglu(const float * gate, const float * up, int64_t n, float * out) override;
+    void geglu(const float * gate, const float * up, int64_t n, float * out) override;
+    void scale(float * x, int64_t n, float s) override;
+    void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;
+    void softcap(float * x, int64_t n, float cap) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
     void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
     void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
@@ -53,6 +58,7 @@ private:
     ThreadPool pool_;
     CpuIsa isa_;
     const cpu::AttentionKernels * attention_kernels_;
+    const cpu::ActivationKernels * activation_kernels_;
     cpu::AlignedBuffer act_;                   // activations converted for a matmul kernel
     std::vector<cpu::AlignedBuffer> scratch_;  // [n_threads] kernel scratch
     cpu::AttentionScratch attention_scratch_;

@@ -1,9 +1,9 @@
 // Paged attention over a PagedKvView, for prefill and decode, with the optional attention
 // mass (H2O). The spec is cpu/attention_reference.cpp, which follows llama.cpp's non-flash
 // path: scores = scale * q.k (q rounded to f16 when every K block is f16), masked where the
-// slot is empty or later than the query, softmax normalized with the exact max and the
-// double sum, the mass added from the normalized weights, the weights rounded to f16 when
-// every V block is f16, then out = sum of weight * v.
+// slot is empty, later than the query or outside its sliding window, softmax normalized
+// with the exact max and the double sum, the mass added from the normalized weights, the
+// weights rounded to f16 when every V block is f16, then out = sum of weight * v.
 //
 // Keeping those roundings needs the whole row of scores before any weight is final, so the
 // scores go through global scratch, in five launches per tile of query tokens:

@@ -37,6 +37,7 @@ struct Tile {
     uint32_t d, bt, cg, n_blocks, page_tokens;
     size_t n_slots;
     float scale;
+    int32_t window;  // > 0: sliding window (AttentionShape::window)
     bool f16_k, f16_v;
     uint32_t queries_per_cta, slots_per_pass, n_chunks, blocks_per_chunk;
 };
@@ -117,7 +118,14 @@ LR_HD void scores_load_keys(const Tile & a, const Cta & c, const ScoresShared & 
     if (tid < ns) s.spos[tid] = slot_position(a, b, c.g, s0 + tid);
 }
 
-// scores[t][h][slot] = scale * q.k, or -inf where the slot is empty or after the query.
+// Whether a query at q_pos sees a key at slot_pos: written, not later, and (sliding window)
+// not too old.
+LR_HD bool visible(const Tile & a, int32_t slot_pos, int32_t q_pos) {
+    return slot_pos != kInvalidPos && slot_pos <= q_pos && (a.window <= 0 || int64_t(q_pos) - slot_pos < a.window);
+}
+
+// scores[t][h][slot] = scale * q.k, or -inf where the slot is empty, after the query or
+// outside its window.
 LR_HD void scores_compute(const Tile & a, const Cta & c, const ScoresShared & s, uint32_t b, uint32_t s0, uint32_t tid) {
     const QueryRange qr = queries_of(a, c);
     const uint32_t S = a.slots_per_pass, ns = min32(S, a.bt - s0);
@@ -127,7 +135,7 @@ LR_HD void scores_compute(const Tile & a, const Cta & c, const ScoresShared & s,
         const Query q = query_of(a, c.g, qr.q_begin + qi);
         const int32_t sp = s.spos[sl];
         float score = -INFINITY;
-        if (sp != kInvalidPos && sp <= a.pos[a.t0 + q.t]) {
+        if (visible(a, sp, a.pos[a.t0 + q.t])) {
             float dot = 0.0f;
             for (uint32_t j = 0; j < a.d; ++j) dot = fmaf(s.qs[qi * a.d + j], s.ks[sl * (a.d + 1) + j], dot);
             score = dot * a.scale;
@@ -310,6 +318,7 @@ inline Tile make_tile(const AttentionShape & s, const AttentionPlan & plan, cons
         .page_tokens = s.page_tokens,
         .n_slots = size_t(s.n_blocks) * s.dims.block_tokens,
         .scale = s.scale,
+        .window = s.window,
         .f16_k = s.f16_k,
         .f16_v = s.f16_v,
         .queries_per_cta = plan.queries_per_cta,

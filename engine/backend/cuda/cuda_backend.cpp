@@ -6,11 +6,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
+#include "engine/backend/cpu/activations.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_handles.h"
 #include "engine/backend/cuda/cuda_kernels.h"
@@ -51,8 +52,8 @@ struct CudaBackend::Impl {
     cuda::Workspace ws_act, ws_weight, ws_scores, ws_partial;
 
     // Weights.
-    std::vector<DeviceBuffer> weights;          // everything prepare_weight allocated
-    std::unordered_set<const void *> streamed;  // data of the weights left in host RAM
+    std::vector<DeviceBuffer> weights;        // everything prepare_weight allocated
+    std::map<uintptr_t, uintptr_t> streamed;  // [begin, end) of the weights left in host RAM (mapped)
     uint64_t resident_bytes = 0, streamed_bytes = 0;
     bool streaming_started = false;
 
@@ -62,6 +63,15 @@ struct CudaBackend::Impl {
     // Copy lanes, one per calling thread.
     std::mutex lanes_mutex;
     std::unordered_map<std::thread::id, std::unique_ptr<CopyLane>> lanes;
+
+    DeviceBuffer gelu_table;  // [65536] cpu::gelu_table(), for geglu
+
+    // Whether w (or the rows of one) lies in a weight left in host RAM.
+    bool is_streamed(const void * data) const {
+        const auto at = reinterpret_cast<uintptr_t>(data);
+        const auto it = streamed.upper_bound(at);
+        return it != streamed.begin() && at < std::prev(it)->second;
+    }
 
     // Host scratch for the tables the KV ops upload.
     std::vector<cuda::KvDevBlock> table;
@@ -144,6 +154,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
         return error(StatusCode::unsupported, "CUDA: a test kernel failed on " + info.name + " (" +
                                                   (err != cudaSuccess ? std::string(cudaGetErrorString(err)) : "wrong result") + ")");
     }
+    // GELU's table (the CPU's, so geglu gives the CPU's bits).
+    const size_t table_bytes = (size_t(1) << 16) * sizeof(float);
+    LR_ASSIGN_OR_RETURN(impl->gelu_table, impl->device_slabs.alloc(table_bytes));
+    LR_RETURN_IF_ERROR(cuda::cuda_status(cudaMemcpy(impl->gelu_table.data(), cpu::gelu_table(), table_bytes, cudaMemcpyHostToDevice),
+                                         "CUDA: cannot upload the GELU table"));
     return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(impl)));
 }
 
@@ -231,7 +246,7 @@ Result<WeightView> CudaBackend::prepare_weight(const WeightView & host) {
         std::memcpy(pinned, src.data, n_bytes);
         void * mapped = nullptr;
         LR_CUDA_CHECK(cudaHostGetDevicePointer(&mapped, pinned, 0));
-        impl_->streamed.insert(mapped);
+        impl_->streamed[reinterpret_cast<uintptr_t>(mapped)] = reinterpret_cast<uintptr_t>(mapped) + n_bytes;
         impl_->streamed_bytes += n_bytes;
         out.data = mapped;
     }
@@ -318,7 +333,7 @@ void CudaBackend::gemm(const WeightView & w, const float * x, int64_t n_tokens, 
     const cudaStream_t s = m.op_stream();
     const cublasHandle_t h = m.cublas.get();
     const cuda::CublasApi & blas = m.cublas.api();
-    const bool streamed = m.streamed.contains(w.data);
+    const bool streamed = m.is_streamed(w.data);
     const bool is_f32 = w.type == DType::F32, is_bf16 = w.type == DType::BF16, is_f16 = w.type == DType::F16;
     const bool float_weights = is_f32 || is_f16 || is_bf16;
     const int k = int(w.n_cols), n = int(n_tokens), ldc = int(w.n_rows);
@@ -377,18 +392,23 @@ void CudaBackend::swiglu(const float * gate, const float * up, int64_t n, float 
     cuda::launch_swiglu(gate, up, n, out, impl_->op_stream());
 }
 
+void CudaBackend::geglu(const float * gate, const float * up, int64_t n, float * out) {
+    cuda::launch_geglu(gate, up, n, out, impl_->gelu_table.as<float>(), impl_->op_stream());
+}
+
+void CudaBackend::scale(float * x, int64_t n, float s) { cuda::launch_scale(x, n, s, impl_->op_stream()); }
+
+void CudaBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) {
+    const float * scale = impl_->uploads.upload(scale_host, size_t(n_tokens));
+    cuda::launch_scale_tokens(x, n_tokens, n_cols, scale, impl_->op_stream());
+}
+
+void CudaBackend::softcap(float * x, int64_t n, float cap) { cuda::launch_softcap(x, n, cap, impl_->op_stream()); }
+
 void CudaBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) {
     LR_ASSERT(p.n_rot % 2 == 0 && p.n_rot <= p.head_dim);
-    const cuda::RopeArgs args{
-        .neox = p.mode == RopeMode::neox,
-        .n_rot = p.n_rot,
-        .head_dim = p.head_dim,
-        .freq_scale = p.freq_scale,
-        .theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot)),  // as the CPU computes it
-        .freq_factors = p.freq_factors,
-    };
     const int32_t * pos = impl_->uploads.upload(pos_host, size_t(n_tokens));
-    cuda::launch_rope(x, n_tokens, n_heads, pos, args, impl_->op_stream());
+    cuda::launch_rope(x, n_tokens, n_heads, pos, cuda::rope_args(p), impl_->op_stream());
 }
 
 // ---- paged KV -----------------------------------------------------------------------------------------
@@ -422,6 +442,7 @@ void CudaBackend::attention(const float * q, int64_t n_tokens, const int32_t * p
         .n_blocks = view.n_blocks(),
         .dims = m.dims(view.shape),
         .scale = p.scale,
+        .window = p.window,
         .f16_k = true,
         .f16_v = true,
         .mass = view.attn_mass != nullptr,

@@ -94,6 +94,10 @@ public:
     void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) override;
     void add(float * x, const float * y, int64_t n) override;
     void swiglu(const float * gate, const float * up, int64_t n, float * out) override;
+    void geglu(const float * gate, const float * up, int64_t n, float * out) override;
+    void scale(float * x, int64_t n, float s) override;
+    void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;
+    void softcap(float * x, int64_t n, float cap) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
     void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
     void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,

@@ -9,9 +9,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/backend/backend.h"
 #include "engine/common/dtype.h"
 
 namespace lr::cuda {
@@ -48,11 +50,17 @@ void launch_dequantize_f16(const WeightRows & w, int64_t r0, int64_t r1, void * 
 // out[i] = x[i] rounded to f16 (to bf16 when bf16 is set).  out: [n] (__half or __nv_bfloat16)
 void launch_round_activations(const float * x, int64_t n, bool bf16, void * out, cudaStream_t stream);
 
-// ---- Element-wise: elementwise.cu, rms_norm.cu, rope.cu ------------------------------------
+// ---- Element-wise: elementwise.cu, geglu.cu, rms_norm.cu, rope.cu --------------------------
 
 void launch_add(float * x, const float * y, int64_t n, cudaStream_t stream);                            // x += y
 void launch_add_bias(float * x, const float * b, int64_t n_rows, int64_t n_cols, cudaStream_t stream);  // x[r] += b
 void launch_swiglu(const float * gate, const float * up, int64_t n, float * out, cudaStream_t stream);  // silu(g) * u
+void launch_scale(float * x, int64_t n, float s, cudaStream_t stream);                                  // x *= s
+// x[t][c] *= scale[t]                        x: [n_tokens][n_cols], scale: [n_tokens] (device)
+void launch_scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale, cudaStream_t stream);
+void launch_softcap(float * x, int64_t n, float cap, cudaStream_t stream);  // x = cap tanh(x / cap)
+// out[i] = gelu(gate[i]) * up[i] from the CPU's GELU table (cpu::gelu_table(), [65536] on the device).
+void launch_geglu(const float * gate, const float * up, int64_t n, float * out, const float * table, cudaStream_t stream);
 void launch_rms_norm(const float * x, const float * w, float eps, int64_t n_rows, int64_t n_cols, float * out, cudaStream_t stream);
 
 struct RopeArgs {
@@ -62,7 +70,27 @@ struct RopeArgs {
     float freq_scale = 1.0f;
     float theta_scale = 1.0f;              // freq_base^(-2/n_rot), computed on the host as the CPU does
     const float * freq_factors = nullptr;  // [n_rot/2] (device) or nullptr
+    float ext_factor = 0.0f;               // YaRN (RopeParams)
+    float corr_low = 0.0f, corr_high = 0.0f;
+    float mscale = 1.0f;  // cos and sin times this: attn_factor, with YaRN's gain (computed on the host as the CPU does)
 };
+// RopeArgs of RopeParams, with the host computations the CPU does (theta_scale, mscale).
+inline RopeArgs rope_args(const RopeParams & p) {
+    RopeArgs a{
+        .neox = p.mode == RopeMode::neox,
+        .n_rot = p.n_rot,
+        .head_dim = p.head_dim,
+        .freq_scale = p.freq_scale,
+        .theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot)),
+        .freq_factors = p.freq_factors,
+        .ext_factor = p.ext_factor,
+        .corr_low = p.corr_low,
+        .corr_high = p.corr_high,
+        .mscale = p.attn_factor,
+    };
+    if (p.ext_factor != 0.0f) a.mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    return a;
+}
 //                                          x: [n_tokens][n_heads][head_dim], pos: [n_tokens] (device)
 void launch_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeArgs & a, cudaStream_t stream);
 
@@ -96,6 +124,7 @@ struct AttentionShape {
     uint32_t n_blocks = 0;
     KvDims dims;
     float scale = 1.0f;
+    int32_t window = 0;        // > 0: a query at p sees keys at p' > p - window (AttentionParams::window)
     bool f16_k = false;        // every block's K is f16: q is rounded to f16 (llama.cpp's f16 cache)
     bool f16_v = false;        // every block's V is f16: the softmax weights are rounded to f16
     bool mass = false;         // accumulate the attention mass

@@ -1,5 +1,6 @@
-// add, add_bias and swiglu: one thread per element. add and add_bias are exact; swiglu
-// uses expf (within 2 ulp of the CPU's std::exp), the rest in the CPU's order.
+// add, add_bias, swiglu, scale, scale_tokens and softcap: one thread per element. add,
+// add_bias and the scales are exact; swiglu uses expf and softcap tanhf (within 2 ulp of
+// the CPU's std::exp and std::tanh), the rest in the CPU's order.
 
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_kernels.h"
@@ -29,7 +30,42 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float * gate, co
     out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up[i]);
 }
 
+__global__ void __launch_bounds__(kThreads) scale_kernel(float * x, int64_t n, float s) {
+    const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (i < n) x[i] = __fmul_rn(x[i], s);
+}
+
+__global__ void __launch_bounds__(kThreads) scale_tokens_kernel(float * x, int64_t n, int64_t n_cols, const float * scale) {
+    const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (i < n) x[i] = __fmul_rn(x[i], scale[i / n_cols]);
+}
+
+// cap * tanh(x * (1 / cap)), multiplied as the CPU does.
+__global__ void __launch_bounds__(kThreads) softcap_kernel(float * x, int64_t n, float inv, float cap) {
+    const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (i < n) x[i] = __fmul_rn(tanhf(__fmul_rn(x[i], inv)), cap);
+}
+
 }  // namespace
+
+void launch_scale(float * x, int64_t n, float s, cudaStream_t stream) {
+    if (n == 0) return;
+    scale_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, s);
+    LR_CUDA_CHECK_LAUNCH();
+}
+
+void launch_scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale, cudaStream_t stream) {
+    const int64_t n = n_tokens * n_cols;
+    if (n == 0) return;
+    scale_tokens_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, n_cols, scale);
+    LR_CUDA_CHECK_LAUNCH();
+}
+
+void launch_softcap(float * x, int64_t n, float cap, cudaStream_t stream) {
+    if (n == 0) return;
+    softcap_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, 1.0f / cap, cap);
+    LR_CUDA_CHECK_LAUNCH();
+}
 
 void launch_add(float * x, const float * y, int64_t n, cudaStream_t stream) {
     if (n == 0) return;

@@ -1,0 +1,58 @@
+#pragma once
+// What sets one family's forward pass apart from another's, derived once from the
+// hyper-parameters: the graph (llama_graph.cpp) and the weight loader read these flags
+// and values, never the architecture's name.
+//
+//   llama     SwiGLU, normal rope (rope_freqs: llama 3 scaling)
+//   qwen2     + q/k/v biases, neox rope
+//   qwen3     + per-head q/k RMS norm before rope, neox rope
+//   mistral3  normal rope with YaRN, Llama 4 attention temperature on q
+//   phi3      fused QKV and [gate | up], LongRoPE (long/short factors, attn_factor), q
+//             scaled by 1/sqrt(head_dim) before attention
+//   gemma3    embeddings x sqrt(n_embd), q/k norms, post-attention and post-FFN norms,
+//             GELU-tanh, q scaled before attention, sliding layers with their own rope
+
+#include <cstdint>
+
+#include "engine/backend/backend.h"
+#include "engine/model/model_hparams.h"
+
+namespace lr {
+
+enum class FfnActivation { silu, gelu_tanh };  // the gate's activation, times up
+
+struct ModelFeatures {
+    // Tensors
+    bool qk_norm = false;          // attn_q_norm / attn_k_norm [head_dim]: RMS norm of each head before rope
+    bool post_norms = false;       // post_attention_norm / post_ffw_norm: on each block's output, before its residual add
+    bool qkv_biases = false;       // attn_q/k/v.bias required (qwen2; optional elsewhere)
+    bool fused_gate_up = false;    // ffn_up holds [gate | up] rows, no ffn_gate (phi3)
+    bool long_short_rope = false;  // rope_factors_long / _short (phi3's LongRoPE), chosen by the context size
+
+    // Computation
+    float embd_scale = 0.0f;  // token embeddings times this (0: as they are) [gemma: sqrt(n_embd)]
+    FfnActivation ffn_act = FfnActivation::silu;
+    float q_scale = 1.0f;          // q times this after rope, before attention (rounded there to f16 as llama.cpp)
+    float kq_scale = 1.0f;         // AttentionParams::scale
+    float attn_temp_scale = 0.0f;  // q times 1 + s ln(floor(pos / floor) + 1) after rope (0: off)
+    uint32_t attn_temp_floor = 0;
+    float final_softcap = 0.0f;  // logits = cap tanh(logits / cap) (0: off)
+
+    // Rope of the full-attention and of the sliding layers (freq_factors left for the
+    // graph to point at the weights).
+    RopeParams rope_full;
+    RopeParams rope_sliding;
+};
+
+// The features of the model `hp` describes.
+ModelFeatures model_features(const ModelHParams & hp);
+
+// Whether one rotation per pair at freq_scale / rope_freqs (the KV cache's rope shift,
+// kvcache/rope_shift.h) moves this model's cached keys exactly: not with YaRN's blended
+// frequencies, phi3's long/short factors, or sliding layers with a rope of their own.
+bool keys_shift_by_rotation(const ModelHParams & hp);
+
+// The factor llama.cpp multiplies q by for the attention temperature (one token).
+float attention_temperature(const ModelFeatures & f, int32_t pos);
+
+}  // namespace lr
