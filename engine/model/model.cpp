@@ -26,10 +26,16 @@ Result<std::shared_ptr<const Model>> Model::finish_load(gguf::GgufFile file, Bac
     LR_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::create(std::move(vocab)));
     model->tokenizer_.emplace(std::move(tokenizer));
     LR_ASSIGN_OR_RETURN(std::optional<std::string_view> jinja, model->file_.get_string("tokenizer.chat_template"));
-    model->chat_template_.emplace(chat::ChatTemplate::for_model(jinja.value_or(""), &model->chat_template_note_));
+    model->chat_template_.emplace(
+        chat::ChatTemplate::for_model(jinja.value_or(""), model->hparams_.arch_name, &model->chat_template_note_));
     LR_ASSIGN_OR_RETURN(model->weights_, load_weights(model->file_, model->hparams_, backend));
     model->identity_ = model_identity(model->file_);
     return std::shared_ptr<const Model>(std::move(model));
+}
+
+KvModelShape Model::kv_shape() const {
+    KvModelShape shape{hparams_.n_layer, hparams_.n_head_kv, hparams_.head_dim, kv_layer_specs(hparams_), hparams_.n_head};
+    return shape;
 }
 
 }  // namespace lr

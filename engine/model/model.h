@@ -34,7 +34,8 @@ public:
     const chat::ChatTemplate & chat_template() const { return *chat_template_; }
     // Why the model's own chat template is not used (empty when it is).
     const std::string & chat_template_note() const { return chat_template_note_; }
-    KvModelShape kv_shape() const { return {hparams_.n_layer, hparams_.n_head_kv, hparams_.head_dim, {}, hparams_.n_head}; }
+    // Heads, head size and each layer's kind (a sliding window's layers keep a bounded ring).
+    KvModelShape kv_shape() const;
     // Prefix-cache key of the model file (model_identity.h).
     uint64_t identity() const { return identity_; }
 

@@ -213,4 +213,14 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     return hp;
 }
 
+std::vector<KvLayerSpec> kv_layer_specs(const ModelHParams & hp) {
+    std::vector<KvLayerSpec> layers;
+    if (hp.n_swa == 0) return layers;
+    layers.resize(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.is_sliding(il)) layers[il] = {.kind = KvLayerKind::sliding_window, .window = hp.n_swa};
+    }
+    return layers;
+}
+
 }  // namespace lr

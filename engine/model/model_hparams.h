@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/api/kv_layer.h"
 #include "engine/backend/backend.h"
 #include "engine/common/status.h"
 #include "engine/gguf/gguf_file.h"
@@ -68,6 +69,9 @@ struct ModelHParams {
     // The attention window of layer il (0: full attention).
     uint32_t window(uint32_t il) const { return is_sliding(il) ? n_swa : 0; }
 };
+
+// What each layer keeps for attention (empty when every layer is full attention).
+std::vector<KvLayerSpec> kv_layer_specs(const ModelHParams & hp);
 
 // Reads and checks the hyper-parameters; an unknown architecture or scaling type is
 // an `unsupported` error naming it.

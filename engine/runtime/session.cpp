@@ -11,7 +11,8 @@ ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes) {
             .head_dim = hp.head_dim,
             .n_ctx_train = hp.n_ctx_train,
             .weight_bytes = weight_bytes,
-            .scratch_bytes_per_token = LlamaGraph::scratch_bytes_per_token(hp)};
+            .scratch_bytes_per_token = LlamaGraph::scratch_bytes_per_token(hp),
+            .layers = kv_layer_specs(hp)};
 }
 
 Status validate(const SessionConfig & config, const ModelHParams & hp) {
