@@ -91,6 +91,7 @@ struct AttentionParams {
     // Sliding window: > 0, a query at position p sees only the keys at p' with p - p' < window
     // (the window counts the query itself); 0: every earlier key.
     int32_t window = 0;
+    const float * sinks = nullptr;  // [n_head] learned logits joining each softmax denominator (gpt-oss), backend memory
 };
 
 enum class BackendKind { cpu, cuda };
