@@ -94,6 +94,44 @@ struct AttentionParams {
     const float * sinks = nullptr;  // [n_head] learned logits joining each softmax denominator (gpt-oss), backend memory
 };
 
+// The FFN of each routed expert, before its output is weighted: SwiGLU, or gpt-oss's
+// clamped form: g = min(gate, 7), u = clamp(up, -7, 7), out = (u + 1) * g * sigmoid(1.702 g)
+// (ggml's swiglu_oai with alpha 1.702 and limit 7).
+enum class ExpertActivation { swiglu, swiglu_oai };
+
+// One layer's routed experts, stacked expert-major as GGUF stores them (ne = [cols, rows,
+// n_expert]): expert e's rows of a matrix are rows [e * rows, (e + 1) * rows) of its view.
+// A bias with data == nullptr is absent.
+struct ExpertWeights {
+    int32_t n_expert = 0;
+    ExpertActivation act = ExpertActivation::swiglu;
+    WeightView gate;       // [n_expert * n_ff][n_embd]
+    WeightView up;         // [n_expert * n_ff][n_embd]
+    WeightView down;       // [n_expert * n_embd][n_ff]
+    WeightView gate_bias;  // [n_expert][n_ff] F32, or absent
+    WeightView up_bias;    // [n_expert][n_ff] F32, or absent
+    WeightView down_bias;  // [n_expert][n_embd] F32, or absent
+    int64_t n_ff() const { return gate.n_rows / n_expert; }
+    int64_t n_embd() const { return gate.n_cols; }
+    // Expert e's rows of one of the stacks above.
+    WeightView rows_of(const WeightView & stack, int32_t e) const {
+        const int64_t rows = stack.n_rows / n_expert;
+        return {stack.type, stack.n_cols, rows, static_cast<const uint8_t *>(stack.data) + size_t(e) * size_t(rows) * stack.row_bytes()};
+    }
+    // Expert e's row of a bias, or nullptr when it is absent.
+    static const float * bias_of(const WeightView & bias, int32_t e) {
+        return bias.data ? static_cast<const float *>(bias.data) + int64_t(e) * bias.n_cols : nullptr;
+    }
+};
+
+// The router's choice for a ubatch: token t uses experts ids_host[t][0..n_used) with
+// weights weights_host[t][...] (host memory, as the router computed them).
+struct ExpertRoutes {
+    int32_t n_used = 0;
+    const int32_t * ids_host = nullptr;    // [n_tokens][n_used]
+    const float * weights_host = nullptr;  // [n_tokens][n_used]
+};
+
 enum class BackendKind { cpu, cuda };
 
 // Free and total bytes of the memory alloc() hands out; zeros for backends that allocate
@@ -158,6 +196,11 @@ public:
     virtual void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) = 0;
     // x[i] = cap * tanh(x[i] * (1 / cap)): logit soft-capping
     virtual void softcap(float * x, int64_t n, float cap) = 0;
+    // The routed experts of a ubatch (llama.cpp's mul_mat_id): for each token t,
+    //   out[t] = sum over j = 0, 1, ... of weights[t][j] * (down_e act(gate_e x[t] + gb_e, up_e x[t] + ub_e) + db_e)
+    // with e = ids[t][j], summed in that order (llama.cpp's). Reads only the selected
+    // experts' rows, each selected expert once per call.  x, out: [n_tokens][n_embd] (distinct)
+    virtual void moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) = 0;
     // Rotates each head of each token by its position.           x: [n_tokens][n_heads][head_dim]
     virtual void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) = 0;
 

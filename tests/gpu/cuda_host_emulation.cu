@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/geglu.cuh"
 #include "engine/backend/cuda/kv_codec.cuh"
 #include "engine/backend/cuda/matvec.cuh"
+#include "engine/backend/cuda/moe.cuh"
 #include "engine/backend/cuda/rope.cuh"
 
 namespace lr::test {
@@ -225,6 +226,19 @@ void emulate_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * 
 void emulate_geglu(const float * gate, const float * up, int64_t n, float * out) {
     const float * table = cpu::gelu_table();
     for (int64_t i = 0; i < n; ++i) out[i] = geglu_one(gate[i], up[i], table);
+}
+
+void emulate_swiglu_oai(const float * gate, const float * up, int64_t n, float * out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = swiglu_oai_one(gate[i], up[i]);
+}
+
+void emulate_moe_combine(const float * y, const int32_t * slot_of, const float * weights, int32_t n_used, int64_t n_tokens, int64_t n_cols,
+                         float * out) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t c = 0; c < n_cols; ++c) {
+            out[t * n_cols + c] = combine_one(y, slot_of + t * n_used, weights + t * n_used, n_used, n_cols, c);
+        }
+    }
 }
 
 void emulate_dequant_one(DType type, const uint8_t * w, size_t row_bytes, int64_t n_rows, int64_t n_cols, float * out) {

@@ -43,4 +43,10 @@ void emulate_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * 
 // The geglu kernel (geglu.cuh) over the CPU's GELU table.
 void emulate_geglu(const float * gate, const float * up, int64_t n, float * out);
 
+// moe.cu's clamped SwiGLU and weighted sum of the experts (moe.cuh), element by element.
+//                                          y: [n_slots][n_cols], slot_of, weights: [n_tokens][n_used]
+void emulate_swiglu_oai(const float * gate, const float * up, int64_t n, float * out);
+void emulate_moe_combine(const float * y, const int32_t * slot_of, const float * weights, int32_t n_used, int64_t n_tokens, int64_t n_cols,
+                         float * out);
+
 }  // namespace lr::test

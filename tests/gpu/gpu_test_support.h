@@ -48,6 +48,10 @@ public:
     void scale(float * x, int64_t n, float s) override { cpu_.scale(x, n, s); }
     void scale_tokens(float * x, int64_t n, int64_t n_cols, const float * s) override { cpu_.scale_tokens(x, n, n_cols, s); }
     void softcap(float * x, int64_t n, float cap) override { cpu_.softcap(x, n, cap); }
+    // The experts with the CPU's numerics (the CUDA op's products are its matmul's).
+    void moe_ffn(const ExpertWeights & w, const float * x, int64_t n, const ExpertRoutes & r, float * out) override {
+        cpu_.moe_ffn(w, x, n, r, out);
+    }
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeParams & p) override {
         emulate_rope(x, n_tokens, n_heads, pos, p);
     }

@@ -2,7 +2,8 @@
 // reference: bit for bit, dequant_one and every lane of dequant_step for every weight type
 // (the lane mappings of the matvec and GEMM kernels cover each column exactly once with the
 // right value), the KV codecs of kv_write and attention, rope's per-pair code (linear,
-// LongRoPE, YaRN) and geglu over the CPU's GELU table; within the error bounds of
+// LongRoPE, YaRN), geglu over the CPU's GELU table, and the routed experts' clamped
+// SwiGLU and weighted sum; within the error bounds of
 // test_cuda_ops, the matvec kernel (lane by lane, with the warp's butterfly sum) and the
 // five attention kernels (block by block, thread by thread in barrier order, with the
 // chunking of a small and a large GPU, sliding windows included). Needs nvcc at build
@@ -290,6 +291,54 @@ private slots:
         std::vector<float> want(gate.size()), got(gate.size());
         CpuBackend({.n_threads = 1, .isa = CpuIsa::scalar}).geglu(gate.data(), up.data(), int64_t(gate.size()), want.data());
         emulate_geglu(gate.data(), up.data(), int64_t(gate.size()), got.data());
+        QVERIFY(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+
+    // moe.cu's per-element code gives CpuBackend::moe_ffn's bits. Experts of one input and
+    // one hidden unit make every product a single exact multiplication, so the CPU op is
+    // gate, up, bias, swiglu_oai, down, bias and the weighted sum alone.
+    void moeActivationAndSumBitIdentical() {
+        constexpr int32_t n_expert = 4, n_used = 3;
+        constexpr int64_t n_tokens = 500;
+        Rng rng{5};
+        std::vector<float> gate_w = rng.activations(n_expert, 4.0f), up_w = rng.activations(n_expert, 4.0f);
+        std::vector<float> down_w = rng.activations(n_expert), biases = rng.activations(3 * n_expert);
+        std::vector<float> x = rng.activations(n_tokens, 2.0f), weights(n_tokens * n_used);
+        std::vector<int32_t> ids(n_tokens * n_used);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int32_t j = 0; j < n_used; ++j) {
+                ids[size_t(t * n_used + j)] = int32_t((t + j) % n_expert);
+                weights[size_t(t * n_used + j)] = float(rng.uniform());
+            }
+        }
+        const ExpertWeights w{.n_expert = n_expert,
+                              .act = ExpertActivation::swiglu_oai,
+                              .gate = {DType::F32, 1, n_expert, gate_w.data()},
+                              .up = {DType::F32, 1, n_expert, up_w.data()},
+                              .down = {DType::F32, 1, n_expert, down_w.data()},
+                              .gate_bias = {DType::F32, 1, n_expert, biases.data()},
+                              .up_bias = {DType::F32, 1, n_expert, biases.data() + n_expert},
+                              .down_bias = {DType::F32, 1, n_expert, biases.data() + 2 * n_expert}};
+        std::vector<float> want(n_tokens);
+        CpuBackend({.n_threads = 1, .isa = CpuIsa::scalar})
+            .moe_ffn(w, x.data(), n_tokens, {n_used, ids.data(), weights.data()}, want.data());
+
+        // The CUDA op's steps: slot s = (token, choice) in token order here (one column, so
+        // the grouping does not change a value).
+        const int64_t n_slots = n_tokens * n_used;
+        std::vector<float> g(n_slots), u(n_slots), h(n_slots), y(n_slots), got(n_tokens);
+        std::vector<int32_t> slot_of(n_slots);
+        for (int64_t s = 0; s < n_slots; ++s) {
+            const int32_t e = ids[size_t(s)];
+            const float xt = x[size_t(s / n_used)];
+            g[size_t(s)] = gate_w[size_t(e)] * xt + biases[size_t(e)];
+            u[size_t(s)] = up_w[size_t(e)] * xt + biases[size_t(n_expert + e)];
+            slot_of[size_t(s)] = int32_t(s);
+        }
+        emulate_swiglu_oai(g.data(), u.data(), n_slots, h.data());
+        for (int64_t s = 0; s < n_slots; ++s)
+            y[size_t(s)] = down_w[size_t(ids[size_t(s)])] * h[size_t(s)] + biases[size_t(2 * n_expert + ids[size_t(s)])];
+        emulate_moe_combine(y.data(), slot_of.data(), weights.data(), n_used, n_tokens, 1, got.data());
         QVERIFY(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
     }
 

@@ -9,6 +9,8 @@
 //                               for F16/BF16 weights), prefill with both rounded to f16
 //                               (tensor cores); and loosely against the CPU, which quantizes x
 //                               to q8 for quantized weights;
+//   moe_ffn                     against the CPU op, within the matmul's bounds carried through
+//                               the activation (loose for quantized experts: the CPU's q8 x);
 //   attention                   within one f16 step of the weights (all-f16 caches round them),
 //                               with mixed codecs, holes, GQA, decode and prefill, the mass;
 //   streamed weights            the same results as weights in VRAM;
@@ -289,6 +291,74 @@ private slots:
             QVERIFY2(std::fabs(double(got[i]) - double(cpu[i])) <= loose,
                      qPrintable(QString("y[%1] = %2, CPU %3").arg(i).arg(double(got[i])).arg(double(cpu[i]))));
         }
+    }
+
+    // The routed experts: decode (matvec per expert) and prefill (GEMM for the experts more
+    // than 8 tokens chose), SwiGLU and gpt-oss's clamped form with biases, MXFP4 experts
+    // (converted to F32 on the device).
+    void moeFfn_data() {
+        QTest::addColumn<DType>("type");
+        QTest::addColumn<bool>("oai");
+        QTest::addColumn<int>("n_tokens");
+        for (DType t : {DType::F32, DType::Q8_0, DType::MXFP4}) {
+            for (int n : {1, 6, 40}) {
+                QTest::addRow("%s-swiglu-%d", dtype_name(t).data(), n) << t << false << n;
+                QTest::addRow("%s-oai-%d", dtype_name(t).data(), n) << t << true << n;
+            }
+        }
+    }
+    void moeFfn() {
+        QFETCH(DType, type);
+        QFETCH(bool, oai);
+        QFETCH(int, n_tokens);
+        constexpr int32_t n_expert = 6, n_used = 2;
+        constexpr int64_t n_embd = 256, n_ff = 96;
+        const Matrix gate = random_matrix(type, n_expert * n_ff, n_embd, 21), up = random_matrix(type, n_expert * n_ff, n_embd, 22);
+        const Matrix down = random_matrix(type, n_expert * n_embd, n_ff, 23);
+        Rng rng(uint64_t(n_tokens) + 5);
+        const std::vector<float> biases = rng.activations(size_t(n_expert * (2 * n_ff + n_embd)), 0.1f);
+        const std::vector<uint8_t> bias_bytes(reinterpret_cast<const uint8_t *>(biases.data()),
+                                              reinterpret_cast<const uint8_t *>(biases.data() + biases.size()));
+        const std::vector<float> x = rng.activations(size_t(n_tokens * n_embd));
+        std::vector<int32_t> ids;
+        std::vector<float> weights;
+        for (int t = 0; t < n_tokens; ++t) {
+            ids.push_back(t % 5);  // expert 5 unchosen
+            ids.push_back((t * 3 + 1) % 5 == t % 5 ? (t + 2) % 5 : (t * 3 + 1) % 5);
+            weights.push_back(float(rng.uniform()));
+            weights.push_back(float(rng.uniform()));
+        }
+        auto experts = [&](Backend & b, bool prepared) {
+            auto view = [&](const Matrix & m) {
+                return prepared ? prepare(b, m.type, m.n_cols, m.n_rows, m.bytes) : WeightView{m.type, m.n_cols, m.n_rows, m.bytes.data()};
+            };
+            auto bias = [&](int64_t offset, int64_t n) {
+                const WeightView host{DType::F32, n, n_expert, bias_bytes.data() + offset * 4};
+                return prepared ? *b.prepare_weight(host) : host;
+            };
+            ExpertWeights w{.n_expert = n_expert, .act = oai ? ExpertActivation::swiglu_oai : ExpertActivation::swiglu};
+            w.gate = view(gate), w.up = view(up), w.down = view(down);
+            if (oai) {
+                w.gate_bias = bias(0, n_ff), w.up_bias = bias(n_expert * n_ff, n_ff), w.down_bias = bias(2 * n_expert * n_ff, n_embd);
+            }
+            return w;
+        };
+        const ExpertRoutes routes{n_used, ids.data(), weights.data()};
+        std::vector<float> want(size_t(n_tokens * n_embd));
+        ref_.moe_ffn(experts(ref_, false), x.data(), n_tokens, routes, want.data());
+        DeviceBuffer xd = to_device(*dev_, x), od = to_device(*dev_, std::vector<float>(want.size(), NAN));
+        dev_->moe_ffn(experts(*dev_, true), xd.as<float>(), n_tokens, routes, od.as<float>());
+        const std::vector<float> got = to_host<float>(*dev_, od.data(), want.size());
+        float scale = 0, diff = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            QVERIFY2(std::isfinite(got[i]), qPrintable(QString("out[%1] = %2").arg(i).arg(double(got[i]))));
+            scale = std::max(scale, std::fabs(want[i]));
+            diff = std::max(diff, std::fabs(got[i] - want[i]));
+        }
+        qInfo("max |out| %.3g, device vs CPU %.3g", double(scale), double(diff));
+        // F32 experts: float sums in other orders (and SGEMM); quantized: the CPU's q8 x and,
+        // for more than 8 tokens, the device's f16 rounding before the tensor cores.
+        QVERIFY2(diff <= (type == DType::F32 ? 1e-4f : 3e-2f) * scale, qPrintable(QString::number(double(diff))));
     }
 
     // Weights left in page-locked RAM (--gpu-layers) give the same results as in VRAM.

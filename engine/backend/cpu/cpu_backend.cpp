@@ -195,6 +195,11 @@ void CpuBackend::softcap(float * x, int64_t n, float cap) {
     for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
 }
 
+void CpuBackend::moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) {
+    const cpu::ExpertFfnArgs args{.w = &w, .x = x, .n_tokens = n_tokens, .routes = &routes, .out = out};
+    cpu::expert_ffn(pool_, isa_, args, expert_scratch_, scratch_);
+}
+
 void CpuBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) {
     LR_ASSERT(p.n_rot % 2 == 0 && p.n_rot <= p.head_dim);
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));

@@ -14,6 +14,7 @@
 #include "engine/backend/cpu/aligned_buffer.h"
 #include "engine/backend/cpu/attention.h"
 #include "engine/backend/cpu/cpu_isa.h"
+#include "engine/backend/cpu/expert_ffn.h"
 #include "engine/backend/cpu/thread_pool.h"
 
 namespace lr {
@@ -49,6 +50,7 @@ public:
     void scale(float * x, int64_t n, float s) override;
     void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;
     void softcap(float * x, int64_t n, float cap) override;
+    void moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
     void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
     void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
@@ -62,6 +64,7 @@ private:
     cpu::AlignedBuffer act_;                   // activations converted for a matmul kernel
     std::vector<cpu::AlignedBuffer> scratch_;  // [n_threads] kernel scratch
     cpu::AttentionScratch attention_scratch_;
+    cpu::ExpertScratch expert_scratch_;
 };
 
 }  // namespace lr

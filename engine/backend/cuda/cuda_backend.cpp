@@ -16,6 +16,7 @@
 #include "engine/backend/cuda/cuda_handles.h"
 #include "engine/backend/cuda/cuda_kernels.h"
 #include "engine/backend/cuda/cuda_memory.h"
+#include "engine/backend/expert_groups.h"
 #include "engine/quant/quant.h"
 
 namespace lr {
@@ -49,7 +50,8 @@ struct CudaBackend::Impl {
     cuda::SlabAllocator device_slabs;
     cuda::SlabAllocator host_slabs;
     cuda::UploadRing uploads;
-    cuda::Workspace ws_act, ws_weight, ws_scores, ws_partial;
+    cuda::Workspace ws_act, ws_weight, ws_scores, ws_partial, ws_moe;
+    ExpertGroups expert_groups;  // moe_ffn's grouping, kept for its capacity
 
     // Weights.
     std::vector<DeviceBuffer> weights;        // everything prepare_weight allocated
@@ -139,7 +141,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
         return error(StatusCode::unsupported, std::string("CUDA: cublasSetStream: ") + cuda::cublas_status_string(st));
     }
     LR_RETURN_IF_ERROR(impl->uploads.init(impl->stream(), kUploadSegmentBytes));
-    for (cuda::Workspace * ws : {&impl->ws_act, &impl->ws_weight, &impl->ws_scores, &impl->ws_partial}) ws->set_stream(impl->stream());
+    for (cuda::Workspace * ws : {&impl->ws_act, &impl->ws_weight, &impl->ws_scores, &impl->ws_partial, &impl->ws_moe}) {
+        ws->set_stream(impl->stream());
+    }
 
     // A first kernel: fails here, with a clear message, when the build has no code for
     // this GPU (rather than in the middle of a forward pass).
@@ -404,6 +408,44 @@ void CudaBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, cons
 }
 
 void CudaBackend::softcap(float * x, int64_t n, float cap) { cuda::launch_softcap(x, n, cap, impl_->op_stream()); }
+
+// The tokens gathered in expert order, then per chosen expert: gate and up over its tokens
+// (matvec or GEMM, as matmul chooses), biases, the activation over every slot, down, its
+// bias; then the weighted sum back in token order.
+void CudaBackend::moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) {
+    Impl & m = *impl_;
+    LR_ASSERT(out != x && routes.n_used > 0 && routes.n_used <= w.n_expert);
+    if (n_tokens == 0) return;
+    ExpertGroups & g = m.expert_groups;
+    g.assign(routes, n_tokens, w.n_expert);
+    const int64_t n_slots = g.n_slots(), n_embd = w.n_embd(), n_ff = w.n_ff();
+    const cudaStream_t s = m.op_stream();
+    auto * xg = static_cast<float *>(m.ws_moe.get(size_t(n_slots * (2 * n_embd + 2 * n_ff)) * sizeof(float)));  // [n_slots][n_embd]
+    float * gate = xg + n_slots * n_embd;                                                                       // [n_slots][n_ff]
+    float * up = gate + n_slots * n_ff;                                                                         // [n_slots][n_ff]
+    float * down = up + n_slots * n_ff;                                                                         // [n_slots][n_embd]
+    cuda::launch_gather_rows(x, m.uploads.upload(g.slot_token.data(), size_t(n_slots)), n_slots, n_embd, xg, s);
+    for (int32_t e : g.active) {
+        const int64_t first = g.first(e), count = g.count(e);
+        matmul(w.rows_of(w.gate, e), xg + first * n_embd, count, gate + first * n_ff);
+        matmul(w.rows_of(w.up, e), xg + first * n_embd, count, up + first * n_ff);
+        if (const float * b = ExpertWeights::bias_of(w.gate_bias, e)) cuda::launch_add_bias(gate + first * n_ff, b, count, n_ff, s);
+        if (const float * b = ExpertWeights::bias_of(w.up_bias, e)) cuda::launch_add_bias(up + first * n_ff, b, count, n_ff, s);
+    }
+    if (w.act == ExpertActivation::swiglu_oai) {
+        cuda::launch_swiglu_oai(gate, up, n_slots * n_ff, gate, s);
+    } else {
+        cuda::launch_swiglu(gate, up, n_slots * n_ff, gate, s);
+    }
+    for (int32_t e : g.active) {
+        const int64_t first = g.first(e), count = g.count(e);
+        matmul(w.rows_of(w.down, e), gate + first * n_ff, count, down + first * n_embd);
+        if (const float * b = ExpertWeights::bias_of(w.down_bias, e)) cuda::launch_add_bias(down + first * n_embd, b, count, n_embd, s);
+    }
+    const int32_t * slot_of = m.uploads.upload(g.slot_of.data(), g.slot_of.size());
+    const float * weights = m.uploads.upload(routes.weights_host, size_t(n_tokens * routes.n_used));
+    cuda::launch_moe_combine(down, slot_of, weights, routes.n_used, n_tokens, n_embd, out, s);
+}
 
 void CudaBackend::rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) {
     LR_ASSERT(p.n_rot % 2 == 0 && p.n_rot <= p.head_dim);

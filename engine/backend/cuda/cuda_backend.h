@@ -18,7 +18,9 @@
 //
 // Ops: decode (<= 8 tokens) products are the matvec kernels, one per weight type; longer
 // ubatches dequantize the weights to f16 and multiply on tensor cores (cuBLAS, f32
-// accumulation); F32 weights use cuBLAS's SGEMM. Attention: attention.cu.
+// accumulation); F32 weights use cuBLAS's SGEMM. Attention: attention.cu. Routed experts:
+// the ubatch grouped by expert on the host (ExpertGroups), each chosen expert's rows one
+// matmul over its tokens, the rest in moe.cu.
 // Threads: the ops and alloc from one thread at a time; the copies from any thread.
 // Linking: cudart statically, cuBLAS opened at run time (cuda_blas.h), so a program built
 // with this backend starts on machines without a driver or the toolkit's libraries.
@@ -98,6 +100,7 @@ public:
     void scale(float * x, int64_t n, float s) override;
     void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;
     void softcap(float * x, int64_t n, float cap) override;
+    void moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
     void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
     void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,

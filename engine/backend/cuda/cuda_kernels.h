@@ -94,6 +94,17 @@ inline RopeArgs rope_args(const RopeParams & p) {
 //                                          x: [n_tokens][n_heads][head_dim], pos: [n_tokens] (device)
 void launch_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeArgs & a, cudaStream_t stream);
 
+// ---- Routed experts: moe.cu ----------------------------------------------------------------------
+
+// out[i][c] = x[rows[i]][c]                 rows: [n_rows] (device), out: [n_rows][n_cols]
+void launch_gather_rows(const float * x, const int32_t * rows, int64_t n_rows, int64_t n_cols, float * out, cudaStream_t stream);
+// out[i] = gpt-oss's clamped SwiGLU of gate[i], up[i] (moe.cuh); out may be gate.
+void launch_swiglu_oai(const float * gate, const float * up, int64_t n, float * out, cudaStream_t stream);
+// out[t][c] = sum_j y[slot_of[t][j]][c] * weights[t][j], in j order (Backend::moe_ffn).
+//                                          y: [n_slots][n_cols], slot_of, weights: [n_tokens][n_used] (device)
+void launch_moe_combine(const float * y, const int32_t * slot_of, const float * weights, int32_t n_used, int64_t n_tokens, int64_t n_cols,
+                        float * out, cudaStream_t stream);
+
 // ---- Paged KV: kv_write.cu, attention.cu -------------------------------------------------------
 
 // One block of a view, with the offsets of its layout (KvBlockLayout, computed on the host).
