@@ -4,6 +4,45 @@
 #include <cmath>
 
 namespace lr {
+namespace {
+
+uint64_t view_bytes(const WeightView & v) { return v.data ? uint64_t(v.row_bytes()) * uint64_t(v.n_rows) : 0; }
+uint64_t view_bytes(const std::optional<WeightView> & v) { return v ? view_bytes(*v) : 0; }
+
+// The weights every ubatch reads whole: all but the embedding table (a row per token) and
+// the routed experts (those chosen).
+uint64_t fixed_weight_bytes(const ModelWeights & w) {
+    uint64_t n = view_bytes(w.output_norm) + view_bytes(w.output);
+    for (const LayerWeights & L : w.layers) {
+        for (const WeightView * v : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+            n += view_bytes(*v);
+        }
+        for (const auto * v : {&L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.bo, &L.attn_post_norm, &L.attn_sinks, &L.ffn_post_norm}) {
+            n += view_bytes(*v);
+        }
+        if (L.moe) {
+            const MoeWeights & m = *L.moe;
+            n += view_bytes(m.router);
+            for (const auto * v : {&m.router_bias, &m.shexp_gate, &m.shexp_up, &m.shexp_down, &m.shexp_gate_inp}) n += view_bytes(*v);
+        }
+    }
+    return n;
+}
+
+// The bytes of one routed expert: its rows of gate, up and down, and its biases.
+uint64_t one_expert_bytes(const ExpertWeights & e) {
+    const uint64_t n_ff = uint64_t(e.n_ff()), n_embd = uint64_t(e.n_embd());
+    uint64_t n = (e.gate.row_bytes() + e.up.row_bytes()) * n_ff + e.down.row_bytes() * n_embd;
+    if (e.gate_bias.data) n += n_ff * sizeof(float);
+    if (e.up_bias.data) n += n_ff * sizeof(float);
+    if (e.down_bias.data) n += n_embd * sizeof(float);
+    return n;
+}
+
+// The width of the dense FFN buffers: the FFN, or a mixture's shared expert.
+uint32_t dense_ffn_width(const ModelHParams & hp) { return hp.is_moe() ? hp.n_ff_shexp : hp.n_ff; }
+
+}  // namespace
 
 Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, uint32_t n_ctx) {
     if (max_tokens == 0) return error(StatusCode::invalid_argument, "the ubatch size must be at least 1");
@@ -19,9 +58,15 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
     LR_ASSIGN_OR_RETURN(g.k_, b.alloc(n * hp.n_embd_kv() * f));
     LR_ASSIGN_OR_RETURN(g.v_, b.alloc(n * hp.n_embd_kv() * f));
     LR_ASSIGN_OR_RETURN(g.attn_, b.alloc(n * hp.n_embd_q() * f));
-    LR_ASSIGN_OR_RETURN(g.gate_, b.alloc(n * hp.n_ff * f));
-    LR_ASSIGN_OR_RETURN(g.up_, b.alloc(n * hp.n_ff * f));
+    LR_ASSIGN_OR_RETURN(g.gate_, b.alloc(n * dense_ffn_width(hp) * f));
+    LR_ASSIGN_OR_RETURN(g.up_, b.alloc(n * dense_ffn_width(hp) * f));
     LR_ASSIGN_OR_RETURN(g.logits_, b.alloc(n * hp.n_vocab * f));
+    if (hp.is_moe()) {
+        LR_ASSIGN_OR_RETURN(g.router_logits_, b.alloc(n * hp.n_expert * f));
+        LR_ASSIGN_OR_RETURN(g.moe_out_, b.alloc(n * hp.n_embd * f));
+        LR_ASSIGN_OR_RETURN(g.shexp_logit_, b.alloc(n * f));
+    }
+    g.fixed_bytes_per_ubatch_ = fixed_weight_bytes(w);
 
     g.features_ = model_features(hp);
     // Frequency factors: llama 3's rope_freqs, or phi3's LongRoPE factors, long when the
@@ -40,8 +85,16 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
 
 uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
     // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up, logits.
-    return sizeof(float) * (uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_q()) +
-                            2 * uint64_t(hp.n_embd_kv()) + 2 * uint64_t(hp.n_ff) + hp.n_vocab);
+    uint64_t floats = uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_q()) +
+                      2 * uint64_t(hp.n_embd_kv()) + 2 * uint64_t(dense_ffn_width(hp)) + hp.n_vocab;
+    if (hp.is_moe()) {
+        // Router logits, the mixture's output and the shared gate; and the backend's
+        // expert scratch: per chosen expert gate, up, down, and the converted activations
+        // (at most f32).
+        floats += uint64_t(hp.n_expert) + hp.n_embd + 1;
+        floats += uint64_t(hp.n_expert_used) * (2 * uint64_t(hp.n_ff_exp) + hp.n_embd + hp.n_embd + hp.n_ff_exp);
+    }
+    return sizeof(float) * floats;
 }
 
 // x += attention(norm(x)) of layer il.
@@ -81,6 +134,7 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
         .head_dim = int32_t(hp.head_dim),
         .scale = f.kq_scale,
         .window = int32_t(hp.window(il)),
+        .sinks = L.attn_sinks ? static_cast<const float *>(L.attn_sinks->data) : nullptr,
     };
     b.attention(q, n, pos, view, params, attn);
     b.matmul(L.wo, attn, n, xn);
@@ -94,6 +148,10 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
 void LlamaGraph::ffn_block(int64_t n, uint32_t il) {
     const ModelHParams & hp = model_->hparams();
     const LayerWeights & L = model_->weights().layers[il];
+    if (L.moe) {
+        moe_block(n, il);
+        return;
+    }
     Backend & b = model_->backend();
     float * x = x_.as<float>();        // [n][n_embd]
     float * xn = xn_.as<float>();      // [n][n_embd]
@@ -111,6 +169,66 @@ void LlamaGraph::ffn_block(int64_t n, uint32_t il) {
     b.matmul(L.ffn_down, gate, n, xn);
     if (L.ffn_post_norm) b.rms_norm(xn, *L.ffn_post_norm, hp.rms_eps, n, xn);
     b.add(x, xn, n * hp.n_embd);
+}
+
+// x += moe(norm(x)) of layer il: the router chooses each token's experts (on the host, as
+// llama.cpp's graph does), the backend runs them, and the shared expert adds its part.
+void LlamaGraph::moe_block(int64_t n, uint32_t il) {
+    const ModelHParams & hp = model_->hparams();
+    const LayerWeights & L = model_->weights().layers[il];
+    const MoeWeights & m = *L.moe;
+    Backend & b = model_->backend();
+    float * x = x_.as<float>();                   // [n][n_embd]
+    float * xn = xn_.as<float>();                 // [n][n_embd]
+    float * logits = router_logits_.as<float>();  // [n][n_expert]
+    float * out = moe_out_.as<float>();           // [n][n_embd]
+
+    b.rms_norm(x, L.ffn_norm, hp.rms_eps, n, xn);
+    b.matmul(m.router, xn, n, logits);
+    if (m.router_bias) b.add_bias(logits, *m.router_bias, n);
+    router_host_.resize(size_t(n) * hp.n_expert);
+    b.copy_to_host(router_host_.data(), logits, router_host_.size() * sizeof(float));
+    expert_ids_.resize(size_t(n) * hp.n_expert_used);
+    expert_weights_.resize(expert_ids_.size());
+    route_experts(hp.router(), router_host_.data(), n, expert_ids_.data(), expert_weights_.data());
+    const ExpertRoutes routes{.n_used = int32_t(hp.n_expert_used), .ids_host = expert_ids_.data(), .weights_host = expert_weights_.data()};
+    b.moe_ffn(m.experts, xn, n, routes, out);
+
+    expert_chosen_.assign(hp.n_expert, 0);
+    uint64_t n_chosen = 0;
+    for (int32_t e : expert_ids_) {
+        if (expert_chosen_[size_t(e)] == 0) {
+            expert_chosen_[size_t(e)] = 1;
+            ++n_chosen;
+        }
+    }
+    weight_bytes_read_ += n_chosen * one_expert_bytes(m.experts);
+
+    if (m.shexp_gate) shared_expert(n, m, out);
+    b.add(x, out, n * hp.n_embd);
+}
+
+// out += shared(xn) * sigmoid(shexp_gate_inp . xn), llama.cpp's shared expert (xn is spent).
+void LlamaGraph::shared_expert(int64_t n, const MoeWeights & m, float * out) {
+    const ModelHParams & hp = model_->hparams();
+    Backend & b = model_->backend();
+    float * xn = xn_.as<float>();              // [n][n_embd]
+    float * gate = gate_.as<float>();          // [n][n_ff_shexp]
+    float * up = up_.as<float>();              // [n][n_ff_shexp]
+    float * logit = shexp_logit_.as<float>();  // [n]
+
+    if (m.shexp_gate_inp) {
+        b.matmul(*m.shexp_gate_inp, xn, n, logit);
+        shexp_gate_host_.resize(size_t(n));
+        b.copy_to_host(shexp_gate_host_.data(), logit, size_t(n) * sizeof(float));
+        for (float & g : shexp_gate_host_) g = 1.0f / (1.0f + std::exp(-g));  // ggml_sigmoid
+    }
+    b.matmul(*m.shexp_gate, xn, n, gate);
+    b.matmul(*m.shexp_up, xn, n, up);
+    b.swiglu(gate, up, n * hp.n_ff_shexp, gate);
+    b.matmul(*m.shexp_down, gate, n, xn);
+    if (m.shexp_gate_inp) b.scale_tokens(xn, n, hp.n_embd, shexp_gate_host_.data());
+    b.add(out, xn, n * hp.n_embd);
 }
 
 Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
@@ -148,6 +266,7 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
         }
     }
     tokens_.assign(plan.tokens().begin(), plan.tokens().end());
+    weight_bytes_read_ += fixed_bytes_per_ubatch_ + uint64_t(n) * model_->weights().token_embd.row_bytes();
     if (Status s = run_layers(kv, plan, n); !s.ok()) {
         kv.discard(plan);
         return s;

@@ -1,8 +1,10 @@
 #pragma once
-// The forward pass of the dense transformer families (llama, qwen2, qwen3, mistral3, phi3,
-// gemma3): one ubatch of one sequence through every layer, reading and writing K/V through
-// the views of the cache's plan. What differs between the families is in ModelFeatures
-// (model_features.h), derived once from the hyper-parameters.
+// The forward pass of the transformer families (llama, qwen2, qwen3, mistral3, phi3, gemma3,
+// and the mixtures of experts qwen3moe and gpt-oss): one ubatch of one sequence through every
+// layer, reading and writing K/V through the views of the cache's plan. What differs between
+// the families is in ModelFeatures (model_features.h), derived once from the
+// hyper-parameters; a mixture-of-experts FFN routes on the host (expert_router.h) and runs
+// the chosen experts with Backend::moe_ffn.
 
 #include <span>
 #include <vector>
@@ -23,6 +25,11 @@ public:
     static uint64_t scratch_bytes_per_token(const ModelHParams & hp);
 
     uint32_t max_tokens() const { return max_tokens_; }
+    // The weight bytes the ubatches run so far read: every matrix and vector of the forward
+    // pass once per ubatch, the embedding rows of its tokens, and of the routed experts only
+    // those some token of the ubatch chose (each once). Decode's bytes per token is the
+    // difference over single-token ubatches.
+    uint64_t weight_bytes_read() const { return weight_bytes_read_; }
 
     // Runs the ubatch the cache planned and applies it (discards it on failure). Writes the
     // logits to logits_out: [n_tokens or 1][n_vocab] (all_logits: every token, else the
@@ -37,22 +44,34 @@ private:
     Status run_layers(KvCache & kv, UbatchPlan & plan, int64_t n);
     Status attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il);
     void ffn_block(int64_t n, uint32_t il);
+    void moe_block(int64_t n, uint32_t il);
+    void shared_expert(int64_t n, const MoeWeights & m, float * out);
 
     const Model * model_;
     uint32_t max_tokens_;
     ModelFeatures features_;
+    uint64_t fixed_bytes_per_ubatch_ = 0;  // the weights every ubatch reads whole
+    uint64_t weight_bytes_read_ = 0;
     // Activations, backend memory.
-    DeviceBuffer x_;               // [n][n_embd] residual stream
-    DeviceBuffer xn_;              // [n][n_embd] normed
-    DeviceBuffer q_;               // [n][n_head][head_dim]
-    DeviceBuffer k_;               // [n][n_head_kv][head_dim]
-    DeviceBuffer v_;               // [n][n_head_kv][head_dim]
-    DeviceBuffer attn_;            // [n][n_head][head_dim]
-    DeviceBuffer gate_;            // [n][n_ff]
-    DeviceBuffer up_;              // [n][n_ff]
-    DeviceBuffer logits_;          // [n][n_vocab]
-    std::vector<int32_t> tokens_;  // the ubatch's tokens (host)
-    std::vector<float> q_temp_;    // [n] attention temperature of each token (host)
+    DeviceBuffer x_;                      // [n][n_embd] residual stream
+    DeviceBuffer xn_;                     // [n][n_embd] normed
+    DeviceBuffer q_;                      // [n][n_head][head_dim]
+    DeviceBuffer k_;                      // [n][n_head_kv][head_dim]
+    DeviceBuffer v_;                      // [n][n_head_kv][head_dim]
+    DeviceBuffer attn_;                   // [n][n_head][head_dim]
+    DeviceBuffer gate_;                   // [n][n_ff] (mixtures of experts: n_ff_shexp)
+    DeviceBuffer up_;                     // [n][n_ff]
+    DeviceBuffer logits_;                 // [n][n_vocab]
+    DeviceBuffer router_logits_;          // [n][n_expert] (mixtures of experts)
+    DeviceBuffer moe_out_;                // [n][n_embd]
+    DeviceBuffer shexp_logit_;            // [n] the shared expert's gate
+    std::vector<int32_t> tokens_;         // the ubatch's tokens (host)
+    std::vector<float> q_temp_;           // [n] attention temperature of each token (host)
+    std::vector<float> router_host_;      // [n][n_expert]
+    std::vector<int32_t> expert_ids_;     // [n][n_expert_used]
+    std::vector<float> expert_weights_;   // [n][n_expert_used]
+    std::vector<float> shexp_gate_host_;  // [n]
+    std::vector<uint8_t> expert_chosen_;  // [n_expert] scratch of the byte count
 };
 
 }  // namespace lr

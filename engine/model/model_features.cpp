@@ -58,7 +58,8 @@ ModelFeatures model_features(const ModelHParams & hp) {
         case ModelArch::llama:
         case ModelArch::mistral3: break;
         case ModelArch::qwen2: f.qkv_biases = true; break;
-        case ModelArch::qwen3: f.qk_norm = true; break;
+        case ModelArch::qwen3:
+        case ModelArch::qwen3moe: f.qk_norm = true; break;
         case ModelArch::phi3:
             // q scaled before attention (where llama.cpp rounds it to f16), q.k unscaled.
             f.q_scale = inv_sqrt_head;
@@ -73,6 +74,13 @@ ModelFeatures model_features(const ModelHParams & hp) {
             f.ffn_act = FfnActivation::gelu_tanh;
             f.q_scale = hp.attention_scale;
             f.kq_scale = 1.0f;
+            break;
+        case ModelArch::gpt_oss:
+            f.qkv_biases = true;
+            f.attn_sinks = true;
+            f.expert_biases = true;
+            f.ffn_norm_named_post_attention = true;
+            f.expert_act = ExpertActivation::swiglu_oai;
             break;
     }
     return f;

@@ -11,6 +11,12 @@
 //             scaled by 1/sqrt(head_dim) before attention
 //   gemma3    embeddings x sqrt(n_embd), q/k norms, post-attention and post-FFN norms,
 //             GELU-tanh, q scaled before attention, sliding layers with their own rope
+//   qwen3moe  qwen3's attention; a mixture of SwiGLU experts for the FFN
+//   gpt-oss   q/k/v/o biases, attention sinks, YaRN on every layer, every other layer
+//             sliding; experts with biases, a router with a bias, the clamped SwiGLU
+//
+// Whether the FFN is a mixture of experts, and how its router chooses, is in the
+// hyper-parameters (ModelHParams::is_moe, router()).
 
 #include <cstdint>
 
@@ -28,10 +34,15 @@ struct ModelFeatures {
     bool qkv_biases = false;       // attn_q/k/v.bias required (qwen2; optional elsewhere)
     bool fused_gate_up = false;    // ffn_up holds [gate | up] rows, no ffn_gate (phi3)
     bool long_short_rope = false;  // rope_factors_long / _short (phi3's LongRoPE), chosen by the context size
+    bool attn_sinks = false;       // attn_sinks [n_head]: a learned logit per head joins each softmax (gpt-oss)
+    bool expert_biases = false;    // ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
+    // The FFN's input norm is stored as post_attention_norm, not ffn_norm (gpt-oss).
+    bool ffn_norm_named_post_attention = false;
 
     // Computation
     float embd_scale = 0.0f;  // token embeddings times this (0: as they are) [gemma: sqrt(n_embd)]
     FfnActivation ffn_act = FfnActivation::silu;
+    ExpertActivation expert_act = ExpertActivation::swiglu;
     float q_scale = 1.0f;          // q times this after rope, before attention (rounded there to f16 as llama.cpp)
     float kq_scale = 1.0f;         // AttentionParams::scale
     float attn_temp_scale = 0.0f;  // q times 1 + s ln(floor(pos / floor) + 1) after rope (0: off)

@@ -34,6 +34,14 @@ public:
         return {};
     }
 
+    Status get_bool(const std::string & suffix, bool & out, bool fallback) const {
+        LR_ASSIGN_OR_RETURN(std::optional<bool> value, file_.get_bool(prefix_ + suffix));
+        out = value.value_or(fallback);
+        return {};
+    }
+
+    bool has(const std::string & suffix) const { return file_.find(prefix_ + suffix) != nullptr; }
+
     Result<std::optional<std::string_view>> get_string(const std::string & suffix) const { return file_.get_string(prefix_ + suffix); }
 
 private:
@@ -52,10 +60,14 @@ struct ArchEntry {
     RopeMode rope_mode;
 };
 constexpr ArchEntry kArchs[] = {
-    {ModelArch::llama, "llama", RopeMode::normal}, {ModelArch::qwen2, "qwen2", RopeMode::neox},
-    {ModelArch::qwen3, "qwen3", RopeMode::neox},   {ModelArch::mistral3, "mistral3", RopeMode::normal},
-    {ModelArch::phi3, "phi3", RopeMode::neox},     {ModelArch::gemma3, "gemma3", RopeMode::neox},
+    {ModelArch::llama, "llama", RopeMode::normal},     {ModelArch::qwen2, "qwen2", RopeMode::neox},
+    {ModelArch::qwen3, "qwen3", RopeMode::neox},       {ModelArch::mistral3, "mistral3", RopeMode::normal},
+    {ModelArch::phi3, "phi3", RopeMode::neox},         {ModelArch::gemma3, "gemma3", RopeMode::neox},
+    {ModelArch::qwen3moe, "qwen3moe", RopeMode::neox}, {ModelArch::gpt_oss, "gpt-oss", RopeMode::neox},
 };
+
+// llama.cpp's LLAMA_MAX_EXPERTS.
+constexpr uint32_t kMaxExperts = 512;
 
 const ArchEntry * find_arch(std::string_view name) {
     for (const ArchEntry & e : kArchs) {
@@ -103,7 +115,8 @@ Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, Model
     switch (hp.arch) {
         case ModelArch::llama:
         case ModelArch::qwen2:
-        case ModelArch::qwen3: return {};
+        case ModelArch::qwen3:
+        case ModelArch::qwen3moe: return {};
         case ModelArch::mistral3:
             // Llama 4's attention temperature, with the original context as its period.
             LR_RETURN_IF_ERROR(keys.get_f32("attention.temperature_scale", hp.attn_temp_scale, 0.0f));
@@ -131,7 +144,76 @@ Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, Model
             hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
             return {};
         }
+        case ModelArch::gpt_oss:
+            // Every other layer slides, layer 0 first (llama.cpp's set_swa_pattern(2); the
+            // files carry no pattern key). Both kinds share the rope, YaRN included.
+            LR_RETURN_IF_ERROR(keys.get_u32("attention.sliding_window", hp.n_swa));
+            if (hp.n_swa == 0) return out_of_range(file, "attention.sliding_window must be positive");
+            set_swa_pattern(hp, 2);
+            LR_RETURN_IF_ERROR(keys.get_f32("rope.freq_base_swa", hp.rope_freq_base_swa, hp.rope_freq_base));
+            hp.rope_freq_scale_swa = hp.rope_freq_scale;
+            return {};
     }
+    return {};
+}
+
+bool is_moe_arch(ModelArch arch) { return arch == ModelArch::qwen3moe || arch == ModelArch::gpt_oss; }
+
+// llama.cpp's enum llama_expert_gating_func_type (written to files: never renumber).
+Result<ExpertGating> gating_from_key(const gguf::GgufFile & file, uint32_t value) {
+    switch (value) {
+        case 1: return ExpertGating::softmax;
+        case 3: return ExpertGating::softmax_weight;
+        default:
+            return error(StatusCode::unsupported, file.path() + ": expert_gating_func " + std::to_string(value) +
+                                                      " is not supported (1 softmax and 3 softmax over the chosen experts are)");
+    }
+}
+
+// The mixture-of-experts keys, with llama.cpp's checks and each family's defaults: qwen3moe
+// softmax with renormalized weights, gpt-oss softmax over the chosen experts' logits.
+Status read_expert_keys(const gguf::GgufFile & file, const KeyReader & keys, ModelHParams & hp) {
+    LR_RETURN_IF_ERROR(keys.get_u32("expert_count", hp.n_expert, 0));
+    LR_RETURN_IF_ERROR(keys.get_u32("expert_used_count", hp.n_expert_used, 0));
+    if (!is_moe_arch(hp.arch)) {
+        if (hp.n_expert == 0) return {};
+        return error(StatusCode::unsupported, file.path() + ": " + hp.arch_name + " files with experts (expert_count " +
+                                                  std::to_string(hp.n_expert) +
+                                                  ") are not supported; Longread runs the qwen3moe and gpt-oss mixtures of experts");
+    }
+    if (hp.n_expert == 0) return out_of_range(file, hp.arch_name + " needs experts, but expert_count is missing or 0");
+    if (hp.n_expert > kMaxExperts) {
+        return out_of_range(file, "expert_count " + std::to_string(hp.n_expert) + " exceeds " + std::to_string(kMaxExperts));
+    }
+    if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert) {
+        return out_of_range(file, "expert_used_count " + std::to_string(hp.n_expert_used) + " must be 1 to expert_count " +
+                                      std::to_string(hp.n_expert));
+    }
+    if (hp.arch == ModelArch::gpt_oss) {
+        LR_RETURN_IF_ERROR(keys.get_u32("expert_feed_forward_length", hp.n_ff_exp));
+    } else {
+        // llama.cpp's qwen3moe default: the dense width shared out over the used experts.
+        LR_RETURN_IF_ERROR(keys.get_u32("expert_feed_forward_length", hp.n_ff_exp, hp.n_ff / hp.n_expert_used));
+    }
+    if (hp.n_ff_exp == 0) return out_of_range(file, "expert_feed_forward_length must be positive");
+    LR_RETURN_IF_ERROR(keys.get_u32("expert_shared_feed_forward_length", hp.n_ff_shexp, 0));
+    LR_RETURN_IF_ERROR(keys.get_u32("expert_shared_count", hp.n_expert_shared, hp.n_ff_shexp > 0 ? 1 : 0));
+    if (hp.n_expert_shared > 1) {
+        return error(StatusCode::unsupported, file.path() + ": expert_shared_count " + std::to_string(hp.n_expert_shared) +
+                                                  " is not supported (one shared expert is)");
+    }
+    if (hp.n_expert_shared == 1 && hp.n_ff_shexp == 0) hp.n_ff_shexp = hp.n_ff_exp;
+
+    const bool gpt_oss = hp.arch == ModelArch::gpt_oss;
+    hp.expert_gating = gpt_oss ? ExpertGating::softmax_weight : ExpertGating::softmax;
+    if (keys.has("expert_gating_func")) {
+        uint32_t value = 0;
+        LR_RETURN_IF_ERROR(keys.get_u32("expert_gating_func", value));
+        LR_ASSIGN_OR_RETURN(hp.expert_gating, gating_from_key(file, value));
+    }
+    LR_RETURN_IF_ERROR(keys.get_bool("expert_weights_norm", hp.expert_weights_norm, !gpt_oss));
+    LR_RETURN_IF_ERROR(keys.get_f32("expert_weights_scale", hp.expert_weights_scale, 0.0f));
+    if (!std::isfinite(hp.expert_weights_scale)) return out_of_range(file, "expert_weights_scale must be finite");
     return {};
 }
 
@@ -154,8 +236,9 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     const ArchEntry * entry = find_arch(hp.arch_name);
     if (!entry) {
         return error(StatusCode::unsupported, file.path() + ": model architecture '" + hp.arch_name +
-                                                  "' is not supported (Longread runs llama, qwen2, qwen3, mistral3, phi3 and gemma3 "
-                                                  "models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Ministral 3, Phi-3/4, Gemma 3)");
+                                                  "' is not supported (Longread runs llama, qwen2, qwen3, qwen3moe, mistral3, phi3, gemma3 "
+                                                  "and gpt-oss models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Qwen3 MoE, Ministral 3, "
+                                                  "Phi-3/4, Gemma 3, gpt-oss)");
     }
     hp.arch = entry->arch;
     hp.rope_mode = entry->rope_mode;
@@ -165,11 +248,17 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     const KeyReader keys(file, hp.arch_name + ".");
     LR_RETURN_IF_ERROR(keys.get_u32("embedding_length", hp.n_embd));
     LR_RETURN_IF_ERROR(keys.get_u32("block_count", hp.n_layer));
-    LR_RETURN_IF_ERROR(keys.get_u32("feed_forward_length", hp.n_ff));
+    // Mixture-of-experts files may have no dense FFN (and no width for one).
+    const bool moe = is_moe_arch(hp.arch);
+    if (moe) {
+        LR_RETURN_IF_ERROR(keys.get_u32("feed_forward_length", hp.n_ff, 0));
+    } else {
+        LR_RETURN_IF_ERROR(keys.get_u32("feed_forward_length", hp.n_ff));
+    }
     LR_RETURN_IF_ERROR(keys.get_u32("attention.head_count", hp.n_head));
     LR_RETURN_IF_ERROR(keys.get_u32("attention.head_count_kv", hp.n_head_kv, hp.n_head));
     LR_RETURN_IF_ERROR(keys.get_u32("context_length", hp.n_ctx_train, 2048));
-    if (hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 || hp.n_ff == 0 || hp.n_layer > 1024 || hp.n_head > 4096) {
+    if (hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 || (hp.n_ff == 0 && !moe) || hp.n_layer > 1024 || hp.n_head > 4096) {
         return out_of_range(file, "hyper-parameters out of range (embedding_length, block_count, head_count, feed_forward_length)");
     }
     if (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
@@ -199,6 +288,7 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     if (!(hp.rms_eps > 0) || !(hp.rope_freq_base > 0)) return out_of_range(file, "rms epsilon and rope.freq_base must be positive");
     LR_RETURN_IF_ERROR(read_rope_scaling(file, keys, hp));
     LR_RETURN_IF_ERROR(read_arch_keys(file, keys, hp));
+    LR_RETURN_IF_ERROR(read_expert_keys(file, keys, hp));
     if (!(hp.rope_freq_base_swa > 0)) return out_of_range(file, "rope.freq_base_swa must be positive");
 
     uint32_t vocab = 0;

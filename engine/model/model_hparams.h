@@ -12,11 +12,12 @@
 #include "engine/backend/backend.h"
 #include "engine/common/status.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/expert_router.h"
 
 namespace lr {
 
 // The families Longread runs; files name them by arch_name (general.architecture).
-enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3 };
+enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3, qwen3moe, gpt_oss };
 
 // The file's name of an architecture ("llama", "qwen3", ...).
 std::string_view arch_name(ModelArch arch);
@@ -36,8 +37,20 @@ struct ModelHParams {
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;
     uint32_t head_dim = 0;  // attention.key_length (= value_length), default n_embd / n_head
-    uint32_t n_ff = 0;
+    uint32_t n_ff = 0;      // the dense FFN's width (0 in mixture-of-experts files that have none)
     float rms_eps = 1e-5f;
+
+    // Mixture of experts (n_expert > 0): each layer's FFN is the weighted sum of n_expert_used
+    // of its n_expert expert FFNs, chosen per token by a router (expert_router.h), plus
+    // n_expert_shared shared experts that every token runs.
+    uint32_t n_expert = 0;                               // expert_count
+    uint32_t n_expert_used = 0;                          // expert_used_count
+    uint32_t n_ff_exp = 0;                               // expert_feed_forward_length
+    uint32_t n_expert_shared = 0;                        // expert_shared_count (1 when only the shared width is given)
+    uint32_t n_ff_shexp = 0;                             // expert_shared_feed_forward_length (0: no shared expert)
+    ExpertGating expert_gating = ExpertGating::softmax;  // expert_gating_func
+    bool expert_weights_norm = false;                    // expert_weights_norm
+    float expert_weights_scale = 0.0f;                   // expert_weights_scale (0: none)
 
     // Rope of the full-attention layers.
     RopeMode rope_mode = RopeMode::normal;
@@ -65,6 +78,14 @@ struct ModelHParams {
 
     uint32_t n_embd_q() const { return n_head * head_dim; }
     uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
+    bool is_moe() const { return n_expert > 0; }
+    RouterParams router() const {
+        return {.n_expert = n_expert,
+                .n_used = n_expert_used,
+                .gating = expert_gating,
+                .norm_weights = expert_weights_norm,
+                .weights_scale = expert_weights_scale};
+    }
     bool is_sliding(uint32_t il) const { return n_swa > 0 && il < swa_layers.size() && swa_layers[il] != 0; }
     // The attention window of layer il (0: full attention).
     uint32_t window(uint32_t il) const { return is_sliding(il) ? n_swa : 0; }

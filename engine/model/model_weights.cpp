@@ -1,22 +1,38 @@
 #include "model_weights.h"
 
+#include <array>
+
 #include "engine/quant/quant.h"
 
 namespace lr {
 namespace {
+
+// "[4096, 128]", "[2880, 2880, 32]": dimensions up to the last one that is not 1 (at least two).
+std::string shape_text(std::array<uint64_t, 4> ne) {
+    size_t n_dims = 4;
+    while (n_dims > 2 && ne[n_dims - 1] == 1) --n_dims;
+    std::string s = "[";
+    for (size_t d = 0; d < n_dims; ++d) s += (d ? ", " : "") + std::to_string(ne[d]);
+    return s + "]";
+}
 
 class WeightLoader {
 public:
     WeightLoader(const gguf::GgufFile & file, Backend & backend, ModelWeights & out) : file_(file), backend_(backend), out_(out) {}
 
     // A tensor of shape ne0 x ne1 (ne1 = 1 for vectors).
-    Result<WeightView> get(const std::string & name, uint64_t ne0, uint64_t ne1) {
+    Result<WeightView> get(const std::string & name, uint64_t ne0, uint64_t ne1) { return get_stack(name, ne0, ne1, 1, false); }
+
+    // A stack of n matrices ne0 x ne1 (GGUF ne = [ne0, ne1, n]: the experts of a layer), as
+    // one view of n * ne1 rows. per_expert: counted as expert bytes (also the expert biases,
+    // one row per expert).
+    Result<WeightView> get_stack(const std::string & name, uint64_t ne0, uint64_t ne1, uint64_t n, bool per_expert) {
         const gguf::TensorInfo * t = file_.find_tensor(name);
         if (!t) return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' is missing");
-        if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-            return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' has shape [" + std::to_string(t->ne[0]) + ", " +
-                                                       std::to_string(t->ne[1]) + "], expected [" + std::to_string(ne0) + ", " +
-                                                       std::to_string(ne1) + "]");
+        if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != n || t->ne[3] != 1) {
+            return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' has shape " +
+                                                       shape_text({t->ne[0], t->ne[1], t->ne[2], t->ne[3]}) + ", expected " +
+                                                       shape_text({ne0, ne1, n, 1}));
         }
         if (!quant::can_dequantize(t->type)) {
             return error(StatusCode::unsupported,
@@ -27,9 +43,10 @@ public:
         if (ne1 == 1 && t->type != DType::F32) {
             return error(StatusCode::unsupported, file_.path() + ": vector tensor '" + name + "' must be F32");
         }
-        WeightView host{t->type, static_cast<int64_t>(ne0), static_cast<int64_t>(ne1), t->data};
+        WeightView host{t->type, static_cast<int64_t>(ne0), static_cast<int64_t>(ne1 * n), t->data};
         out_.n_params += t->n_elements();
         out_.n_bytes += t->n_bytes;
+        if (per_expert) out_.n_expert_bytes += t->n_bytes;
         return backend_.prepare_weight(host);
     }
 
@@ -94,6 +111,41 @@ Result<std::optional<WeightView>> get_if(WeightLoader & load, bool required, con
     return load.get_optional(name, ne0, 1);
 }
 
+// An F32 matrix [n_expert][n] of per-expert biases, or absent.
+Result<WeightView> expert_bias(WeightLoader & load, const gguf::GgufFile & file, const std::string & name, uint64_t n, uint64_t n_expert) {
+    LR_ASSIGN_OR_RETURN(WeightView b, load.get_stack(name, n, n_expert, 1, true));
+    if (b.type != DType::F32) return error(StatusCode::unsupported, file.path() + ": expert bias '" + name + "' must be F32");
+    return b;
+}
+
+// The router, the experts and the shared expert of layer prefix p.
+Result<MoeWeights> load_moe(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f,
+                            const std::string & p) {
+    MoeWeights m;
+    const uint64_t n_embd = hp.n_embd, n_ff = hp.n_ff_exp, n_expert = hp.n_expert;
+    LR_ASSIGN_OR_RETURN(m.router, load.get(p + "ffn_gate_inp.weight", n_embd, n_expert));
+    LR_ASSIGN_OR_RETURN(m.router_bias, get_if(load, f.expert_biases, p + "ffn_gate_inp.bias", n_expert));
+    ExpertWeights & e = m.experts;
+    e.n_expert = int32_t(n_expert);
+    e.act = f.expert_act;
+    LR_ASSIGN_OR_RETURN(e.gate, load.get_stack(p + "ffn_gate_exps.weight", n_embd, n_ff, n_expert, true));
+    LR_ASSIGN_OR_RETURN(e.up, load.get_stack(p + "ffn_up_exps.weight", n_embd, n_ff, n_expert, true));
+    LR_ASSIGN_OR_RETURN(e.down, load.get_stack(p + "ffn_down_exps.weight", n_ff, n_embd, n_expert, true));
+    if (f.expert_biases) {
+        LR_ASSIGN_OR_RETURN(e.gate_bias, expert_bias(load, file, p + "ffn_gate_exps.bias", n_ff, n_expert));
+        LR_ASSIGN_OR_RETURN(e.up_bias, expert_bias(load, file, p + "ffn_up_exps.bias", n_ff, n_expert));
+        LR_ASSIGN_OR_RETURN(e.down_bias, expert_bias(load, file, p + "ffn_down_exps.bias", n_embd, n_expert));
+    }
+    if (hp.n_ff_shexp > 0) {
+        const uint64_t n_sh = hp.n_ff_shexp;
+        LR_ASSIGN_OR_RETURN(m.shexp_gate, load.get(p + "ffn_gate_shexp.weight", n_embd, n_sh));
+        LR_ASSIGN_OR_RETURN(m.shexp_up, load.get(p + "ffn_up_shexp.weight", n_embd, n_sh));
+        LR_ASSIGN_OR_RETURN(m.shexp_down, load.get(p + "ffn_down_shexp.weight", n_sh, n_embd));
+        LR_ASSIGN_OR_RETURN(m.shexp_gate_inp, load.get_optional(p + "ffn_gate_inp_shexp.weight", n_embd, 1));
+    }
+    return m;
+}
+
 Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, uint32_t il,
                   LayerWeights & L) {
     const std::string p = "blk." + std::to_string(il) + ".";
@@ -106,10 +158,19 @@ Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelH
     LR_ASSIGN_OR_RETURN(L.k_norm, get_if(load, f.qk_norm, p + "attn_k_norm.weight", hp.head_dim));
     LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q(), hp.n_embd));
     LR_ASSIGN_OR_RETURN(L.bo, load.get_optional(p + "attn_output.bias", hp.n_embd, 1));
-    LR_ASSIGN_OR_RETURN(L.attn_post_norm, get_if(load, f.post_norms, p + "post_attention_norm.weight", hp.n_embd));
-    LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + "ffn_norm.weight", hp.n_embd, 1));
-    LR_RETURN_IF_ERROR(load_gate_up(load, hp, f, p, L));
-    LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+    // gpt-oss's post_attention_norm is its FFN's input norm (below), not a gemma post-norm.
+    if (!f.ffn_norm_named_post_attention) {
+        LR_ASSIGN_OR_RETURN(L.attn_post_norm, get_if(load, f.post_norms, p + "post_attention_norm.weight", hp.n_embd));
+    }
+    LR_ASSIGN_OR_RETURN(L.attn_sinks, get_if(load, f.attn_sinks, p + "attn_sinks.weight", hp.n_head));
+    const char * ffn_norm = f.ffn_norm_named_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight";
+    LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + ffn_norm, hp.n_embd, 1));
+    if (hp.is_moe()) {
+        LR_ASSIGN_OR_RETURN(L.moe, load_moe(load, file, hp, f, p));
+    } else {
+        LR_RETURN_IF_ERROR(load_gate_up(load, hp, f, p, L));
+        LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+    }
     LR_ASSIGN_OR_RETURN(L.ffn_post_norm, get_if(load, f.post_norms, p + "post_ffw_norm.weight", hp.n_embd));
     if (!f.qk_norm && (L.q_norm || L.k_norm)) {
         return error(StatusCode::unsupported,
@@ -123,12 +184,6 @@ Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelH
 Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParams & hp, Backend & backend) {
     ModelWeights w;
     WeightLoader load(file, backend, w);
-    for (const gguf::TensorInfo & t : file.tensors()) {
-        if (t.name.find("ffn_gate_inp") != std::string::npos || t.name.find("_exps") != std::string::npos) {
-            return error(StatusCode::unsupported,
-                         file.path() + ": mixture-of-experts models (tensor '" + t.name + "') are not supported yet");
-        }
-    }
     const ModelFeatures f = model_features(hp);
     LR_ASSIGN_OR_RETURN(w.token_embd, load.get("token_embd.weight", hp.n_embd, hp.n_vocab));
     LR_ASSIGN_OR_RETURN(w.output_norm, load.get("output_norm.weight", hp.n_embd, 1));

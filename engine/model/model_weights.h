@@ -14,6 +14,18 @@
 
 namespace lr {
 
+// A mixture-of-experts FFN: the router, the routed experts, and an optional shared expert
+// that every token runs (its output gated by sigmoid(shexp_gate_inp . x) when that is present).
+struct MoeWeights {
+    WeightView router;                         // [n_expert][n_embd] ffn_gate_inp
+    std::optional<WeightView> router_bias;     // [n_expert] (gpt-oss)
+    ExpertWeights experts;                     // ffn_{gate,up,down}_exps (+ .bias)
+    std::optional<WeightView> shexp_gate;      // [n_ff_shexp][n_embd]
+    std::optional<WeightView> shexp_up;        // [n_ff_shexp][n_embd]
+    std::optional<WeightView> shexp_down;      // [n_embd][n_ff_shexp]
+    std::optional<WeightView> shexp_gate_inp;  // [n_embd] the shared expert's gate
+};
+
 struct LayerWeights {
     WeightView attn_norm;                      // [n_embd]
     WeightView wq, wk, wv;                     // [n_embd_q | n_embd_kv][n_embd] (rows of attn_qkv when fused)
@@ -23,9 +35,11 @@ struct LayerWeights {
     WeightView wo;                             // [n_embd][n_embd_q]
     std::optional<WeightView> bo;              // [n_embd]
     std::optional<WeightView> attn_post_norm;  // [n_embd] on the attention output (gemma3)
-    WeightView ffn_norm;                       // [n_embd]
-    WeightView ffn_gate, ffn_up;               // [n_ff][n_embd] (halves of ffn_up when fused)
-    WeightView ffn_down;                       // [n_embd][n_ff]
+    std::optional<WeightView> attn_sinks;      // [n_head] a logit per head joining the softmax (gpt-oss)
+    WeightView ffn_norm;                       // [n_embd] (gpt-oss: post_attention_norm)
+    WeightView ffn_gate, ffn_up;               // [n_ff][n_embd] (halves of ffn_up when fused); empty with moe
+    WeightView ffn_down;                       // [n_embd][n_ff]; empty with moe
+    std::optional<MoeWeights> moe;             // the FFN of a mixture-of-experts layer
     std::optional<WeightView> ffn_post_norm;   // [n_embd] on the FFN output (gemma3)
 };
 
@@ -40,6 +54,7 @@ struct ModelWeights {
     std::vector<LayerWeights> layers;
     uint64_t n_params = 0;
     uint64_t n_bytes = 0;
+    uint64_t n_expert_bytes = 0;  // of n_bytes: the routed experts (ffn_*_exps and their biases)
 };
 
 // Resolves every tensor of the model in `file` and prepares it for `backend`.

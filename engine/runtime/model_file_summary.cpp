@@ -64,14 +64,14 @@ std::string without_path(const gguf::GgufFile & file, std::string message) {
 }
 
 // Why the engine cannot run the file (an unknown architecture, a weight type it cannot
-// compute with, mixture-of-experts tensors...), or nullopt when it can.
+// compute with, a tokenizer it lacks...), or nullopt when it can. Experts in a family
+// without them are refused by read_hparams.
 std::optional<std::string> unsupported_reason(const gguf::GgufFile & file, const Result<ModelHParams> & hparams) {
     if (!hparams.ok()) return without_path(file, hparams.status().message());
     for (const gguf::TensorInfo & t : file.tensors()) {
         if (!dtype_traits(t.type).supported) {
             return "tensor '" + t.name + "' has type " + std::string(dtype_name(t.type)) + ", which the engine cannot compute with yet";
         }
-        if (t.name.find("_exps") != std::string::npos) return "mixture-of-experts models are not supported yet";
     }
     if (auto tokenizer = file.get_string("tokenizer.ggml.model"); tokenizer.ok() && tokenizer->has_value()) {
         const std::string_view model = **tokenizer;

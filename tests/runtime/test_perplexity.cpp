@@ -46,6 +46,17 @@ private slots:
         for (const auto & [name, ppl] : archs) {
             QTest::addRow("%s-128", name) << QString("models/tiny-2026/%1.gguf").arg(name) << 128u << ppl << 1e-3 << 36;
         }
+        // The mixtures of experts (gpt-oss's 32-token windows slide on layer 0, its sinks join
+        // every softmax).
+        const std::pair<const char *, double> moe[] = {
+            {"tiny-qwen3moe-f32", 516.5576},
+            {"tiny-qwen3moe-Q8_0", 516.3573},
+            {"tiny-gpt-oss-f32", 535.5700},
+            {"tiny-gpt-oss-MXFP4_MOE", 535.6817},
+        };
+        for (const auto & [name, ppl] : moe) {
+            QTest::addRow("%s-128", name) << QString("models/tiny-2026/%1.gguf").arg(name) << 128u << ppl << 1e-3 << 36;
+        }
     }
     void matchesLlamaPerplexity() {
         QFETCH(QString, model);
