@@ -135,6 +135,8 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     capacities.device_bytes -= std::min(capacities.device_bytes, sliding.bytes);
     MemoryPlan plan;
     plan.weight_bytes = model.weight_bytes;
+    plan.expert_weight_bytes = model.expert_weight_bytes;
+    plan.active_weight_bytes_per_token = model.active_weight_bytes_per_token;
     plan.scratch_bytes = uint64_t(std::max(chunk_tokens, 1u)) * model.scratch_bytes_per_token;
     plan.kv_bytes_per_token = kv_bytes_for_tokens(model, KvSettings{}, 1);
     // The most tokens the cache holds at once: SnapKV keeps the whole prompt until it selects

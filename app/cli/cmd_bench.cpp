@@ -53,14 +53,25 @@ uint64_t peak_rss_bytes() {
     return uint64_t(ru.ru_maxrss) * 1024;
 }
 
-// The weights one decode step reads: every matrix and norm, one row of the embeddings.
-std::vector<MemoryRegion> decode_weights(const ModelWeights & w) {
+// The weights one decode step reads: every matrix and norm, one row of the embeddings, and
+// of a mixture's experts as many as a token chooses (the first ones: they stand for any).
+std::vector<MemoryRegion> decode_weights(const ModelWeights & w, uint32_t n_expert_used) {
     std::vector<MemoryRegion> regions;
-    auto add = [&](const WeightView & v) { regions.push_back({v.data, v.row_bytes() * size_t(v.n_rows)}); };
+    auto add = [&](const WeightView & v) {
+        if (v.data) regions.push_back({v.data, v.row_bytes() * size_t(v.n_rows)});
+    };
+    auto add_optional = [&](const std::optional<WeightView> & v) {
+        if (v) add(*v);
+    };
     for (const LayerWeights & L : w.layers) {
         for (const WeightView * v : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) add(*v);
-        for (const auto * b : {&L.bq, &L.bk, &L.bv}) {
-            if (*b) add(**b);
+        for (const auto * b : {&L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.bo, &L.attn_sinks}) add_optional(*b);
+        if (!L.moe) continue;
+        const MoeWeights & m = *L.moe;
+        add(m.router);
+        for (const auto * v : {&m.router_bias, &m.shexp_gate, &m.shexp_up, &m.shexp_down, &m.shexp_gate_inp}) add_optional(*v);
+        for (int32_t e = 0; e < int32_t(n_expert_used); ++e) {
+            for (const WeightView * stack : {&m.experts.gate, &m.experts.up, &m.experts.down}) add(m.experts.rows_of(*stack, e));
         }
     }
     add(w.output_norm);
@@ -183,9 +194,7 @@ int run_bench(const Argv & argv) {
     if (!graph.ok()) return fail(graph.status().message());
     Runner runner(model, *graph, max_tokens);
 
-    const std::vector<MemoryRegion> weights = decode_weights(model.weights());
-    uint64_t weight_bytes = 0;
-    for (const MemoryRegion & r : weights) weight_bytes += r.n_bytes;
+    const std::vector<MemoryRegion> weights = decode_weights(model.weights(), model.hparams().n_expert_used);
 
     // Warm up: pages of the mapping in, caches and scratch sized.
     (void)measure_read_bandwidth(weights, n_threads);
@@ -197,6 +206,7 @@ int run_bench(const Argv & argv) {
     }
 
     std::vector<double> pp, tg, bandwidth;
+    uint64_t bytes_per_token = 0;  // what the decoded tokens' forward passes read (LlamaGraph's count)
     std::vector<DepthResult> at_depth;
     for (uint32_t d : depths) at_depth.push_back({d, {}, {}});
     for (long long rep = 0; rep < *reps; ++rep) {
@@ -206,8 +216,10 @@ int run_bench(const Argv & argv) {
         pp.push_back(double(*n_prompt) / seconds);
         auto empty = runner.cache_at(0, nullptr);
         if (!empty.ok()) return fail(empty.status().message());
+        const uint64_t read_before = graph->weight_bytes_read();
         auto t = runner.decode(**empty, 0, uint32_t(*n_gen));
         if (!t.ok()) return fail(t.status().message());
+        bytes_per_token = (graph->weight_bytes_read() - read_before) / uint64_t(*n_gen);
         tg.push_back(double(*n_gen) / *t);
         bandwidth.push_back(measure_read_bandwidth(weights, n_threads));
         for (DepthResult & r : at_depth) {
@@ -221,7 +233,7 @@ int run_bench(const Argv & argv) {
     }
 
     const double bw = median(bandwidth);
-    const double roofline = bw / double(weight_bytes);
+    const double roofline = bw / double(bytes_per_token);
     const double tg_med = median(tg);
     const uint64_t rss = peak_rss_bytes();
     const std::string backend_name = engine.backend().name();
@@ -232,9 +244,10 @@ int run_bench(const Argv & argv) {
                           ",\"repetitions\":" + std::to_string(*reps);
         char buf[512];
         std::snprintf(buf, sizeof buf,
-                      ",\"pp_tok_s\":%.3f,\"tg_tok_s\":%.3f,\"weight_bytes\":%llu,\"bandwidth_gb_s\":%.3f,"
+                      ",\"pp_tok_s\":%.3f,\"tg_tok_s\":%.3f,\"weight_bytes\":%llu,\"bytes_read_per_token\":%llu,\"bandwidth_gb_s\":%.3f,"
                       "\"tg_roofline_tok_s\":%.3f,\"tg_roofline_ratio\":%.4f,\"peak_rss_bytes\":%llu",
-                      median(pp), tg_med, (unsigned long long)weight_bytes, bw / 1e9, roofline, tg_med / roofline, (unsigned long long)rss);
+                      median(pp), tg_med, (unsigned long long)model.weights().n_bytes, (unsigned long long)bytes_per_token, bw / 1e9,
+                      roofline, tg_med / roofline, (unsigned long long)rss);
         out += buf;
         out += ",\"pp_tok_s_all\":" + json_numbers(pp) + ",\"tg_tok_s_all\":" + json_numbers(tg);
         std::vector<double> bw_gb;
@@ -257,8 +270,9 @@ int run_bench(const Argv & argv) {
         std::snprintf(buf, sizeof buf, "[%.1f .. %.1f]", *lo, *hi);
         return std::string(buf);
     };
-    std::printf("model      %s\nbackend    %s\nweights    %.1f MiB read per decoded token\n", model.file().path().c_str(),
-                backend_name.c_str(), double(weight_bytes) / (1 << 20));
+    std::printf("model      %s\nbackend    %s\n", model.file().path().c_str(), backend_name.c_str());
+    std::printf("weights    %.1f MiB read per decoded token, of %.1f MiB%s\n", double(bytes_per_token) / (1 << 20),
+                double(model.weights().n_bytes) / (1 << 20), model.hparams().is_moe() ? " (of the experts, the chosen ones)" : "");
     std::printf("pp%-6lld   %8.1f tok/s  %s\n", *n_prompt, median(pp), spread(pp).c_str());
     std::printf("tg%-6lld   %8.1f tok/s  %s\n", *n_gen, tg_med, spread(tg).c_str());
     std::printf("bandwidth  %8.1f GB/s   -> roofline %.1f tok/s, tg at %.0f%% of it\n", bw / 1e9, roofline, 100.0 * tg_med / roofline);

@@ -1,4 +1,5 @@
 // tokenize: text to ids. info: what a model file is and what it needs.
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -96,8 +97,17 @@ int run_info(const Argv & argv) {
     std::printf("parameters:    %.3f M\n", double(model.weights().n_params) / 1e6);
     std::printf("layers %u, embedding %u, heads %u (KV %u, head size %u), feed-forward %u, vocabulary %u\n", hp.n_layer, hp.n_embd,
                 hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_vocab);
-    std::printf("trained context %u, rope base %g%s%s, rms eps %g\n", hp.n_ctx_train, double(hp.rope_freq_base),
-                hp.rope_freq_scale != 1.0f ? ", linear scaling" : "", model.weights().rope_freqs ? ", rope_freqs" : "", double(hp.rms_eps));
+    if (hp.is_moe()) {
+        std::printf("experts:       %u of %u per token, width %u%s\n", hp.n_expert_used, hp.n_expert, hp.n_ff_exp,
+                    hp.n_ff_shexp ? (", a shared expert of width " + std::to_string(hp.n_ff_shexp)).c_str() : "");
+    }
+    const std::string scaling = hp.rope_scaling == RopeScaling::yarn
+                                    ? ", YaRN x" + std::to_string(int(std::lround(1.0f / hp.rope_freq_scale))) + " from " +
+                                          std::to_string(hp.n_ctx_orig)
+                                : hp.rope_freq_scale != 1.0f ? ", linear scaling"
+                                                             : "";
+    std::printf("trained context %u, rope base %g%s%s, rms eps %g\n", hp.n_ctx_train, double(hp.rope_freq_base), scaling.c_str(),
+                model.weights().rope_freqs ? ", rope_freqs" : "", double(hp.rms_eps));
     std::printf("output:        %s\n", model.weights().tied_output ? "tied to the token embedding" : "own matrix");
     std::map<std::string, int> types;
     for (const gguf::TensorInfo & t : file.tensors()) ++types[std::string(dtype_name(t.type))];
@@ -136,6 +146,12 @@ int run_info(const Argv & argv) {
     std::printf("memory at -c %lld (%s):\n", *n_ctx, describe(*kv).c_str());
     std::printf("  weights       %s (%s)\n", format_bytes(plan.weight_bytes).c_str(),
                 forecast.weights_on_device ? "uploaded to the GPU" : "mapped from the file");
+    if (plan.expert_weight_bytes > 0) {
+        std::printf("    experts     %s (%u per layer, %u chosen per token)\n", format_bytes(plan.expert_weight_bytes).c_str(), hp.n_expert,
+                    hp.n_expert_used);
+        std::printf("    per token   %s active (the other weights and the chosen experts)\n",
+                    format_bytes(plan.active_weight_bytes_per_token).c_str());
+    }
     std::printf("  KV cache      %s (%s per token at f16)\n", format_bytes(plan.kv_bytes).c_str(),
                 format_bytes(plan.kv_bytes_per_token).c_str());
     for (const KvLayerKindPlan & k : plan.layer_kinds) {

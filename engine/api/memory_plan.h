@@ -45,6 +45,10 @@ struct ModelMemoryShape {
     uint32_t head_dim = 0;
     uint32_t n_ctx_train = 0;
     uint64_t weight_bytes = 0;
+    // Mixtures of experts: of weight_bytes, the routed experts (0 for dense models); and what
+    // one token reads: every other weight and the chosen share of the experts.
+    uint64_t expert_weight_bytes = 0;
+    uint64_t active_weight_bytes_per_token = 0;
     uint64_t scratch_bytes_per_token = 0;  // activations of one ubatch token
     std::vector<KvLayerSpec> layers;       // per layer; empty: every layer full attention
 };
@@ -60,8 +64,10 @@ enum class MemoryVerdict { fits, needs_disk, wont_fit };
 
 struct MemoryPlan {
     uint64_t weight_bytes = 0;
-    uint64_t kv_bytes = 0;         // KV of the whole context after policy and codecs, at its peak
-    uint64_t kv_device_bytes = 0;  // where it lives (device first, then host, then disk)
+    uint64_t expert_weight_bytes = 0;            // of weight_bytes (ModelMemoryShape)
+    uint64_t active_weight_bytes_per_token = 0;  // ModelMemoryShape's
+    uint64_t kv_bytes = 0;                       // KV of the whole context after policy and codecs, at its peak
+    uint64_t kv_device_bytes = 0;                // where it lives (device first, then host, then disk)
     uint64_t kv_host_bytes = 0;
     uint64_t kv_disk_bytes = 0;
     uint64_t scratch_bytes = 0;

@@ -19,4 +19,12 @@ LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file) {
     return w;
 }
 
+uint64_t expert_weight_bytes(const gguf::GgufFile & file) {
+    uint64_t n = 0;
+    for (const gguf::TensorInfo & t : file.tensors()) {
+        if (t.name.find("_exps.") != std::string::npos) n += t.n_bytes;
+    }
+    return n;
+}
+
 }  // namespace lr

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/model/layer_weight_bytes.h"
 #include "engine/model/model_hparams.h"
 #include "engine/runtime/session.h"
 #include "resources/bundled_model.h"
@@ -113,7 +114,7 @@ ModelFileSummary summarize_model_file(const gguf::GgufFile & file) {
         s.architecture = hp->arch_name;
         s.name = hp->name;
         s.n_ctx_train = hp->n_ctx_train;
-        s.shape = memory_shape(*hp, tensor_bytes(file));
+        s.shape = memory_shape(*hp, tensor_bytes(file), expert_weight_bytes(file));
     } else if (auto arch = file.get_string("general.architecture"); arch.ok() && arch->has_value()) {
         s.architecture = std::string(**arch);
     }

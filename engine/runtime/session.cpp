@@ -5,12 +5,16 @@
 
 namespace lr {
 
-ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes) {
+ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes) {
+    // A token reads n_expert_used of each layer's n_expert experts.
+    const uint64_t active_experts = hp.is_moe() ? expert_bytes / hp.n_expert * hp.n_expert_used : expert_bytes;
     return {.n_layer = hp.n_layer,
             .n_head_kv = hp.n_head_kv,
             .head_dim = hp.head_dim,
             .n_ctx_train = hp.n_ctx_train,
             .weight_bytes = weight_bytes,
+            .expert_weight_bytes = expert_bytes,
+            .active_weight_bytes_per_token = weight_bytes - expert_bytes + active_experts,
             .scratch_bytes_per_token = LlamaGraph::scratch_bytes_per_token(hp),
             .layers = kv_layer_specs(hp)};
 }

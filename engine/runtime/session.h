@@ -30,8 +30,11 @@ Status validate(const SessionConfig & config, const ModelHParams & hp);
 
 // What the memory planner needs to know about a model (the model picker has only a file's
 // header: its hyper-parameters and weight bytes give the same numbers).
-ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes);
-inline ModelMemoryShape memory_shape(const Model & model) { return memory_shape(model.hparams(), model.weights().n_bytes); }
+// expert_bytes: of weight_bytes, the routed experts'.
+ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes = 0);
+inline ModelMemoryShape memory_shape(const Model & model) {
+    return memory_shape(model.hparams(), model.weights().n_bytes, model.weights().n_expert_bytes);
+}
 
 class Session {
 public:

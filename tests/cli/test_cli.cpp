@@ -123,6 +123,28 @@ private slots:
         QVERIFY(r.out.contains("fits"));
     }
 
+    // A mixture of experts: the experts' bytes and what a token reads, apart.
+    void infoShowsTheExperts() {
+        const Run r = run_cli({"info", "-m", shared_path("models/tiny-2026/tiny-qwen3moe-Q8_0.gguf"), "-c", "512"});
+        QCOMPARE(r.exit_code, 0);
+        QVERIFY2(r.out.contains("experts:       2 of 8 per token, width 32"), r.out.constData());
+        QVERIFY2(r.out.contains("    experts     ") && r.out.contains("(8 per layer, 2 chosen per token)"), r.out.constData());
+        QVERIFY2(r.out.contains("    per token   ") && r.out.contains(" active"), r.out.constData());
+    }
+
+    // bench reports what decode reads per token: of a mixture's experts only the chosen ones.
+    void benchReportsBytesReadPerToken() {
+        const Run r = run_cli(
+            {"bench", "-m", shared_path("models/tiny-2026/tiny-qwen3moe-f32.gguf"), "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        const double per_token = o["bytes_read_per_token"].toDouble(), weights = o["weight_bytes"].toDouble();
+        qInfo("bytes read per token %.0f of %.0f", per_token, weights);
+        // 2 of 8 experts in each of 2 layers (3 x 32 x 128 floats each), not the embedding table.
+        const double experts = 2 * 8 * 3 * 32 * 128 * 4, embd = 512 * 128 * 4;
+        QCOMPARE(per_token, weights - experts * 6 / 8 - embd + 128 * 4);
+    }
+
     // Process A prefills a prompt and exits; process B with the same prompt restores its KV
     // from the prefix cache on disk and generates the same tokens.
     void prefixCacheSurvivesTheProcess() {
