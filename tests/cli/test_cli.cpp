@@ -2,6 +2,7 @@
 // one-line error and a non-zero exit, never a crash.
 #include <QtTest>
 
+#include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
 using namespace lr::test;
@@ -154,6 +155,24 @@ private slots:
         const Run r = run_cli({"chat", "--temp", "0", "-n", "12"}, "Once upon a time\n/exit\n");
         QCOMPARE(r.exit_code, 0);
         QVERIFY(!r.out.trimmed().isEmpty());
+    }
+
+    // A thinking model's thinking is printed only with --show-thinking (the template leaves
+    // stories260K's reply inside "<think>", which it never closes: all thinking).
+    void chatShowsThinkingOnlyWhenAsked() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("thinking.gguf").toStdString();
+        const lr::Status s = copy_gguf_with_string(
+            shared_path("models/stories260K.gguf").toStdString(), path, "tokenizer.chat_template",
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n<think>\n");
+        QVERIFY2(s.ok(), s.message().c_str());
+        const QStringList args{"chat", "-m", QString::fromStdString(path), "--temp", "0", "-n", "12"};
+        const Run hidden = run_cli(args, "Once upon a time\n/exit\n");
+        QCOMPARE(hidden.exit_code, 0);
+        QCOMPARE(hidden.out.trimmed(), QByteArray());
+        const Run shown = run_cli(args + QStringList{"--show-thinking"}, "Once upon a time\n/exit\n");
+        QCOMPARE(shown.exit_code, 0);
+        QVERIFY2(shown.out.startsWith("Thinking: ") && shown.out.trimmed().size() > 20, shown.out.constData());
     }
 
     // The issue's --quest-blocks is --quest-pages; both reach the cache, with --quest-page.
