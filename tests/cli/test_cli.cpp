@@ -124,6 +124,24 @@ private slots:
         QVERIFY(r.out.contains("fits"));
     }
 
+    // The rope's scaling and the sliding layers as each family's file sets them.
+    void infoNamesRopeScalingAndWindows_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QStringList>("lines");
+        QTest::newRow("mistral3") << "tiny-mistral3-f32" << QStringList{"rope base 1e+06, YaRN x16 from 64,"};
+        QTest::newRow("phi3") << "tiny-phi3-f32" << QStringList{"LongRoPE from 256"};
+        QTest::newRow("gemma3") << "tiny-gemma3-f32"
+                                << QStringList{"linear scaling x8", "sliding window 32 tokens on 3 of 4 layers (rope base 10000)"};
+    }
+    void infoNamesRopeScalingAndWindows() {
+        QFETCH(QString, model);
+        QFETCH(QStringList, lines);
+        const Run r = run_cli({"info", "-m", shared_path("models/tiny-2026/" + model + ".gguf")});
+        QCOMPARE(r.exit_code, 0);
+        for (const QString & line : lines) QVERIFY2(r.out.contains(line.toUtf8()), r.out.constData());
+        QVERIFY(!r.out.contains("sliding window") || model == "tiny-gemma3-f32");
+    }
+
     // Process A prefills a prompt and exits; process B with the same prompt restores its KV
     // from the prefix cache on disk and generates the same tokens.
     void prefixCacheSurvivesTheProcess() {
