@@ -107,7 +107,7 @@ Result<ModelInfo> Engine::load(const LoadParams & params, std::stop_token stop) 
         Result<gguf::GgufFile> file = bundled ? gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName)
                                               : gguf::GgufFile::open(params.path);
         if (file.ok()) {
-            weight_bytes = layer_weight_bytes(*file);
+            weight_bytes = layer_weight_bytes(*file, cuda_weight_bytes);
             options.weights = &weight_bytes;
         }
     }

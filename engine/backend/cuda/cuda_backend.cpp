@@ -110,6 +110,8 @@ struct CudaBackend::Impl {
 
 // ---- creation -----------------------------------------------------------------------------------
 
+bool cuda_reads_weight_type(DType type) { return cuda::kernels_read(type); }
+
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOptions & options) {
     const CudaProbe probe = probe_cuda_devices();
     if (probe.devices.empty()) return error(StatusCode::unsupported, "CUDA: " + probe.problem);
