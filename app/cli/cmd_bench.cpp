@@ -132,8 +132,30 @@ private:
 
 struct DepthResult {
     uint32_t depth;
-    std::vector<double> pp, tg;  // tok/s per repeat
+    std::vector<double> pp, tg;                // tok/s per repeat
+    std::vector<KvLayerKindStats> kv_by_kind;  // what the cache held after the decode
 };
+
+// "full 12.0 MiB, sliding_window 40.0 MiB" (text) or [{"kind":..,"bytes":..,"tokens":..}] (JSON).
+std::string kv_by_kind_text(const std::vector<KvLayerKindStats> & kinds) {
+    std::string out;
+    char buf[96];
+    for (const KvLayerKindStats & k : kinds) {
+        std::snprintf(buf, sizeof buf, "%s%s %.1f MiB", out.empty() ? "" : ", ", std::string(kv_layer_kind_name(k.kind)).c_str(),
+                      double(k.bytes) / (1 << 20));
+        out += buf;
+    }
+    return out;
+}
+std::string kv_by_kind_json(const std::vector<KvLayerKindStats> & kinds) {
+    std::string out = "[";
+    for (const KvLayerKindStats & k : kinds) {
+        out += (out.size() > 1 ? ",{\"kind\":" : "{\"kind\":") + json_string(std::string(kv_layer_kind_name(k.kind))) +
+               ",\"layers\":" + std::to_string(k.n_layers) + ",\"bytes\":" + std::to_string(k.bytes) +
+               ",\"tokens_kept\":" + std::to_string(k.tokens_kept) + "}";
+    }
+    return out + "]";
+}
 
 Result<std::vector<uint32_t>> parse_depths(const std::string & text) {
     std::vector<uint32_t> depths;
@@ -229,6 +251,7 @@ int run_bench(const Argv & argv) {
             auto td = runner.decode(**deep, r.depth, uint32_t(*n_gen));
             if (!td.ok()) return fail(td.status().message());
             r.tg.push_back(double(*n_gen) / *td);
+            r.kv_by_kind = (*deep)->stats().layer_kinds;
         }
     }
 
@@ -258,7 +281,8 @@ int run_bench(const Argv & argv) {
             std::snprintf(buf, sizeof buf, "%s{\"depth\":%u,\"pp_tok_s\":%.3f,\"tg_tok_s\":%.3f,\"tg_ratio_to_short\":%.4f,", i ? "," : "",
                           r.depth, median(r.pp), median(r.tg), median(r.tg) / tg_med);
             out += buf;
-            out += "\"pp_tok_s_all\":" + json_numbers(r.pp) + ",\"tg_tok_s_all\":" + json_numbers(r.tg) + "}";
+            out += "\"pp_tok_s_all\":" + json_numbers(r.pp) + ",\"tg_tok_s_all\":" + json_numbers(r.tg) +
+                   ",\"kv_by_kind\":" + kv_by_kind_json(r.kv_by_kind) + "}";
         }
         out += "]}\n";
         std::fputs(out.c_str(), stdout);
@@ -277,8 +301,8 @@ int run_bench(const Argv & argv) {
     std::printf("tg%-6lld   %8.1f tok/s  %s\n", *n_gen, tg_med, spread(tg).c_str());
     std::printf("bandwidth  %8.1f GB/s   -> roofline %.1f tok/s, tg at %.0f%% of it\n", bw / 1e9, roofline, 100.0 * tg_med / roofline);
     for (const DepthResult & r : at_depth) {
-        std::printf("depth %-6u pp %8.1f tok/s %s   tg %8.1f tok/s %s  (%.2f x short)\n", r.depth, median(r.pp), spread(r.pp).c_str(),
-                    median(r.tg), spread(r.tg).c_str(), median(r.tg) / tg_med);
+        std::printf("depth %-6u pp %8.1f tok/s %s   tg %8.1f tok/s %s  (%.2f x short)  KV %s\n", r.depth, median(r.pp),
+                    spread(r.pp).c_str(), median(r.tg), spread(r.tg).c_str(), median(r.tg) / tg_med, kv_by_kind_text(r.kv_by_kind).c_str());
     }
     std::printf("peak RSS   %.1f MiB\n", double(rss) / (1 << 20));
     return 0;

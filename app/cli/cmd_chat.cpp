@@ -20,6 +20,7 @@ int run_chat(const Argv & argv) {
          {
              {"-s", "--system", true, false, "a system message"},
              {"-n", "--n-predict", true, false, "tokens per reply at most (default: until the model stops)"},
+             {"--show-thinking", "", false, false, "print a thinking model's thinking before its answer"},
              {"-h", "--help", false, false, "this help"},
          }});
     int exit_code = 0;
@@ -41,7 +42,22 @@ int run_chat(const Argv & argv) {
     std::fprintf(stderr, "Longread chat with %s (context %u tokens, template %s). Ctrl-C stops a reply; /reset starts over; /exit quits.\n",
                  engine.model_info().name.c_str(), engine.snapshot().context_limit, engine.model_info().chat_template.c_str());
     InterruptWatcher interrupt;
-    const ReplyParams params{.generate = {.max_tokens = int32_t(*n_predict), .sampler = *sampler}};
+    ReplyParams params{.generate = {.max_tokens = int32_t(*n_predict), .sampler = *sampler}};
+    // Thinking, when shown, comes first, dimmed on a terminal, and a blank line before the answer.
+    const bool color = isatty(STDOUT_FILENO);
+    bool thinking_open = false;
+    if (args->has("--show-thinking")) {
+        params.thinking_sink = [&](std::string_view piece) {
+            if (!thinking_open) std::fputs(color ? "\x1b[2mThinking: " : "Thinking: ", stdout);
+            thinking_open = true;
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        };
+    }
+    auto close_thinking = [&] {
+        if (thinking_open) std::fputs(color ? "\x1b[0m\n\n" : "\n\n", stdout);
+        thinking_open = false;
+    };
     std::string line;
     for (;;) {
         if (tty) std::fprintf(stderr, "\n> ");
@@ -56,13 +72,16 @@ int run_chat(const Argv & argv) {
         const std::stop_token stop = interrupt.arm();
         auto result = engine.reply(
             chat, line, params, {},
-            [](int32_t, std::string_view piece) {
+            [&](int32_t, std::string_view piece) {
+                if (piece.empty()) return true;
+                close_thinking();
                 std::fwrite(piece.data(), 1, piece.size(), stdout);
                 std::fflush(stdout);
                 return true;
             },
             stop);
         interrupt.disarm();
+        close_thinking();
         std::printf("\n");
         std::fflush(stdout);
         if (!result.ok()) {
@@ -72,7 +91,7 @@ int run_chat(const Argv & argv) {
         }
         // The reply stays in the conversation, also when stopped (partial, or empty).
         chat.turns.push_back({"user", line});
-        chat.turns.push_back({"assistant", result->text});
+        chat.turns.push_back({"assistant", result->text, result->thinking});
         if (result->reason == StopReason::cancelled) std::fprintf(stderr, "(stopped)\n");
         if (result->reason == StopReason::context_full) {
             std::fprintf(stderr, "(the context is full: /reset to start over, or restart with a larger -c)\n");

@@ -1,5 +1,5 @@
 // tokenize: text to ids. info: what a model file is and what it needs.
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -36,6 +36,20 @@ Result<Tokenizer> load_tokenizer_only(const Args & args) {
     Result<Tokenizer> tokenizer = Tokenizer::create(std::move(vocab));
     if (!tokenizer.ok()) return error(tokenizer.status().code(), path + ": " + tokenizer.status().message());
     return tokenizer;
+}
+
+// How the file scales its rope: ", YaRN x32 from 4096", ", linear scaling x8", ...
+std::string rope_scaling_text(const ModelHParams & hp, const ModelWeights & w) {
+    char buf[96] = "";
+    const double factor = hp.rope_freq_scale > 0 ? 1.0 / double(hp.rope_freq_scale) : 1.0;
+    if (w.rope_long) {
+        std::snprintf(buf, sizeof buf, ", LongRoPE from %u", hp.n_ctx_orig);
+    } else if (hp.rope_scaling == RopeScaling::yarn) {
+        std::snprintf(buf, sizeof buf, ", YaRN x%g from %u", factor, hp.n_ctx_orig);
+    } else if (hp.rope_scaling == RopeScaling::linear && factor != 1.0) {
+        std::snprintf(buf, sizeof buf, ", linear scaling x%g", factor);
+    }
+    return std::string(buf) + (w.rope_freqs ? ", rope_freqs" : "");
 }
 
 }  // namespace
@@ -101,13 +115,13 @@ int run_info(const Argv & argv) {
         std::printf("experts:       %u of %u per token, width %u%s\n", hp.n_expert_used, hp.n_expert, hp.n_ff_exp,
                     hp.n_ff_shexp ? (", a shared expert of width " + std::to_string(hp.n_ff_shexp)).c_str() : "");
     }
-    const std::string scaling = hp.rope_scaling == RopeScaling::yarn
-                                    ? ", YaRN x" + std::to_string(int(std::lround(1.0f / hp.rope_freq_scale))) + " from " +
-                                          std::to_string(hp.n_ctx_orig)
-                                : hp.rope_freq_scale != 1.0f ? ", linear scaling"
-                                                             : "";
-    std::printf("trained context %u, rope base %g%s%s, rms eps %g\n", hp.n_ctx_train, double(hp.rope_freq_base), scaling.c_str(),
-                model.weights().rope_freqs ? ", rope_freqs" : "", double(hp.rms_eps));
+    std::printf("trained context %u, rope base %g%s, rms eps %g\n", hp.n_ctx_train, double(hp.rope_freq_base),
+                rope_scaling_text(hp, model.weights()).c_str(), double(hp.rms_eps));
+    if (hp.n_swa > 0) {
+        const auto n_sliding = std::count(hp.swa_layers.begin(), hp.swa_layers.end(), uint8_t(1));
+        std::printf("sliding window %u tokens on %td of %u layers (rope base %g)\n", hp.n_swa, n_sliding, hp.n_layer,
+                    double(hp.rope_freq_base_swa));
+    }
     std::printf("output:        %s\n", model.weights().tied_output ? "tied to the token embedding" : "own matrix");
     std::map<std::string, int> types;
     for (const gguf::TensorInfo & t : file.tensors()) ++types[std::string(dtype_name(t.type))];

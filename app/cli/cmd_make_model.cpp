@@ -18,6 +18,7 @@ int run_make_model(const Argv & argv) {
         {"--seed", "", true, false, "random seed (default 42)"},
         {"--name", "", true, false, "general.name to write"},
         {"--ctx-train", "", true, false, "trained context to write instead of the preset's (long-context benchmarks)"},
+        {"--layers", "", true, false, "layers to write instead of the preset's (a smaller model of the same width)"},
         {"-t", "--threads", true, false, "threads for quantizing (default: all cores)"},
         {"-h", "--help", false, false, "this help"},
     };
@@ -37,15 +38,26 @@ int run_make_model(const Argv & argv) {
     auto seed = args->get_int("--seed", 42, 0, INT64_MAX);
     if (!seed.ok()) return fail(seed.status().message());
     spec.seed = uint64_t(*seed);
-    if (args->has("--ctx-train")) {
+    // Overrides of the preset's shape, named in general.name.
+    if (args->has("--ctx-train") || args->has("--layers")) {
         const ModelPreset * preset = find_model_preset(spec.preset);
         if (!preset) return fail("unknown model preset '" + spec.preset + "' (presets: " + model_preset_names() + ")");
-        auto ctx = args->get_int("--ctx-train", 0, 16, 1 << 22);
-        if (!ctx.ok()) return fail(ctx.status().message());
         ModelShape shape = preset->shape;
-        shape.n_ctx_train = uint32_t(*ctx);
+        std::string suffix;
+        if (args->has("--ctx-train")) {
+            auto ctx = args->get_int("--ctx-train", 0, 16, 1 << 22);
+            if (!ctx.ok()) return fail(ctx.status().message());
+            shape.n_ctx_train = uint32_t(*ctx);
+            suffix += "-ctx" + std::to_string(*ctx);
+        }
+        if (args->has("--layers")) {
+            auto layers = args->get_int("--layers", 0, 1, 1024);
+            if (!layers.ok()) return fail(layers.status().message());
+            shape.n_layer = uint32_t(*layers);
+            suffix += "-" + std::to_string(*layers) + "layers";
+        }
         spec.shape = shape;
-        if (spec.name.empty()) spec.name = spec.preset + "-ctx" + std::to_string(*ctx) + "-random";
+        if (spec.name.empty()) spec.name = spec.preset + suffix + "-random";
     }
     auto threads = args->get_int("-t", 0, 0, 1024);
     if (!threads.ok()) return fail(threads.status().message());

@@ -12,6 +12,9 @@ namespace lr {
 struct ChatTurn {
     std::string role;  // "user", "assistant" (or "system": an instruction, as `chat -s` gives)
     std::string text;
+    // An assistant reply's thinking, apart from its text (the answer). The chat template
+    // decides whether a later prompt shows it (Qwen3 and gpt-oss drop it from past turns).
+    std::string thinking;
 };
 
 struct Conversation {

@@ -39,7 +39,8 @@ const char * stop_reason_name(StopReason reason);
 
 struct GenerateResult {
     std::vector<int32_t> tokens;  // generated, excluding the end-of-generation token
-    std::string text;             // their text, whole UTF-8 characters
+    std::string text;             // their text, whole UTF-8 characters (a reply's: its answer)
+    std::string thinking;         // a reply's thinking, apart from its answer (Engine::reply)
     StopReason reason = StopReason::max_tokens;
     double decode_ms = 0;  // time spent evaluating the generated tokens
 };

@@ -208,8 +208,10 @@ public:
     // encoding K and V in the view's codecs.          k, v: [n_tokens][n_head_kv][head_dim]
     virtual void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) = 0;
     // Causal attention of the ubatch's queries over the view: query t sees the slots whose
-    // position is <= pos_host[t] (and, with p.window, > pos_host[t] - p.window). Adds the
-    // attention mass to view.attn_mass when set.
+    // position is <= pos_host[t] (and, with p.window, > pos_host[t] - p.window). With
+    // p.sinks, head h's softmax has one more logit, sinks[h] (not scaled, no value row: as
+    // ggml_soft_max_ext's sinks), in its max and its sum. Adds the attention mass to
+    // view.attn_mass when set: the weights of the keys, normalized by that whole sum.
     //                                                 q, out: [n_tokens][n_head][head_dim]
     virtual void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
                            float * out) = 0;

@@ -57,6 +57,16 @@ BackendInventory probe_backends() {
     return inv;
 }
 
+uint64_t cuda_weight_bytes(DType type, uint64_t n_elements, uint64_t file_bytes) {
+#if defined(LONGREAD_HAVE_CUDA)
+    if (!cuda_reads_weight_type(type)) return n_elements * sizeof(float);
+#else
+    (void)type;
+    (void)n_elements;
+#endif
+    return file_bytes;
+}
+
 GpuOffloadPlan plan_gpu_offload(const LayerWeightBytes & w, uint64_t free_vram_bytes, int64_t requested_layers) {
     GpuOffloadPlan plan;
     plan.n_layer = uint32_t(w.layer_bytes.size());

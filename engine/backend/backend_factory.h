@@ -45,6 +45,11 @@ struct LayerWeightBytes {
     std::vector<uint64_t> layer_bytes;  // [n_layer] everything under blk.<il>.
 };
 
+// Bytes a weight tensor takes in VRAM: its file bytes for the types the CUDA kernels read,
+// F32 for the others (dequantized once at load: the IQ types, TQ2_0, MXFP4). The file bytes
+// in builds without CUDA.
+uint64_t cuda_weight_bytes(DType type, uint64_t n_elements, uint64_t file_bytes);
+
 struct GpuOffloadPlan {
     bool usable = false;  // false: not even the global tensors fit in VRAM
     uint32_t n_layer = 0;

@@ -4,16 +4,17 @@
 
 namespace lr {
 
-LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file) {
+LayerWeightBytes layer_weight_bytes(const gguf::GgufFile & file, const StoredBytesFn & stored) {
     LayerWeightBytes w;
     for (const gguf::TensorInfo & t : file.tensors()) {
+        const uint64_t n_bytes = stored ? stored(t.type, t.n_elements(), t.n_bytes) : t.n_bytes;
         unsigned il = 0;
         int used = 0;
         if (std::sscanf(t.name.c_str(), "blk.%u.%n", &il, &used) == 1 && used > 0) {
             if (w.layer_bytes.size() <= il) w.layer_bytes.resize(size_t(il) + 1, 0);
-            w.layer_bytes[il] += t.n_bytes;
+            w.layer_bytes[il] += n_bytes;
         } else {
-            w.global_bytes += t.n_bytes;
+            w.global_bytes += n_bytes;
         }
     }
     return w;

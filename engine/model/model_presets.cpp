@@ -72,6 +72,37 @@ constexpr std::array kPresets = {
                  .rms_eps = 1e-6f,
                  .qkv_bias = true,
                  .tied_output = true}},
+    ModelPreset{"qwen3-8b",
+                "Qwen3 8B: qwen3, n_embd 4096, 36 layers, 32/8 heads, q/k norms, vocab 151936",
+                {.arch = ModelArch::qwen3,
+                 .n_vocab = 151936,
+                 .n_ctx_train = 40960,
+                 .n_embd = 4096,
+                 .n_layer = 36,
+                 .n_head = 32,
+                 .n_head_kv = 8,
+                 .n_ff = 12288,
+                 .rope_freq_base = 1000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 128}},
+    ModelPreset{"gemma3-4b",
+                "Gemma 3 4B: gemma3, n_embd 2560, 34 layers, 8/4 heads of 256, 5 of 6 layers sliding (1024), vocab 262208",
+                {.arch = ModelArch::gemma3,
+                 .n_vocab = 262208,
+                 .n_ctx_train = 131072,
+                 .n_embd = 2560,
+                 .n_layer = 34,
+                 .n_head = 8,
+                 .n_head_kv = 4,
+                 .n_ff = 10240,
+                 .rope_freq_base = 1000000.0f,
+                 .rms_eps = 1e-6f,
+                 .tied_output = true,
+                 .n_embd_head = 256,
+                 .rope_scale_linear = 8.0f,
+                 .sliding_window = 1024,
+                 .sliding_pattern = 6,
+                 .rope_freq_base_swa = 10000.0f}},
 };
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -87,28 +118,31 @@ Status bad_shape(const std::string & what) { return error(StatusCode::invalid_ar
 }  // namespace
 
 Status validate(const ModelShape & s) {
-    // NOTE: the writer lays out llama's tensors (with qwen2's biases); the other families'
-    // tensors (q/k norms, post-norms, fused projections) are not written yet.
-    if (s.arch != ModelArch::llama && s.arch != ModelArch::qwen2) {
-        return bad_shape("make-model writes llama and qwen2 models only, not " + std::string(arch_name(s.arch)));
+    // NOTE: mistral3's and phi3's layouts (YaRN keys, fused projections) are not written.
+    if (s.arch != ModelArch::llama && s.arch != ModelArch::qwen2 && s.arch != ModelArch::qwen3 && s.arch != ModelArch::gemma3) {
+        return bad_shape("make-model writes llama, qwen2, qwen3 and gemma3 models, not " + std::string(arch_name(s.arch)));
     }
+    if (s.sliding_window > 0 && s.arch != ModelArch::gemma3) return bad_shape("only gemma3 models have sliding-window layers");
     if (s.n_vocab == 0) return bad_shape("n_vocab must be positive");
     if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0) {
         return bad_shape("n_embd, n_layer, n_head, n_head_kv and n_ff must be positive");
     }
     // The loader's limits (model_hparams.cpp), so that whatever is written also loads.
     if (s.n_layer > 1024 || s.n_head > 4096) return bad_shape("n_layer at most 1024 and n_head at most 4096");
-    if (s.n_embd % s.n_head != 0) {
+    if (s.n_embd_head == 0 && s.n_embd % s.n_head != 0) {
         return bad_shape("n_embd " + std::to_string(s.n_embd) + " is not a multiple of n_head " + std::to_string(s.n_head));
     }
     if (s.n_head % s.n_head_kv != 0) {
         return bad_shape("n_head " + std::to_string(s.n_head) + " is not a multiple of n_head_kv " + std::to_string(s.n_head_kv));
     }
     if (s.head_dim() % 2 != 0 || s.head_dim() > 1024) {
-        return bad_shape("the head size n_embd / n_head = " + std::to_string(s.head_dim()) + " must be even and at most 1024");
+        return bad_shape("the head size " + std::to_string(s.head_dim()) + " must be even and at most 1024");
     }
     if (s.n_ctx_train == 0) return bad_shape("n_ctx_train must be positive");
-    if (!(s.rope_freq_base > 0.0f) || !(s.rms_eps > 0.0f)) return bad_shape("rope_freq_base and rms_eps must be positive");
+    if (!(s.rope_freq_base > 0.0f) || !(s.rms_eps > 0.0f) || !(s.rope_freq_base_swa > 0.0f)) {
+        return bad_shape("rope_freq_base, rope_freq_base_swa and rms_eps must be positive");
+    }
+    if (s.rope_scale_linear < 0.0f) return bad_shape("rope_scale_linear must be 0 (none) or positive");
     return {};
 }
 

@@ -12,7 +12,7 @@
 
 namespace lr {
 
-// The shape of a llama-family model: everything needed to lay out its tensors and write
+// The shape of a model of the families make-model writes (llama, qwen2, qwen3, gemma3): everything needed to lay out its tensors and write
 // the metadata the loader reads (model_hparams.cpp).
 struct ModelShape {
     ModelArch arch = ModelArch::llama;
@@ -25,10 +25,18 @@ struct ModelShape {
     uint32_t n_ff = 0;
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
-    bool qkv_bias = false;     // attn_q/k/v.bias (qwen2)
-    bool tied_output = false;  // no output.weight: the logits reuse token_embd
+    bool qkv_bias = false;           // attn_q/k/v.bias (qwen2)
+    bool tied_output = false;        // no output.weight: the logits reuse token_embd
+    uint32_t n_embd_head = 0;        // attention.key_length = value_length; 0: n_embd / n_head
+    float rope_scale_linear = 0.0f;  // rope.scaling linear with this factor (0: none)
+    // Sliding-window layers (gemma3): the window, the period whose last layer is global,
+    // and the sliding layers' rope base.
+    uint32_t sliding_window = 0;
+    uint32_t sliding_pattern = 0;
+    float rope_freq_base_swa = 10000.0f;
 
-    uint32_t head_dim() const { return n_head == 0 ? 0 : n_embd / n_head; }
+    uint32_t head_dim() const { return n_embd_head != 0 ? n_embd_head : n_head == 0 ? 0 : n_embd / n_head; }
+    uint32_t n_embd_q() const { return n_head * head_dim(); }
     uint32_t n_embd_kv() const { return n_head_kv * head_dim(); }
 };
 

@@ -140,26 +140,34 @@ private:
     std::vector<FallbackGroup> fallbacks_;
 };
 
-// The tensors in the order llama.cpp's converter writes them.
+// The tensors in the order llama.cpp's converter writes them; each family's own norms
+// (qwen3's and gemma3's per-head q/k norms, gemma3's post-norms) as its loader requires.
 void lay_out_tensors(const ModelShape & s, const WeightFormat & format, RandomModelPlan & plan) {
     Planner p(s, format, plan);
-    const uint64_t n_embd = s.n_embd;
-    const uint64_t n_embd_kv = s.n_embd_kv();
+    const uint64_t n_embd = s.n_embd, n_embd_q = s.n_embd_q(), n_embd_kv = s.n_embd_kv();
+    const bool qk_norm = s.arch == ModelArch::qwen3 || s.arch == ModelArch::gemma3;
+    const bool post_norms = s.arch == ModelArch::gemma3;
     p.matrix("token_embd.weight", n_embd, s.n_vocab, WeightRole::token_embd, 0);
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         p.vector(b + "attn_norm.weight", n_embd, TensorInit::norm);
-        p.matrix(b + "attn_q.weight", n_embd, n_embd, WeightRole::attn_q, il);
-        if (s.qkv_bias) p.vector(b + "attn_q.bias", n_embd, TensorInit::bias);
+        p.matrix(b + "attn_q.weight", n_embd, n_embd_q, WeightRole::attn_q, il);
+        if (s.qkv_bias) p.vector(b + "attn_q.bias", n_embd_q, TensorInit::bias);
         p.matrix(b + "attn_k.weight", n_embd, n_embd_kv, WeightRole::attn_k, il);
         if (s.qkv_bias) p.vector(b + "attn_k.bias", n_embd_kv, TensorInit::bias);
         p.matrix(b + "attn_v.weight", n_embd, n_embd_kv, WeightRole::attn_v, il);
         if (s.qkv_bias) p.vector(b + "attn_v.bias", n_embd_kv, TensorInit::bias);
-        p.matrix(b + "attn_output.weight", n_embd, n_embd, WeightRole::attn_output, il);
+        if (qk_norm) {
+            p.vector(b + "attn_q_norm.weight", s.head_dim(), TensorInit::norm);
+            p.vector(b + "attn_k_norm.weight", s.head_dim(), TensorInit::norm);
+        }
+        p.matrix(b + "attn_output.weight", n_embd_q, n_embd, WeightRole::attn_output, il);
+        if (post_norms) p.vector(b + "post_attention_norm.weight", n_embd, TensorInit::norm);
         p.vector(b + "ffn_norm.weight", n_embd, TensorInit::norm);
         p.matrix(b + "ffn_gate.weight", n_embd, s.n_ff, WeightRole::ffn_gate, il);
         p.matrix(b + "ffn_up.weight", n_embd, s.n_ff, WeightRole::ffn_up, il);
         p.matrix(b + "ffn_down.weight", s.n_ff, n_embd, WeightRole::ffn_down, il);
+        if (post_norms) p.vector(b + "post_ffw_norm.weight", n_embd, TensorInit::norm);
     }
     p.vector("output_norm.weight", n_embd, TensorInit::norm);
     if (!s.tied_output) p.matrix("output.weight", n_embd, s.n_vocab, WeightRole::output, 0);
@@ -190,6 +198,19 @@ void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint
     w.set_uint32(arch + ".rope.dimension_count", s.head_dim());
     w.set_float32(arch + ".rope.freq_base", s.rope_freq_base);
     w.set_float32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+    if (s.n_embd_head != 0) {
+        w.set_uint32(arch + ".attention.key_length", s.n_embd_head);
+        w.set_uint32(arch + ".attention.value_length", s.n_embd_head);
+    }
+    if (s.rope_scale_linear > 0.0f) {
+        w.set_string(arch + ".rope.scaling.type", "linear");
+        w.set_float32(arch + ".rope.scaling.factor", s.rope_scale_linear);
+    }
+    if (s.sliding_window > 0) {
+        w.set_uint32(arch + ".attention.sliding_window", s.sliding_window);
+        w.set_uint32(arch + ".attention.sliding_window_pattern", s.sliding_pattern);
+        w.set_float32(arch + ".rope.freq_base_swa", s.rope_freq_base_swa);
+    }
 }
 
 // ---- Writing -----------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 #pragma once
 // Random-weight GGUF models of realistic shapes ("make-model"): for benchmarks and for
-// machines that cannot download a model. The file loads like a converted model (llama or
-// qwen2 architecture, the metadata keys model_hparams.cpp reads, a vocabulary), but its
-// weights are noise: it runs at a real model's speed and writes gibberish.
+// machines that cannot download a model. The file loads like a converted model (llama,
+// qwen2, qwen3 or gemma3 architecture, the metadata keys model_hparams.cpp reads, a
+// vocabulary), but its weights are noise: it runs at a real model's speed and writes
+// gibberish.
 //
 // Values: 2-D weights ~ N(0, 0.02); norm weights 1 + N(0, 0.1) (near 1.0 so activations
 // stay alive); biases N(0, 0.02). Each tensor is drawn from a generator seeded by

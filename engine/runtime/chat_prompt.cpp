@@ -15,7 +15,7 @@ std::vector<chat::ChatMessage> conversation_messages(const Conversation & conver
     if (conversation.has_document()) {
         messages.push_back({"system", document_context(conversation.document_title, conversation.document_text)});
     }
-    for (const ChatTurn & t : conversation.turns) messages.push_back({t.role, t.text});
+    for (const ChatTurn & t : conversation.turns) messages.push_back({t.role, t.text, t.thinking});
     if (!user_text.empty()) messages.push_back({"user", std::string(user_text)});
     return messages;
 }

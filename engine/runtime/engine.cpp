@@ -12,6 +12,7 @@
 #include "engine/runtime/generator.h"
 #include "engine/runtime/model_file_summary.h"
 #include "engine/runtime/prompt_memo.h"
+#include "engine/runtime/reply_generator.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/summarizer.h"
 #include "resources/bundled_model.h"
@@ -106,7 +107,7 @@ Result<ModelInfo> Engine::load(const LoadParams & params, std::stop_token stop) 
         Result<gguf::GgufFile> file = bundled ? gguf::GgufFile::parse(bundled_model_bytes(), kBundledModelName)
                                               : gguf::GgufFile::open(params.path);
         if (file.ok()) {
-            weight_bytes = layer_weight_bytes(*file);
+            weight_bytes = layer_weight_bytes(*file, cuda_weight_bytes);
             options.weights = &weight_bytes;
         }
     }
@@ -193,7 +194,7 @@ Result<GenerateResult> Engine::reply(const Conversation & conversation, std::str
     Status s = m.hold(conversation, std::move(prompt), progress, stop);
     if (s.code() == StatusCode::cancelled) return GenerateResult{.reason = StopReason::cancelled};
     LR_RETURN_IF_ERROR(s);
-    return generate(*m.session, params.generate, sink, stop);
+    return generate_reply(*m.session, params.generate, params.thinking_sink, sink, stop);
 }
 
 Result<SummaryResult> Engine::summarize(std::string_view text, const SummarizeParams & params, const SummaryProgressFn & progress,

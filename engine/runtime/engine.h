@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -47,6 +48,10 @@ struct ReplyParams {
     // What a context_full error suggests after "the conversation needs N tokens but the
     // context holds M: ".
     std::string when_full = "start a new chat, raise the context size, or enable a cache policy";
+    // Receives the reply's thinking as it streams (Qwen3's <think>, gpt-oss's analysis
+    // channel); the token sink then gets only the answer's text. Unset: thinking is not
+    // streamed (the result still carries it).
+    std::function<void(std::string_view)> thinking_sink;
 };
 
 // The planner's answer for the loaded model on this machine now, and what it assumed.
@@ -91,8 +96,9 @@ public:
     // common prefix. context_full (nothing evaluated) when it does not fit.
     Status prefill(const Conversation & conversation, const ProgressFn & progress = {}, std::stop_token stop = {});
 
-    // Adds `user_text` as the next user turn, evaluates the prompt and generates the reply.
-    // context_full when the prompt itself does not fit.
+    // Adds `user_text` as the next user turn, evaluates the prompt and generates the reply,
+    // its thinking told apart from its answer in the format of the model's chat template
+    // (ThinkingSplitter). context_full when the prompt itself does not fit.
     Result<GenerateResult> reply(const Conversation & conversation, std::string_view user_text, const ReplyParams & params,
                                  const ProgressFn & progress = {}, const TokenSink & sink = {}, std::stop_token stop = {});
 

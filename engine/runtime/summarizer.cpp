@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/runtime/chat_prompt.h"
+#include "engine/runtime/reply_generator.h"
 
 namespace lr {
 namespace {
@@ -239,8 +240,9 @@ Result<SummaryResult> summarize(Session & session, std::string_view text, const 
         if (s.code() == StatusCode::cancelled) return GenerateResult{.reason = StopReason::cancelled};
         if (!s.ok()) return s;
         GenerateParams gen{.max_tokens = int32_t(budget.answer), .sampler = params.sampler};
-        LR_ASSIGN_OR_RETURN(GenerateResult g, generate(
-                                                  session, gen,
+        // A thinking model's thinking is not part of the summary.
+        LR_ASSIGN_OR_RETURN(GenerateResult g, generate_reply(
+                                                  session, gen, {},
                                                   [&](int32_t token, std::string_view piece) {
                                                       ++report.tokens_generated;
                                                       if (progress) progress(report);

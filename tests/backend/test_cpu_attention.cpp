@@ -1,8 +1,8 @@
 // The fused attention (scalar and AVX2 kernels) against the reference attention, over
 // paged views with mixed per-block codecs, empty and evicted slots, per-head positions,
-// per-head page masks (quest), sliding windows, GQA, decode and prefill, with and without
-// the attention mass; and its kernels one by one: row decoding and q.k are bit-identical
-// to the scalar kernels, exp within a few ulp.
+// per-head page masks (quest), sliding windows, sinks, GQA, decode and prefill, with and
+// without the attention mass; sinks against the naive formula; and its kernels one by one:
+// row decoding and q.k are bit-identical to the scalar kernels, exp within a few ulp.
 
 #include <QtTest>
 
@@ -29,6 +29,7 @@ struct Case {
     bool holes;                // empty and evicted slots, positions differing per head
     uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
     int32_t window = 0;        // > 0: sliding window of this many positions
+    bool sinks = false;        // a sink logit per query head
 };
 
 KvCodec codec_of(QChar c) {
@@ -50,6 +51,13 @@ struct World {
     AttentionParams params;
     std::vector<uint32_t> read_pages;  // [n_blocks][n_head_kv], empty: every slot read
     uint32_t page_tokens = 0;
+    std::vector<float> sinks;  // [n_head], empty: none
+
+    AttentionParams attention_params() const {
+        AttentionParams p = params;
+        p.sinks = sinks.empty() ? nullptr : sinks.data();
+        return p;
+    }
 
     PagedKvView view(float * mass) const {
         PagedKvView v;
@@ -99,6 +107,8 @@ World make_world(const Case & c, uint64_t seed) {
     w.q.resize(size_t(c.n_tokens) * size_t(n_head) * d);
     for (float & v : w.q) v = rng.normal(1.0f);
     for (int64_t t = 0; t < c.n_tokens; ++t) w.pos.push_back(n_pos - int32_t(c.n_tokens) + int32_t(t));
+    // Sinks about as large as the scores, one far above them (that head's keys get little).
+    for (int32_t h = 0; c.sinks && h < n_head; ++h) w.sinks.push_back(h == 1 ? 12.0f : rng.normal(2.0f));
     if (c.page_tokens > 0) {
         // Random pages per head; the last block (the queries' own) is read whole.
         w.page_tokens = c.page_tokens;
@@ -127,7 +137,7 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
     r.mass.assign(size_t(c.n_blocks) * c.n_head_kv * c.block_tokens, 0.5f);  // adds to what is there
     const PagedKvView view = w.view(mass ? r.mass.data() : nullptr);
     const AttentionArgs args{
-        .q = w.q.data(), .n_tokens = c.n_tokens, .pos = w.pos.data(), .view = &view, .params = w.params, .out = r.out.data()};
+        .q = w.q.data(), .n_tokens = c.n_tokens, .pos = w.pos.data(), .view = &view, .params = w.attention_params(), .out = r.out.data()};
     AttentionScratch scratch;
     switch (path) {
         case Path::reference: attention_reference(pool, args); break;
@@ -138,6 +148,53 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
 }
 
 bool all_f16(const Case & c) { return c.codecs.count('h') == c.codecs.size(); }
+
+// The formula, in double, over the decoded rows: each query's softmax of scale * q.k over
+// the keys it sees and its head's sink, the weights times V; the mass adds the weights.
+Outputs naive(const World & w, const Case & c) {
+    const uint32_t d = c.head_dim, bt = c.block_tokens;
+    const PagedKvView view = w.view(nullptr);
+    Outputs r;
+    r.out.assign(w.q.size(), 0.0f);
+    r.mass.assign(size_t(c.n_blocks) * c.n_head_kv * bt, 0.5f);
+    std::vector<float> k(d), v(d);
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+        for (int32_t h = 0; h < w.params.n_head; ++h) {
+            const uint32_t g = uint32_t(h / c.group);
+            const float * q = w.q.data() + (size_t(t) * size_t(w.params.n_head) + size_t(h)) * d;
+            std::vector<double> logits;
+            std::vector<size_t> seen;
+            for (uint32_t b = 0; b < c.n_blocks; ++b) {
+                const KvBlockLayout L = view.layout(b);
+                const uint8_t * data = w.blocks[b].data;
+                for (uint32_t s = 0; s < bt; ++s) {
+                    const int32_t p = reinterpret_cast<const int32_t *>(data + L.pos_offset())[L.pos_index(g, s)];
+                    if (p == kInvalidPos || !view.reads(b, g, s) || p > w.pos[t] || (c.window > 0 && w.pos[t] - p >= c.window)) continue;
+                    kv_decode_row(L.k_codec, data + L.k_row_offset(g, s), k.data(), d);
+                    double dot = 0;
+                    for (uint32_t i = 0; i < d; ++i) dot += double(q[i]) * double(k[i]);
+                    logits.push_back(dot * double(w.params.scale));
+                    seen.push_back((size_t(b) * c.n_head_kv + g) * bt + s);
+                }
+            }
+            const double sink = w.sinks.empty() ? -INFINITY : double(w.sinks[size_t(h)]);
+            double m = sink, den = 0;
+            for (double l : logits) m = std::max(m, l);
+            for (double l : logits) den += std::exp(l - m);
+            if (sink != -INFINITY) den += std::exp(sink - m);
+            float * out = r.out.data() + (size_t(t) * size_t(w.params.n_head) + size_t(h)) * d;
+            for (size_t j = 0; j < logits.size(); ++j) {
+                const double wt = std::exp(logits[j] - m) / den;
+                const size_t b = seen[j] / (c.n_head_kv * bt), s = seen[j] % bt;
+                const KvBlockLayout L = view.layout(uint32_t(b));
+                kv_decode_row(L.v_codec, w.blocks[b].data + L.v_row_offset(g, uint32_t(s)), v.data(), d);
+                for (uint32_t i = 0; i < d; ++i) out[i] = float(double(out[i]) + wt * double(v[i]));
+                r.mass[seen[j]] = float(double(r.mass[seen[j]]) + wt);
+            }
+        }
+    }
+    return r;
+}
 
 // Marks empty every written slot (block b, head g, slot s, its position) for which
 // drop(b, g, s, pos) holds; returns how many.
@@ -195,6 +252,55 @@ private slots:
         QTest::newRow("prefill-window-mixed") << Case{16, 2, 64, 12, 4, 29, "hf84", true, 0, 50};
         QTest::newRow("prefill-window-wider-than-view") << Case{32, 2, 64, 4, 4, 64, "f", false, 0, 4096};
         QTest::newRow("decode-window-pages") << Case{16, 1, 64, 24, 4, 1, "h84f", true, 4, 64};
+        // Sinks on every path: decode (one chunk, several), prefill, pages, windows.
+        QTest::newRow("decode-sinks") << Case{32, 4, 64, 20, 8, 1, "h", false, 0, 0, true};
+        QTest::newRow("decode-sinks-chunked") << Case{32, 1, 64, 24, 8, 1, "h84f", true, 0, 0, true};
+        QTest::newRow("prefill-sinks") << Case{5, 3, 48, 23, 2, 41, "h", true, 0, 0, true};
+        QTest::newRow("prefill-sinks-mixed") << Case{16, 2, 64, 12, 4, 29, "hf84", true, 0, 0, true};
+        QTest::newRow("decode-sinks-pages") << Case{16, 1, 64, 24, 4, 1, "h84f", true, 4, 0, true};
+        QTest::newRow("decode-sinks-window-pages") << Case{16, 1, 64, 24, 4, 1, "h84f", true, 4, 64, true};
+        QTest::newRow("prefill-sinks-window") << Case{5, 3, 48, 23, 2, 41, "h", true, 0, 8, true};
+    }
+
+    // With f32 rows nothing is rounded: the reference and the fused attention give the
+    // formula's outputs and mass, sinks included, to float's round-off.
+    void sinksMatchFormula_data() {
+        QTest::addColumn<Case>("c");
+        QTest::newRow("decode-chunked") << Case{16, 1, 64, 24, 4, 1, "f", true, 0, 0, true};
+        QTest::newRow("decode-window-pages") << Case{16, 2, 64, 13, 4, 1, "f", true, 4, 40, true};
+        QTest::newRow("prefill-window") << Case{5, 3, 48, 23, 2, 41, "f", true, 0, 8, true};
+    }
+    void sinksMatchFormula() {
+        QFETCH(Case, c);
+        const World w = make_world(c, 21);
+        const Outputs want = naive(w, c);
+        for (Path path : {Path::reference, Path::fused_scalar, Path::fused_avx2}) {
+            if (path == Path::fused_avx2 && detect_cpu_isa() != CpuIsa::avx2) continue;
+            const Outputs got = run(w, c, path, 2, true);
+            double worst = 0, worst_mass = 0;
+            for (size_t i = 0; i < want.out.size(); ++i) worst = std::max(worst, std::fabs(double(got.out[i]) - want.out[i]));
+            for (size_t i = 0; i < want.mass.size(); ++i) worst_mass = std::max(worst_mass, std::fabs(double(got.mass[i]) - want.mass[i]));
+            QVERIFY2(worst <= 1e-5 * double(w.max_abs_v), qPrintable(QString("path %1: max |d| %2").arg(int(path)).arg(worst)));
+            QVERIFY2(worst_mass <= 1e-6 * double(c.n_tokens * c.group),
+                     qPrintable(QString("path %1: mass %2").arg(int(path)).arg(worst_mass)));
+        }
+    }
+
+    // A sink of -inf, or far below every score, adds nothing: the bits of no sinks.
+    void tinySinkIsNoSink() {
+        const Case c{16, 2, 64, 13, 4, 5, "h84f", true, 4, 0, true};
+        World w = make_world(c, 13);
+        for (float tiny : {-INFINITY, -1e30f}) {
+            std::fill(w.sinks.begin(), w.sinks.end(), tiny);
+            for (Path path : {Path::reference, Path::fused_scalar}) {
+                const Outputs with = run(w, c, path, 2, true);
+                World plain = w;
+                plain.sinks.clear();
+                const Outputs without = run(plain, c, path, 2, true);
+                QVERIFY(with.out == without.out);
+                QVERIFY(with.mass == without.mass);
+            }
+        }
     }
 
     // A key outside a query's window is, for that query, an empty slot: the reference with

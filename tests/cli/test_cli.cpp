@@ -2,6 +2,7 @@
 // one-line error and a non-zero exit, never a crash.
 #include <QtTest>
 
+#include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
 using namespace lr::test;
@@ -145,6 +146,26 @@ private slots:
         QCOMPARE(per_token, weights - experts * 6 / 8 - embd + 128 * 4);
     }
 
+    // The rope's scaling and the sliding layers as each family's file sets them.
+    void infoNamesRopeScalingAndWindows_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QStringList>("lines");
+        QTest::newRow("mistral3") << "tiny-mistral3-f32" << QStringList{"rope base 1e+06, YaRN x16 from 64,"};
+        QTest::newRow("phi3") << "tiny-phi3-f32" << QStringList{"LongRoPE from 256"};
+        QTest::newRow("gemma3") << "tiny-gemma3-f32"
+                                << QStringList{"linear scaling x8", "sliding window 32 tokens on 3 of 4 layers (rope base 10000)"};
+        QTest::newRow("gpt-oss") << "tiny-gpt-oss-f32"
+                                 << QStringList{"YaRN x32 from 4096", "sliding window 32 tokens on 1 of 2 layers (rope base 150000)"};
+    }
+    void infoNamesRopeScalingAndWindows() {
+        QFETCH(QString, model);
+        QFETCH(QStringList, lines);
+        const Run r = run_cli({"info", "-m", shared_path("models/tiny-2026/" + model + ".gguf")});
+        QCOMPARE(r.exit_code, 0);
+        for (const QString & line : lines) QVERIFY2(r.out.contains(line.toUtf8()), r.out.constData());
+        QVERIFY(!r.out.contains("sliding window") || model == "tiny-gemma3-f32" || model == "tiny-gpt-oss-f32");
+    }
+
     // Process A prefills a prompt and exits; process B with the same prompt restores its KV
     // from the prefix cache on disk and generates the same tokens.
     void prefixCacheSurvivesTheProcess() {
@@ -176,6 +197,24 @@ private slots:
         const Run r = run_cli({"chat", "--temp", "0", "-n", "12"}, "Once upon a time\n/exit\n");
         QCOMPARE(r.exit_code, 0);
         QVERIFY(!r.out.trimmed().isEmpty());
+    }
+
+    // A thinking model's thinking is printed only with --show-thinking (the template leaves
+    // stories260K's reply inside "<think>", which it never closes: all thinking).
+    void chatShowsThinkingOnlyWhenAsked() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("thinking.gguf").toStdString();
+        const lr::Status s = copy_gguf_with_string(
+            shared_path("models/stories260K.gguf").toStdString(), path, "tokenizer.chat_template",
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n<think>\n");
+        QVERIFY2(s.ok(), s.message().c_str());
+        const QStringList args{"chat", "-m", QString::fromStdString(path), "--temp", "0", "-n", "12"};
+        const Run hidden = run_cli(args, "Once upon a time\n/exit\n");
+        QCOMPARE(hidden.exit_code, 0);
+        QCOMPARE(hidden.out.trimmed(), QByteArray());
+        const Run shown = run_cli(args + QStringList{"--show-thinking"}, "Once upon a time\n/exit\n");
+        QCOMPARE(shown.exit_code, 0);
+        QVERIFY2(shown.out.startsWith("Thinking: ") && shown.out.trimmed().size() > 20, shown.out.constData());
     }
 
     // The issue's --quest-blocks is --quest-pages; both reach the cache, with --quest-page.

@@ -155,7 +155,8 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
                              .out = out,
                              .scores = scores.data(),
                              .partial = partial.data(),
-                             .read_pages = view.read_pages.empty() ? nullptr : view.read_pages.data()};
+                             .read_pages = view.read_pages.empty() ? nullptr : view.read_pages.data(),
+                             .sinks = params.sinks};
     std::vector<float> smem(std::max(scores_shared_bytes(pl, shape.dims.head_dim), values_shared_bytes(pl, shape.dims.head_dim)) / 4 + 1);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += pl.tile_tokens) {
         const Tile a = make_tile(shape, pl, args, t0);
@@ -178,11 +179,12 @@ void emulate_attention(const float * q, int64_t n_tokens, const int32_t * pos, c
             float * row = a.scores + size_t(r) * a.n_slots;
             std::vector<float> maxes(kRowThreads);
             for (uint32_t tid = 0; tid < kRowThreads; ++tid) maxes[tid] = softmax_max_part(row, a.n_slots, tid);
-            const float m = tree_reduce(maxes, [](float u, float v) { return fmaxf(u, v); });
+            const float sink = row_sink(args.sinks, r, a.n_head);
+            const float m = fmaxf(tree_reduce(maxes, [](float u, float v) { return fmaxf(u, v); }), sink);
             std::vector<double> sums(kRowThreads);
             for (uint32_t tid = 0; tid < kRowThreads; ++tid) sums[tid] = softmax_exp_part(row, a.n_slots, m, tid);
             const double sum = tree_reduce(sums, [](double u, double v) { return u + v; });
-            for (uint32_t tid = 0; tid < kRowThreads; ++tid) softmax_normalize(row, a.n_slots, inverse_sum(sum), tid);
+            for (uint32_t tid = 0; tid < kRowThreads; ++tid) softmax_normalize(row, a.n_slots, inverse_sum(sum + sink_exp(sink, m)), tid);
         }
         if (a.mass) {
             for (uint32_t g = 0; g < uint32_t(a.n_head_kv); ++g) {

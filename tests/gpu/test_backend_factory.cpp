@@ -100,6 +100,20 @@ private slots:
     }
 #endif
 
+    // The VRAM plan counts what the CUDA backend stores: a type its kernels read as it is, the
+    // others (IQ, TQ2_0, MXFP4) as F32; the file's bytes in builds without CUDA.
+    void vramCountsWhatCudaStores() {
+        QCOMPARE(cuda_weight_bytes(DType::Q4_K, 256, 144), uint64_t(144));
+        QCOMPARE(cuda_weight_bytes(DType::Q8_0, 256, 272), uint64_t(272));
+#if defined(LONGREAD_HAVE_CUDA)
+        for (DType t : {DType::IQ4_XS, DType::IQ2_XXS, DType::IQ1_S, DType::TQ2_0, DType::MXFP4}) {
+            QCOMPARE(cuda_weight_bytes(t, 256, 100), uint64_t(1024));
+        }
+#else
+        QCOMPARE(cuda_weight_bytes(DType::IQ4_XS, 256, 136), uint64_t(136));
+#endif
+    }
+
     void gpuLayersPlan_data() {
         QTest::addColumn<qulonglong>("free_mib");
         QTest::addColumn<int>("requested");

@@ -33,6 +33,7 @@ struct AttentionCase {
     bool holes;
     uint32_t page_tokens = 0;  // > 0: each head reads random pages of this many slots (quest)
     int32_t window = 0;        // > 0: sliding window of this many positions
+    bool sinks = false;        // a sink logit per query head
 };
 
 KvCodec codec_of(char c) {
@@ -171,6 +172,9 @@ private slots:
             {"prefill-window", {32, 4, 64, 8, 8, 37, "h", false, 0, 32}},
             {"prefill-window-odd", {5, 3, 48, 23, 2, 41, "h", true, 0, 8}},
             {"decode-window-pages", {16, 1, 64, 24, 4, 1, "h84f", true, 4, 64}},
+            {"decode-sinks-long", {32, 1, 128, 60, 8, 1, "h", true, 0, 0, true}},
+            {"prefill-sinks-window-mixed", {5, 3, 48, 23, 2, 41, "h84f", true, 0, 8, true}},
+            {"decode-sinks-window-pages", {16, 1, 64, 24, 4, 1, "h84f", true, 4, 64, true}},
         };
         for (const auto & [name, c] : cases) {
             for (int n_sm : {1, 132}) QTest::addRow("%s-sm%d", name, n_sm) << c << n_sm;
@@ -215,11 +219,15 @@ private slots:
         for (float & v : q) v = rng.normal(1.0f);
         std::vector<int32_t> qpos;
         for (int64_t t = 0; t < c.n_tokens; ++t) qpos.push_back(n_pos - int32_t(c.n_tokens) + int32_t(t));
+        // Sinks about as large as the scores, one far above them.
+        std::vector<float> sinks;
+        for (int32_t h = 0; c.sinks && h < n_head; ++h) sinks.push_back(h == 1 ? 12.0f : rng.normal(2.0f));
         const AttentionParams p{.n_head = n_head,
                                 .n_head_kv = int32_t(c.n_head_kv),
                                 .head_dim = int32_t(d),
                                 .scale = 1.0f / std::sqrt(float(d)),
-                                .window = c.window};
+                                .window = c.window,
+                                .sinks = c.sinks ? sinks.data() : nullptr};
         const bool all_f16 = c.codecs.find_first_not_of('h') == std::string::npos;
         const double tol = (all_f16 ? 2e-3 : 5e-5) * double(max_abs_v);
         const size_t n_mass = size_t(c.n_blocks) * c.n_head_kv * bt;

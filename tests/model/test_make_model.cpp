@@ -319,6 +319,57 @@ private slots:
         for (double x : p) QVERIFY(std::isfinite(x));
     }
 
+    // The 2026 families' presets: their parameter counts, and their layout (head size apart
+    // from n_embd / n_head, q/k norms, gemma3's post-norms, sliding layers and linear rope
+    // scaling) written and loaded at a small width.
+    void familyPresetsWriteAndLoad_data() {
+        QTest::addColumn<QString>("preset");
+        QTest::addColumn<double>("billions");
+        QTest::newRow("qwen3-8b") << "qwen3-8b" << 8.19;    // Qwen3-8B: 8.2B
+        QTest::newRow("gemma3-4b") << "gemma3-4b" << 3.88;  // Gemma 3 4B's language model
+    }
+    void familyPresetsWriteAndLoad() {
+        QFETCH(QString, preset);
+        QFETCH(double, billions);
+        auto full = plan_random_model({.preset = preset.toStdString(), .output_path = "x.gguf"});
+        QVERIFY2(full.ok(), full.status().message().c_str());
+        QVERIFY2(std::abs(double(full->n_params) / 1e9 - billions) < 0.01, qPrintable(QString::number(double(full->n_params) / 1e9)));
+
+        ModelShape small = find_model_preset(preset.toStdString())->shape;
+        small.n_vocab = 512;
+        small.n_embd = 64;
+        small.n_layer = 7;
+        small.n_head = 4;
+        small.n_head_kv = 2;
+        small.n_embd_head = 32;
+        small.n_ff = 128;
+        const QString file = path(preset + "-small.gguf");
+        const Status s = write_random_model({.shape = small, .weights = {DType::Q8_0}, .output_path = file.toStdString()});
+        QVERIFY2(s.ok(), s.message().c_str());
+        CpuBackend backend({.n_threads = 2});
+        auto model = Model::load(file.toStdString(), backend);
+        QVERIFY2(model.ok(), model.status().message().c_str());
+        const ModelHParams & hp = (*model)->hparams();
+        QCOMPARE(hp.arch, small.arch);
+        QCOMPARE(hp.head_dim, 32u);
+        QCOMPARE(hp.n_embd_q(), 128u);
+        QVERIFY((*model)->weights().layers[0].q_norm.has_value());
+        const bool gemma = small.arch == ModelArch::gemma3;
+        QCOMPARE((*model)->weights().layers[0].attn_post_norm.has_value(), gemma);
+        QCOMPARE(hp.n_swa, gemma ? 1024u : 0u);
+        if (gemma) {
+            // Five sliding layers, then a global one.
+            QCOMPARE(std::vector<uint8_t>(hp.swa_layers), (std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1}));
+            QCOMPARE(hp.rope_scaling, RopeScaling::linear);
+            QCOMPARE(hp.rope_freq_scale, 0.125f);
+            QCOMPARE(hp.rope_freq_base_swa, 10000.0f);
+        }
+        QString failure;
+        const std::vector<double> p = next_token_probs(file, failure);
+        QVERIFY2(!p.empty(), qPrintable(failure));
+        for (double x : p) QVERIFY(std::isfinite(x));
+    }
+
     void byteVocabIsWellFormed() {
         const ByteVocab v = make_byte_vocab(20000);
         QCOMPARE(v.tokens.size(), size_t(20000));

@@ -12,6 +12,7 @@
 #include "engine/runtime/engine.h"
 #include "engine/runtime/prompt_memo.h"
 #include "engine/runtime/session.h"
+#include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
 using namespace lr;
@@ -251,6 +252,59 @@ private slots:
         QVERIFY(r.ok());
         QCOMPARE(r->reason, StopReason::cancelled);
         QCOMPARE(reports, 1);
+    }
+
+    // A template that leaves the reply inside "<think>\n" (Qwen3.5's) makes the whole reply of
+    // a model that never closes the tag thinking: streamed to the thinking sink, none of it
+    // answer; a past turn's thinking reaches the template as reasoning_content.
+    void repliesKeepThinkingApart() {
+        const std::string path = (m_dir.path() + "/thinking.gguf").toStdString();
+        const std::string turns =
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+            "{% if m.reasoning_content %}[thought: {{ m.reasoning_content }}]{% endif %}<|im_end|>\n{% endfor %}";
+        const std::string jinja = turns + "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
+        const Status copied = copy_gguf_with_string(shared_path(QStringLiteral("models/stories260K.gguf")).toStdString(), path,
+                                                    "tokenizer.chat_template", jinja);
+        QVERIFY2(copied.ok(), copied.message().c_str());
+        Engine engine;
+        QVERIFY(engine.load({.path = path, .backend = "cpu", .n_threads = 1}).ok());
+        QVERIFY(engine.use_session({.n_ctx = 512, .chunk_tokens = 64, .kv = {.prefix_cache = false}}).ok());
+
+        std::string thought, answered;
+        int tokens = 0;
+        ReplyParams params{.generate = {.max_tokens = 12, .sampler = {.temperature = 0}}};
+        params.thinking_sink = [&](std::string_view piece) { thought += piece; };
+        Conversation c;
+        const Result<GenerateResult> r = engine.reply(c, "Once upon a time", params, {}, [&](int32_t, std::string_view piece) {
+            ++tokens;
+            answered += piece;
+            return true;
+        });
+        QVERIFY2(r.ok(), r.status().message().c_str());
+        QCOMPARE(r->tokens.size(), size_t(12));
+        QVERIFY(tokens >= 12);  // every token, with the answer's (empty) text
+        QVERIFY(!r->thinking.empty());
+        QCOMPARE(thought, r->thinking);
+        QVERIFY(r->text.empty());
+        QVERIFY(answered.empty());
+
+        // Without the open tag the reply is all answer.
+        const std::string plain = (m_dir.path() + "/plain.gguf").toStdString();
+        QVERIFY(copy_gguf_with_string(path, plain, "tokenizer.chat_template",
+                                      turns + "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+                    .ok());
+        Engine other;
+        QVERIFY(other.load({.path = plain, .backend = "cpu", .n_threads = 1}).ok());
+        QVERIFY(other.use_session({.n_ctx = 512, .chunk_tokens = 64, .kv = {.prefix_cache = false}}).ok());
+        thought.clear();
+        const Result<GenerateResult> a = other.reply(c, "Once upon a time", params);
+        QVERIFY2(a.ok(), a.status().message().c_str());
+        QVERIFY(!a->text.empty());
+        QVERIFY(a->thinking.empty() && thought.empty());
+
+        c.turns = {{"user", "Hi"}, {"assistant", "Hello.", "greet back"}};
+        const std::string rendered = render_chat_text(*engine.model(), conversation_messages(c), false);
+        QVERIFY2(rendered.find("Hello.[thought: greet back]") != std::string::npos, rendered.c_str());
     }
 };
 

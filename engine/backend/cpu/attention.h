@@ -5,6 +5,12 @@
 // and orders (with an all-f16 cache: q rounded to f16, softmax weights normalized then
 // rounded to f16, and float_dot.h's orders for both products). The oracle.
 //
+// Sinks (AttentionParams::sinks, gpt-oss): each head's sink logit joins the max and, after
+// the keys, the double sum, as ggml's soft_max adds it; the weights (and so the attention
+// mass) stay the keys' alone. NOTE: the mass is normalized by the whole sum, sink included:
+// it then says how much each key moved the output, so H2O does not rank keys by heads that
+// mostly attend to their sink.
+//
 // attention_fused: the same roundings, computed block by block: for each KV head, the
 // K rows of a block are decoded once and scored against all the queries of its group
 // (GQA), then the V rows once for the weighted sum. Two passes, so that the weights can
@@ -15,6 +21,7 @@
 // the sequence too (their partial results are merged in a fixed order, so results never
 // depend on the thread count or timing).
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,6 +42,11 @@ struct AttentionArgs {
 };
 
 void attention_reference(ThreadPool & pool, const AttentionArgs & a);
+
+// Head h's sink logit; -inf without sinks (a sink of -inf adds nothing).
+inline float sink_logit(const AttentionParams & p, int64_t h) { return p.sinks ? p.sinks[h] : -INFINITY; }
+// The sink's term of a softmax sum whose max (the sink included) is `max`.
+inline double sink_exp(float sink, float max) { return sink == -INFINITY ? 0.0 : double(std::exp(sink - max)); }
 
 // The inner loops of attention_fused, per ISA.
 struct AttentionKernels {

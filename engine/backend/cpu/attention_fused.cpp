@@ -4,7 +4,7 @@
 // queries are the tile's tokens times the query heads of g (GQA), numbered
 // qi = (t - t0) * group + hq. Three steps, per item:
 //   scores  decode the K rows of each block once, score every query, mask, local max;
-//   exp     subtract the max over all chunks, exp, sum;
+//   exp     subtract the max over all chunks, exp, sum (the first chunk adds the sink's term);
 //   values  normalize (sum over all chunks), add the attention mass, round, decode the V
 //           rows of each block once and accumulate them into the item's partial output.
 // Prefill uses one chunk per item and runs the three steps in one job. Decode with fewer
@@ -269,11 +269,15 @@ public:
         });
     }
 
+    // The sink logit of query i of an item (-inf without sinks).
+    float sink(const Item & it, uint32_t i) const { return sink_logit(a_.params, int64_t(it.g) * p_.group + i % uint32_t(p_.group)); }
+
     // scores of the item's queries over its blocks; returns nothing, writes the local max
-    // of each query to `max_out` [n_q].
+    // of each query to `max_out` [n_q]. The local max starts at the sink: every chunk's
+    // does, and the max over chunks is the same.
     void scores(const Item & it, const ItemBuffers & B, float * max_out) const {
         const uint32_t n_q = it.n_q() * uint32_t(p_.group);
-        for (uint32_t i = 0; i < n_q; ++i) max_out[i] = -INFINITY;
+        for (uint32_t i = 0; i < n_q; ++i) max_out[i] = sink(it, i);
         for (uint32_t b = it.b0; b < it.b1; ++b) {
             float * sc = B.scores + size_t(b) * p_.bt;
             if (!block_visible(b, it.g, it)) continue;  // never read: see for_visible_runs
@@ -330,7 +334,8 @@ public:
         }
     }
 
-    // exp(score - max[i]) over the item's visible slots; writes each query's sum to sum_out.
+    // exp(score - max[i]) over the item's visible slots; writes each query's sum to sum_out,
+    // with the sink's term in the first chunk's.
     void exps(const Item & it, const ItemBuffers & B, const float * max, double * sum_out) const {
         const uint32_t n_q = it.n_q() * uint32_t(p_.group);
         for (uint32_t i = 0; i < n_q; ++i) sum_out[i] = 0.0;
@@ -345,6 +350,8 @@ public:
                 }
             }
         });
+        if (it.chunk != 0) return;
+        for (uint32_t i = 0; i < n_q; ++i) sum_out[i] += sink_exp(sink(it, i), max[i]);
     }
 
     // Normalizes, adds the mass (to the view's attn_mass when `mass` is null and it is

@@ -2,7 +2,7 @@
 // non-flash path with an f16 cache rounds q and the softmax weights to f16 before the two
 // products, which it computes as matrix products (float_dot.h's orders). So with f16
 // blocks logits match its reference outputs to ~1e-6; other codecs are decoded to f32
-// and computed without rounding.
+// and computed without rounding. A sink joins the max and the sum (attention.h).
 
 #include <algorithm>
 #include <cmath>
@@ -61,7 +61,8 @@ void attention_reference(ThreadPool & pool, const AttentionArgs & a) {
                 const int64_t h = g * group + hq;
                 const float * qh = a.q + (t * p.n_head + h) * d;
                 for (uint32_t i = 0; i < d; ++i) qrow[i] = all_f16_k ? fp16_to_fp32(fp32_to_fp16(qh[i])) : qh[i];
-                float max_score = -INFINITY;
+                const float sink = sink_logit(p, h);
+                float max_score = sink;
                 for (size_t slot = 0; slot < n_slots; ++slot) {
                     if (pos[slot] == kInvalidPos || pos[slot] > a.pos[t] || (p.window > 0 && a.pos[t] - pos[slot] >= p.window)) {
                         scores[slot] = -INFINITY;
@@ -75,6 +76,7 @@ void attention_reference(ThreadPool & pool, const AttentionArgs & a) {
                     scores[slot] = scores[slot] == -INFINITY ? 0.0f : std::exp(scores[slot] - max_score);
                     sum += scores[slot];
                 }
+                sum += sink_exp(sink, max_score);
                 const float inv_sum = sum > 0 ? float(1.0 / sum) : 0.0f;
                 for (size_t slot = 0; slot < n_slots; ++slot) {
                     const float w = scores[slot] * inv_sum;

@@ -3,14 +3,15 @@
 // path: scores = scale * q.k (q rounded to f16 when every K block is f16), masked where the
 // slot is empty, later than the query or outside its sliding window, softmax normalized
 // with the exact max and the double sum, the mass added from the normalized weights, the
-// weights rounded to f16 when every V block is f16, then out = sum of weight * v.
+// weights rounded to f16 when every V block is f16, then out = sum of weight * v. A head's
+// sink logit (gpt-oss) joins its rows' max and sum.
 //
 // Keeping those roundings needs the whole row of scores before any weight is final, so the
 // scores go through global scratch, in five launches per tile of query tokens:
 //   scores   grid (query groups, KV heads, chunks of blocks): a block loads its queries once
 //            (the (token, query head) pairs of one KV head: GQA), decodes slots_per_pass K
 //            rows of its head at a time into shared memory and scores every pair;
-//   softmax  one block per (token, head) row: max, exp, double sum, normalize;
+//   softmax  one block per (token, head) row: max, exp, double sum (and the sink), normalize;
 //   mass     (if asked) one thread per (KV head, slot): adds the weights of its queries in the
 //            reference's order (token, then query head);
 //   values   like scores, with V rows: each thread accumulates fixed (query, dim) outputs;
@@ -58,13 +59,15 @@ __device__ T block_reduce(T v, T * shared, Op op) {
     return r;
 }
 
-__global__ void __launch_bounds__(kRowThreads) softmax_kernel(float * scores, size_t n_slots) {
+__global__ void __launch_bounds__(kRowThreads) softmax_kernel(float * scores, size_t n_slots, const float * sinks, int32_t n_head) {
     __shared__ float fshared[kRowThreads];
     __shared__ double dshared[kRowThreads];
     float * row = scores + size_t(blockIdx.x) * n_slots;
-    const float m = block_reduce(softmax_max_part(row, n_slots, threadIdx.x), fshared, [](float x, float y) { return fmaxf(x, y); });
+    const float sink = row_sink(sinks, blockIdx.x, n_head);
+    const float keys_max = block_reduce(softmax_max_part(row, n_slots, threadIdx.x), fshared, [](float x, float y) { return fmaxf(x, y); });
+    const float m = fmaxf(keys_max, sink);
     const double sum = block_reduce(softmax_exp_part(row, n_slots, m, threadIdx.x), dshared, [](double x, double y) { return x + y; });
-    softmax_normalize(row, n_slots, inverse_sum(sum), threadIdx.x);
+    softmax_normalize(row, n_slots, inverse_sum(sum + sink_exp(sink, m)), threadIdx.x);
 }
 
 __global__ void __launch_bounds__(kRowThreads) mass_kernel(const Tile a) {
@@ -111,7 +114,7 @@ void launch_attention(const AttentionShape & s, const AttentionPlan & plan, cons
         const dim3 grid(query_ctas(a), unsigned(s.n_head_kv), plan.n_chunks);
         scores_kernel<<<grid, kThreads, scores_smem, stream>>>(a);
         LR_CUDA_CHECK_LAUNCH();
-        softmax_kernel<<<unsigned(a.n_tok * s.n_head), kRowThreads, 0, stream>>>(a.scores, a.n_slots);
+        softmax_kernel<<<unsigned(a.n_tok * s.n_head), kRowThreads, 0, stream>>>(a.scores, a.n_slots, args.sinks, s.n_head);
         LR_CUDA_CHECK_LAUNCH();
         if (a.mass) {
             mass_kernel<<<dim3(unsigned((a.n_slots + kRowThreads - 1) / kRowThreads), unsigned(s.n_head_kv)), kRowThreads, 0, stream>>>(a);

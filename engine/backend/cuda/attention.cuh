@@ -161,6 +161,10 @@ LR_HD double softmax_exp_part(float * row, size_t n, float max, uint32_t tid) {
     }
     return sum;
 }
+// The sink logit of row r = token * n_head + head of a tile's scores (-inf without sinks):
+// it joins the row's max, and its term the sum after the keys', as in the CPU reference.
+LR_HD float row_sink(const float * sinks, int64_t r, int32_t n_head) { return sinks ? sinks[r % n_head] : -INFINITY; }
+LR_HD double sink_exp(float sink, float max) { return sink == -INFINITY ? 0.0 : double(expf(sink - max)); }
 LR_HD float inverse_sum(double sum) { return sum > 0.0 ? float(1.0 / sum) : 0.0f; }
 // The weights, unrounded (the mass takes them so).
 LR_HD void softmax_normalize(float * row, size_t n, float inv_sum, uint32_t tid) {

@@ -112,6 +112,8 @@ struct CudaBackend::Impl {
 
 // ---- creation -----------------------------------------------------------------------------------
 
+bool cuda_reads_weight_type(DType type) { return cuda::kernels_read(type); }
+
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOptions & options) {
     const CudaProbe probe = probe_cuda_devices();
     if (probe.devices.empty()) return error(StatusCode::unsupported, "CUDA: " + probe.problem);
@@ -507,6 +509,7 @@ void CudaBackend::attention(const float * q, int64_t n_tokens, const int32_t * p
         .scores = nullptr,
         .partial = nullptr,
         .read_pages = view.read_pages.empty() ? nullptr : m.uploads.upload(view.read_pages.data(), view.read_pages.size()),
+        .sinks = p.sinks,
     };
     if (view.n_blocks() > 0) {
         args.scores = static_cast<float *>(m.ws_scores.get(plan.scores_bytes));

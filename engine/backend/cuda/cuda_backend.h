@@ -55,6 +55,10 @@ struct CudaProbe {
 // Never crashes and never throws: without a driver or a device, `problem` says so.
 CudaProbe probe_cuda_devices();
 
+// Whether the CUDA kernels read weights of `type` as they are; the others are stored in
+// VRAM as F32, dequantized once at load.
+bool cuda_reads_weight_type(DType type);
+
 // The oldest GPUs this build has kernels for (CMAKE_CUDA_ARCHITECTURES 80;86;89;90; the
 // PTX of 90 runs on newer ones).
 inline constexpr int kCudaMinComputeMajor = 8;

@@ -164,6 +164,7 @@ struct AttentionArgs {
     float * scores = nullptr;               // scratch of plan.scores_bytes
     float * partial = nullptr;              // scratch of plan.partial_bytes
     const uint32_t * read_pages = nullptr;  // [n_blocks][n_head_kv] (device) or nullptr: see PagedKvView
+    const float * sinks = nullptr;          // [n_head] (device) or nullptr: AttentionParams::sinks
 };
 void launch_attention(const AttentionShape & s, const AttentionPlan & plan, const AttentionArgs & a, cudaStream_t stream);
 
