@@ -12,7 +12,7 @@ namespace lr::cli {
 int run_make_model(const Argv & argv) {
     const std::vector<FlagSpec> specs = {
         {"--preset", "", true, false, "shape: " + model_preset_names() + " (default tiny)"},
-        {"--type", "", true, false, "weight type: " + writable_weight_format_names() + " (default F16)"},
+        {"--type", "", true, false, "weight type: " + writable_weight_format_names() + " (default: the preset's, F16 for most)"},
         {"-o", "--output", true, false, "the file to write"},
         {"--vocab-from", "", true, false, "copy the tokenizer of this GGUF (its size replaces the preset's vocabulary)"},
         {"--seed", "", true, false, "random seed (default 42)"},
@@ -28,7 +28,9 @@ int run_make_model(const Argv & argv) {
     if (!args->has("-o")) return fail("make-model needs an output file (-o OUT.gguf)");
     RandomModelSpec spec;
     spec.preset = args->get_or("--preset", "tiny");
-    const std::string type = args->get_or("--type", "F16");
+    // Without --type, the preset's published layout (gpt-oss: MXFP4_MOE), else F16.
+    const ModelPreset * preset = find_model_preset(spec.preset);
+    const std::string type = args->get_or("--type", preset ? weight_format_name(preset->weights) : "F16");
     const std::optional<WeightFormat> format = weight_format_from_name(type);
     if (!format) return fail("unknown weight type '" + type + "' (choose from " + writable_weight_format_names() + ")");
     spec.weights = *format;
@@ -40,7 +42,6 @@ int run_make_model(const Argv & argv) {
     spec.seed = uint64_t(*seed);
     // Overrides of the preset's shape, named in general.name.
     if (args->has("--ctx-train") || args->has("--layers")) {
-        const ModelPreset * preset = find_model_preset(spec.preset);
         if (!preset) return fail("unknown model preset '" + spec.preset + "' (presets: " + model_preset_names() + ")");
         ModelShape shape = preset->shape;
         std::string suffix;

@@ -103,6 +103,85 @@ constexpr std::array kPresets = {
                  .sliding_window = 1024,
                  .sliding_pattern = 6,
                  .rope_freq_base_swa = 10000.0f}},
+    // The mixtures of experts. "tiny-qwen3moe" and "tiny-gpt-oss" are the shapes of
+    // ../shared/models/tiny-2026 (the reference-logit models).
+    ModelPreset{"tiny-qwen3moe",
+                "qwen3moe, n_embd 128, 2 layers, 4/2 heads of 64, 8 experts of width 32, 2 per token, vocab 512",
+                {.arch = ModelArch::qwen3moe,
+                 .n_vocab = 512,
+                 .n_ctx_train = 1024,
+                 .n_embd = 128,
+                 .n_layer = 2,
+                 .n_head = 4,
+                 .n_head_kv = 2,
+                 .n_ff = 256,
+                 .rope_freq_base = 1000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 64,
+                 .n_expert = 8,
+                 .n_expert_used = 2,
+                 .n_ff_exp = 32}},
+    ModelPreset{"tiny-gpt-oss",
+                "gpt-oss, n_embd 128, 2 layers, 4/2 heads of 64, 8 experts of width 64, 4 per token, window 32, YaRN x32, vocab 512",
+                {.arch = ModelArch::gpt_oss,
+                 .n_vocab = 512,
+                 .n_ctx_train = 131072,
+                 .n_embd = 128,
+                 .n_layer = 2,
+                 .n_head = 4,
+                 .n_head_kv = 2,
+                 .n_ff = 64,
+                 .rope_freq_base = 150000.0f,
+                 .rms_eps = 1e-5f,
+                 .qkv_bias = true,
+                 .n_embd_head = 64,
+                 .sliding_window = 32,
+                 .rope_freq_base_swa = 150000.0f,
+                 .n_expert = 8,
+                 .n_expert_used = 4,
+                 .n_ff_exp = 64,
+                 .rope_yarn_factor = 32.0f,
+                 .n_ctx_orig_yarn = 4096},
+                {DType::MXFP4, WeightMix::mxfp4_moe}},
+    ModelPreset{"qwen3-30b-a3b",
+                "Qwen3 30B-A3B: qwen3moe, n_embd 2048, 48 layers, 32/4 heads of 128, 128 experts of width 768, 8 per token, vocab 151936",
+                {.arch = ModelArch::qwen3moe,
+                 .n_vocab = 151936,
+                 .n_ctx_train = 40960,
+                 .n_embd = 2048,
+                 .n_layer = 48,
+                 .n_head = 32,
+                 .n_head_kv = 4,
+                 .n_ff = 6144,
+                 .rope_freq_base = 1000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 128,
+                 .n_expert = 128,
+                 .n_expert_used = 8,
+                 .n_ff_exp = 768}},
+    ModelPreset{"gpt-oss-20b",
+                "gpt-oss 20B: n_embd 2880, 24 layers, 64/8 heads of 64, 32 experts of width 2880, 4 per token, MXFP4 experts, "
+                "window 128 on every other layer, YaRN x32, vocab 201088",
+                {.arch = ModelArch::gpt_oss,
+                 .n_vocab = 201088,
+                 .n_ctx_train = 131072,
+                 .n_embd = 2880,
+                 .n_layer = 24,
+                 .n_head = 64,
+                 .n_head_kv = 8,
+                 .n_ff = 2880,
+                 .rope_freq_base = 150000.0f,
+                 .rms_eps = 1e-5f,
+                 .qkv_bias = true,
+                 .n_embd_head = 64,
+                 .sliding_window = 128,
+                 .rope_freq_base_swa = 150000.0f,
+                 .n_expert = 32,
+                 .n_expert_used = 4,
+                 .n_ff_exp = 2880,
+                 .rope_yarn_factor = 32.0f,
+                 .n_ctx_orig_yarn = 4096},
+                {DType::MXFP4, WeightMix::mxfp4_moe}},
 };
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -119,13 +198,26 @@ Status bad_shape(const std::string & what) { return error(StatusCode::invalid_ar
 
 Status validate(const ModelShape & s) {
     // NOTE: mistral3's and phi3's layouts (YaRN keys, fused projections) are not written.
-    if (s.arch != ModelArch::llama && s.arch != ModelArch::qwen2 && s.arch != ModelArch::qwen3 && s.arch != ModelArch::gemma3) {
-        return bad_shape("make-model writes llama, qwen2, qwen3 and gemma3 models, not " + std::string(arch_name(s.arch)));
+    const bool moe_family = s.arch == ModelArch::qwen3moe || s.arch == ModelArch::gpt_oss;
+    if (s.arch != ModelArch::llama && s.arch != ModelArch::qwen2 && s.arch != ModelArch::qwen3 && s.arch != ModelArch::gemma3 &&
+        !moe_family) {
+        return bad_shape("make-model writes llama, qwen2, qwen3, gemma3, qwen3moe and gpt-oss models, not " +
+                         std::string(arch_name(s.arch)));
     }
-    if (s.sliding_window > 0 && s.arch != ModelArch::gemma3) return bad_shape("only gemma3 models have sliding-window layers");
+    if (s.sliding_window > 0 && s.arch != ModelArch::gemma3 && s.arch != ModelArch::gpt_oss) {
+        return bad_shape("only gemma3 and gpt-oss models have sliding-window layers");
+    }
+    if (s.arch == ModelArch::gpt_oss && s.sliding_window == 0) return bad_shape("gpt-oss needs a sliding window");
     if (s.n_vocab == 0) return bad_shape("n_vocab must be positive");
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0) {
+    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || (s.n_ff == 0 && !moe_family)) {
         return bad_shape("n_embd, n_layer, n_head, n_head_kv and n_ff must be positive");
+    }
+    if (moe_family != s.is_moe()) {
+        return bad_shape(moe_family ? std::string(arch_name(s.arch)) + " needs experts (n_expert)"
+                                    : "only qwen3moe and gpt-oss models have experts, not " + std::string(arch_name(s.arch)));
+    }
+    if (s.is_moe() && (s.n_expert > 512 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert || s.n_ff_exp == 0)) {
+        return bad_shape("experts: n_expert at most 512, n_expert_used 1 to n_expert, n_ff_exp positive");
     }
     // The loader's limits (model_hparams.cpp), so that whatever is written also loads.
     if (s.n_layer > 1024 || s.n_head > 4096) return bad_shape("n_layer at most 1024 and n_head at most 4096");
@@ -142,7 +234,10 @@ Status validate(const ModelShape & s) {
     if (!(s.rope_freq_base > 0.0f) || !(s.rms_eps > 0.0f) || !(s.rope_freq_base_swa > 0.0f)) {
         return bad_shape("rope_freq_base, rope_freq_base_swa and rms_eps must be positive");
     }
-    if (s.rope_scale_linear < 0.0f) return bad_shape("rope_scale_linear must be 0 (none) or positive");
+    if (s.rope_scale_linear < 0.0f || s.rope_yarn_factor < 0.0f || (s.rope_scale_linear > 0.0f && s.rope_yarn_factor > 0.0f)) {
+        return bad_shape("rope_scale_linear and rope_yarn_factor must be 0 (none) or positive, not both");
+    }
+    if (s.rope_yarn_factor > 0.0f && s.n_ctx_orig_yarn == 0) return bad_shape("YaRN needs the original context (n_ctx_orig_yarn)");
     return {};
 }
 

@@ -9,11 +9,14 @@
 #include <string_view>
 
 #include "engine/model/model_hparams.h"
+#include "engine/model/weight_mix.h"
 
 namespace lr {
 
-// The shape of a model of the families make-model writes (llama, qwen2, qwen3, gemma3): everything needed to lay out its tensors and write
-// the metadata the loader reads (model_hparams.cpp).
+// The shape of a model of the families make-model writes (llama, qwen2, qwen3, gemma3,
+// qwen3moe, gpt-oss): everything needed to lay out its tensors and write the metadata the
+// loader reads (model_hparams.cpp). Each family's own tensors (norms, biases, sinks) follow
+// from its architecture (model_features.h).
 struct ModelShape {
     ModelArch arch = ModelArch::llama;
     uint32_t n_vocab = 0;  // replaced by the token count when a vocabulary is copied
@@ -22,32 +25,44 @@ struct ModelShape {
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;
-    uint32_t n_ff = 0;
+    uint32_t n_ff = 0;  // the dense FFN (mixtures of experts write it as feed_forward_length)
     float rope_freq_base = 10000.0f;
     float rms_eps = 1e-5f;
-    bool qkv_bias = false;           // attn_q/k/v.bias (qwen2)
+    bool qkv_bias = false;           // attn_q/k/v.bias (qwen2, gpt-oss)
     bool tied_output = false;        // no output.weight: the logits reuse token_embd
     uint32_t n_embd_head = 0;        // attention.key_length = value_length; 0: n_embd / n_head
     float rope_scale_linear = 0.0f;  // rope.scaling linear with this factor (0: none)
-    // Sliding-window layers (gemma3): the window, the period whose last layer is global,
-    // and the sliding layers' rope base.
+    // Sliding-window layers (gemma3, gpt-oss): the window, the period whose last layer is
+    // global (gemma3; gpt-oss has none: every other layer), and the sliding layers' rope base.
     uint32_t sliding_window = 0;
     uint32_t sliding_pattern = 0;
     float rope_freq_base_swa = 10000.0f;
+    // Mixtures of experts (qwen3moe, gpt-oss): experts per layer, chosen per token, their
+    // width; a shared expert's width (0: none).
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_exp = 0;
+    uint32_t n_ff_shexp = 0;
+    // YaRN (gpt-oss): the factor and the original context (0: none).
+    float rope_yarn_factor = 0.0f;
+    uint32_t n_ctx_orig_yarn = 0;
 
     uint32_t head_dim() const { return n_embd_head != 0 ? n_embd_head : n_head == 0 ? 0 : n_embd / n_head; }
     uint32_t n_embd_q() const { return n_head * head_dim(); }
     uint32_t n_embd_kv() const { return n_head_kv * head_dim(); }
+    bool is_moe() const { return n_expert > 0; }
 };
 
 // Checks that the shape can be written and loaded (sizes non-zero, heads divide the
-// embedding, an even head size, GQA groups whole). invalid_argument names the field.
+// embedding, an even head size, GQA groups whole, experts where the family has them and
+// nowhere else). invalid_argument names the field.
 Status validate(const ModelShape & shape);
 
 struct ModelPreset {
     std::string_view name;         // "tinyllama-1.1b"
     std::string_view description;  // one line for help text
     ModelShape shape;
+    WeightFormat weights{};  // make-model's type when none is given (the published files')
 };
 
 // Every preset, in the order help text lists them.

@@ -11,6 +11,7 @@
 #include "engine/common/assert.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/model/model_features.h"
 #include "engine/model/random_model_vocab.h"
 #include "engine/quant/quant.h"
 
@@ -100,10 +101,16 @@ public:
         add({.name = name, .ne0 = n, .ne1 = 1, .type = DType::F32, .init = init});
     }
 
-    void matrix(const std::string & name, uint64_t ne0, uint64_t ne1, WeightRole role, uint32_t il) {
+    // A 2-D weight, or with ne2 > 1 a stack of ne2 experts' matrices.
+    void matrix(const std::string & name, uint64_t ne0, uint64_t ne1, WeightRole role, uint32_t il, uint64_t ne2 = 1) {
         const WeightTypeChoice c = choose_weight_type(format_, role, il, shape_.n_layer, ne0, shape_.tied_output);
         if (c.fell_back()) note_fallback(name, c, ne0);
-        add({.name = name, .ne0 = ne0, .ne1 = ne1, .type = c.type, .init = TensorInit::weight});
+        add({.name = name, .ne0 = ne0, .ne1 = ne1, .ne2 = ne2, .type = c.type, .init = TensorInit::weight});
+    }
+
+    // A 2-D tensor llama-quantize keeps in F32: a router, the experts' biases.
+    void f32_matrix(const std::string & name, uint64_t ne0, uint64_t ne1, TensorInit init) {
+        add({.name = name, .ne0 = ne0, .ne1 = ne1, .type = DType::F32, .init = init});
     }
 
     void finish() {
@@ -119,7 +126,7 @@ public:
 
 private:
     void add(PlannedTensor t) {
-        t.n_bytes = row_bytes(t.type, t.ne0) * t.ne1;
+        t.n_bytes = row_bytes(t.type, t.ne0) * t.n_rows();
         plan_.n_params += t.n_elements();
         plan_.n_tensor_bytes += t.n_bytes;
         plan_.tensors.push_back(std::move(t));
@@ -140,34 +147,60 @@ private:
     std::vector<FallbackGroup> fallbacks_;
 };
 
-// The tensors in the order llama.cpp's converter writes them; each family's own norms
-// (qwen3's and gemma3's per-head q/k norms, gemma3's post-norms) as its loader requires.
+// A mixture-of-experts FFN: the router, the expert stacks (GGUF ne = [cols, rows, n_expert])
+// with gpt-oss's biases, and the shared expert.
+void lay_out_experts(Planner & p, const ModelShape & s, const ModelFeatures & f, const std::string & b, uint32_t il) {
+    const uint64_t n_embd = s.n_embd, n_ff = s.n_ff_exp, n_expert = s.n_expert;
+    p.f32_matrix(b + "ffn_gate_inp.weight", n_embd, n_expert, TensorInit::weight);
+    if (f.expert_biases) p.vector(b + "ffn_gate_inp.bias", n_expert, TensorInit::bias);
+    p.matrix(b + "ffn_gate_exps.weight", n_embd, n_ff, WeightRole::ffn_gate_exps, il, n_expert);
+    if (f.expert_biases) p.f32_matrix(b + "ffn_gate_exps.bias", n_ff, n_expert, TensorInit::bias);
+    p.matrix(b + "ffn_up_exps.weight", n_embd, n_ff, WeightRole::ffn_up_exps, il, n_expert);
+    if (f.expert_biases) p.f32_matrix(b + "ffn_up_exps.bias", n_ff, n_expert, TensorInit::bias);
+    p.matrix(b + "ffn_down_exps.weight", n_ff, n_embd, WeightRole::ffn_down_exps, il, n_expert);
+    if (f.expert_biases) p.f32_matrix(b + "ffn_down_exps.bias", n_embd, n_expert, TensorInit::bias);
+    if (s.n_ff_shexp > 0) {
+        p.vector(b + "ffn_gate_inp_shexp.weight", n_embd, TensorInit::weight);
+        p.matrix(b + "ffn_gate_shexp.weight", n_embd, s.n_ff_shexp, WeightRole::ffn_gate, il);
+        p.matrix(b + "ffn_up_shexp.weight", n_embd, s.n_ff_shexp, WeightRole::ffn_up, il);
+        p.matrix(b + "ffn_down_shexp.weight", s.n_ff_shexp, n_embd, WeightRole::ffn_down, il);
+    }
+}
+
+// The tensors in the order llama.cpp's converter writes them; each family's own tensors
+// (q/k norms, biases, post-norms, sinks, experts) as its features say its loader requires.
 void lay_out_tensors(const ModelShape & s, const WeightFormat & format, RandomModelPlan & plan) {
     Planner p(s, format, plan);
+    const ModelFeatures f = model_features(ModelHParams{.arch = s.arch});
     const uint64_t n_embd = s.n_embd, n_embd_q = s.n_embd_q(), n_embd_kv = s.n_embd_kv();
-    const bool qk_norm = s.arch == ModelArch::qwen3 || s.arch == ModelArch::gemma3;
-    const bool post_norms = s.arch == ModelArch::gemma3;
+    const bool qkv_bias = s.qkv_bias || f.qkv_biases;
     p.matrix("token_embd.weight", n_embd, s.n_vocab, WeightRole::token_embd, 0);
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         p.vector(b + "attn_norm.weight", n_embd, TensorInit::norm);
         p.matrix(b + "attn_q.weight", n_embd, n_embd_q, WeightRole::attn_q, il);
-        if (s.qkv_bias) p.vector(b + "attn_q.bias", n_embd_q, TensorInit::bias);
+        if (qkv_bias) p.vector(b + "attn_q.bias", n_embd_q, TensorInit::bias);
         p.matrix(b + "attn_k.weight", n_embd, n_embd_kv, WeightRole::attn_k, il);
-        if (s.qkv_bias) p.vector(b + "attn_k.bias", n_embd_kv, TensorInit::bias);
+        if (qkv_bias) p.vector(b + "attn_k.bias", n_embd_kv, TensorInit::bias);
         p.matrix(b + "attn_v.weight", n_embd, n_embd_kv, WeightRole::attn_v, il);
-        if (s.qkv_bias) p.vector(b + "attn_v.bias", n_embd_kv, TensorInit::bias);
-        if (qk_norm) {
+        if (qkv_bias) p.vector(b + "attn_v.bias", n_embd_kv, TensorInit::bias);
+        if (f.qk_norm) {
             p.vector(b + "attn_q_norm.weight", s.head_dim(), TensorInit::norm);
             p.vector(b + "attn_k_norm.weight", s.head_dim(), TensorInit::norm);
         }
         p.matrix(b + "attn_output.weight", n_embd_q, n_embd, WeightRole::attn_output, il);
-        if (post_norms) p.vector(b + "post_attention_norm.weight", n_embd, TensorInit::norm);
-        p.vector(b + "ffn_norm.weight", n_embd, TensorInit::norm);
-        p.matrix(b + "ffn_gate.weight", n_embd, s.n_ff, WeightRole::ffn_gate, il);
-        p.matrix(b + "ffn_up.weight", n_embd, s.n_ff, WeightRole::ffn_up, il);
-        p.matrix(b + "ffn_down.weight", s.n_ff, n_embd, WeightRole::ffn_down, il);
-        if (post_norms) p.vector(b + "post_ffw_norm.weight", n_embd, TensorInit::norm);
+        if (f.expert_biases) p.vector(b + "attn_output.bias", n_embd, TensorInit::bias);  // gpt-oss biases every projection
+        if (f.attn_sinks) p.vector(b + "attn_sinks.weight", s.n_head, TensorInit::norm);
+        if (f.post_norms) p.vector(b + "post_attention_norm.weight", n_embd, TensorInit::norm);
+        p.vector(b + (f.ffn_norm_named_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"), n_embd, TensorInit::norm);
+        if (s.is_moe()) {
+            lay_out_experts(p, s, f, b, il);
+        } else {
+            p.matrix(b + "ffn_gate.weight", n_embd, s.n_ff, WeightRole::ffn_gate, il);
+            p.matrix(b + "ffn_up.weight", n_embd, s.n_ff, WeightRole::ffn_up, il);
+            p.matrix(b + "ffn_down.weight", s.n_ff, n_embd, WeightRole::ffn_down, il);
+        }
+        if (f.post_norms) p.vector(b + "post_ffw_norm.weight", n_embd, TensorInit::norm);
     }
     p.vector("output_norm.weight", n_embd, TensorInit::norm);
     if (!s.tied_output) p.matrix("output.weight", n_embd, s.n_vocab, WeightRole::output, 0);
@@ -206,10 +239,27 @@ void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint
         w.set_string(arch + ".rope.scaling.type", "linear");
         w.set_float32(arch + ".rope.scaling.factor", s.rope_scale_linear);
     }
+    if (s.rope_yarn_factor > 0.0f) {
+        // The keys convert_hf_to_gguf writes for gpt-oss.
+        w.set_string(arch + ".rope.scaling.type", "yarn");
+        w.set_float32(arch + ".rope.scaling.factor", s.rope_yarn_factor);
+        w.set_uint32(arch + ".rope.scaling.original_context_length", s.n_ctx_orig_yarn);
+        w.set_float32(arch + ".rope.scaling.yarn_beta_fast", 32.0f);
+        w.set_float32(arch + ".rope.scaling.yarn_beta_slow", 1.0f);
+    }
     if (s.sliding_window > 0) {
         w.set_uint32(arch + ".attention.sliding_window", s.sliding_window);
-        w.set_uint32(arch + ".attention.sliding_window_pattern", s.sliding_pattern);
-        w.set_float32(arch + ".rope.freq_base_swa", s.rope_freq_base_swa);
+        // gpt-oss files carry neither a pattern (every other layer) nor a base of their own.
+        if (s.arch == ModelArch::gemma3) {
+            w.set_uint32(arch + ".attention.sliding_window_pattern", s.sliding_pattern);
+            w.set_float32(arch + ".rope.freq_base_swa", s.rope_freq_base_swa);
+        }
+    }
+    if (s.is_moe()) {
+        w.set_uint32(arch + ".expert_count", s.n_expert);
+        w.set_uint32(arch + ".expert_used_count", s.n_expert_used);
+        w.set_uint32(arch + ".expert_feed_forward_length", s.n_ff_exp);
+        if (s.n_ff_shexp > 0) w.set_uint32(arch + ".expert_shared_feed_forward_length", s.n_ff_shexp);
     }
 }
 
@@ -227,7 +277,7 @@ public:
         const uint64_t key = tensor_key(spec_.seed, t.name);
         const size_t row_size = row_bytes(t.type, t.ne0);
         const uint64_t n_rows = dst.size() / row_size;
-        LR_ASSERT(first_row + n_rows <= t.ne1 && n_rows * row_size == dst.size());
+        LR_ASSERT(first_row + n_rows <= t.n_rows() && n_rows * row_size == dst.size());
         if (stop_.stop_requested()) return error(StatusCode::cancelled, "make-model: cancelled while writing " + t.name);
         for (std::vector<float> & row : scratch_) row.resize(t.ne0);  // here: workers must not allocate
         pool_.run([&](int ith, int nth) {
@@ -252,6 +302,12 @@ private:
 };
 
 }  // namespace
+
+std::vector<uint64_t> PlannedTensor::dims() const {
+    if (is_vector()) return {ne0};
+    if (ne2 == 1) return {ne0, ne1};
+    return {ne0, ne1, ne2};
+}
 
 Status validate(const RandomModelSpec & spec) {
     if (!spec.shape && !find_model_preset(spec.preset)) {
@@ -317,7 +373,7 @@ Status write_random_model(const RandomModelSpec & spec, std::stop_token stop) {
         if (n_tokens != plan.shape.n_vocab) return error(StatusCode::io_error, spec.vocab_from + ": changed while make-model read it");
     }
     for (const PlannedTensor & t : plan.tensors) {
-        writer.add_tensor(t.name, t.type, t.is_vector() ? std::vector<uint64_t>{t.ne0} : std::vector<uint64_t>{t.ne0, t.ne1});
+        writer.add_tensor(t.name, t.type, t.dims());
     }
 
     const int n_threads = spec.n_threads > 0 ? spec.n_threads : std::max(1, int(std::thread::hardware_concurrency()));

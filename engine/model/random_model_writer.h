@@ -55,12 +55,15 @@ struct PlannedTensor {
     std::string name;
     uint64_t ne0 = 0;  // row length (GGUF ne[0])
     uint64_t ne1 = 1;  // rows; 1 for a vector (written as a 1-D tensor)
+    uint64_t ne2 = 1;  // matrices: n_expert for a stack of experts (a 3-D tensor)
     DType type = DType::F32;
     TensorInit init = TensorInit::weight;
     uint64_t n_bytes = 0;
 
-    bool is_vector() const { return ne1 == 1; }
-    uint64_t n_elements() const { return ne0 * ne1; }
+    bool is_vector() const { return ne1 == 1 && ne2 == 1; }
+    uint64_t n_rows() const { return ne1 * ne2; }
+    uint64_t n_elements() const { return ne0 * ne1 * ne2; }
+    std::vector<uint64_t> dims() const;  // GGUF ne: {ne0}, {ne0, ne1} or {ne0, ne1, ne2}
 };
 
 // What write_random_model will write, worked out without writing anything.

@@ -25,6 +25,12 @@ constexpr std::array kWritable = {
 
 constexpr uint32_t kFileTypeQ4_K_M = 15;
 constexpr std::string_view kQ4_K_M = "Q4_K_M";
+constexpr uint32_t kFileTypeMXFP4_MOE = 38;
+constexpr std::string_view kMXFP4_MOE = "MXFP4_MOE";
+
+bool is_expert_role(WeightRole role) {
+    return role == WeightRole::ffn_gate_exps || role == WeightRole::ffn_up_exps || role == WeightRole::ffn_down_exps;
+}
 
 const FormatEntry * find_writable(DType type) {
     for (const FormatEntry & e : kWritable) {
@@ -49,7 +55,8 @@ bool use_more_bits(int il, int n_layer) { return il < n_layer / 8 || il >= 7 * n
 DType q4_k_m_type(WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0, bool tied_output) {
     const bool is_output = role == WeightRole::output || (tied_output && role == WeightRole::token_embd);
     if (is_output) return ne0 % dtype_traits(DType::Q4_K).block_elems != 0 ? DType::Q8_0 : DType::Q6_K;
-    if ((role == WeightRole::attn_v || role == WeightRole::ffn_down) && use_more_bits(int(il), int(n_layer))) return DType::Q6_K;
+    const bool down = role == WeightRole::ffn_down || role == WeightRole::ffn_down_exps;  // llama.cpp matches "ffn_down"
+    if ((role == WeightRole::attn_v || down) && use_more_bits(int(il), int(n_layer))) return DType::Q6_K;
     return DType::Q4_K;
 }
 
@@ -79,6 +86,7 @@ DType fallback_type(DType wanted, uint64_t ne0) {
 
 std::optional<WeightFormat> weight_format_from_name(std::string_view name) {
     if (iequals(name, kQ4_K_M)) return WeightFormat{DType::Q4_K, WeightMix::q4_k_m};
+    if (iequals(name, kMXFP4_MOE)) return WeightFormat{DType::MXFP4, WeightMix::mxfp4_moe};
     const std::optional<DType> type = dtype_from_name(name);
     if (!type) return std::nullopt;
     return WeightFormat{*type, WeightMix::pure};
@@ -86,6 +94,7 @@ std::optional<WeightFormat> weight_format_from_name(std::string_view name) {
 
 std::string weight_format_name(const WeightFormat & format) {
     if (format.mix == WeightMix::q4_k_m) return std::string(kQ4_K_M);
+    if (format.mix == WeightMix::mxfp4_moe) return std::string(kMXFP4_MOE);
     return std::string(dtype_name(format.type));
 }
 
@@ -100,6 +109,7 @@ std::string why_not_writable(const WeightFormat & format) {
 
 bool is_writable(const WeightFormat & format) {
     if (format.mix == WeightMix::q4_k_m) return format.type == DType::Q4_K;
+    if (format.mix == WeightMix::mxfp4_moe) return format.type == DType::MXFP4;
     return find_writable(format.type) != nullptr;
 }
 
@@ -110,11 +120,14 @@ std::string writable_weight_format_names() {
         out += ", ";
     }
     out += kQ4_K_M;
+    out += ", ";
+    out += kMXFP4_MOE;
     return out;
 }
 
 uint32_t llama_file_type(const WeightFormat & format) {
     if (format.mix == WeightMix::q4_k_m) return kFileTypeQ4_K_M;
+    if (format.mix == WeightMix::mxfp4_moe) return kFileTypeMXFP4_MOE;
     const FormatEntry * e = find_writable(format.type);
     return e ? e->file_type : 0;
 }
@@ -122,7 +135,11 @@ uint32_t llama_file_type(const WeightFormat & format) {
 WeightTypeChoice choose_weight_type(const WeightFormat & format, WeightRole role, uint32_t il, uint32_t n_layer, uint64_t ne0,
                                     bool tied_output) {
     WeightTypeChoice c;
-    c.wanted = format.mix == WeightMix::q4_k_m ? q4_k_m_type(role, il, n_layer, ne0, tied_output) : format.type;
+    switch (format.mix) {
+        case WeightMix::pure: c.wanted = format.type; break;
+        case WeightMix::q4_k_m: c.wanted = q4_k_m_type(role, il, n_layer, ne0, tied_output); break;
+        case WeightMix::mxfp4_moe: c.wanted = is_expert_role(role) ? DType::MXFP4 : DType::Q8_0; break;
+    }
     c.type = ne0 % dtype_traits(c.wanted).block_elems == 0 ? c.wanted : fallback_type(c.wanted, ne0);
     return c;
 }
