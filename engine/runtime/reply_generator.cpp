@@ -23,8 +23,8 @@ std::string prompt_tail(const Model & model, std::span<const int32_t> tokens) {
 
 }  // namespace
 
-Result<GenerateResult> generate_reply(Session & session, const GenerateParams & params,
-                                      const ThinkingSink & thinking_sink, const TokenSink & sink, std::stop_token stop) {
+Result<GenerateResult> generate_reply(Session & session, const GenerateParams & params, const ThinkingSink & thinking_sink,
+                                      const TokenSink & sink, std::stop_token stop) {
     const Model & model = session.model();
     const chat::ThinkingFormat format = chat::thinking_format_of(model.chat_template().family());
     chat::ThinkingSplitter splitter(format, chat::prompt_opens_thinking(format, prompt_tail(model, session.tokens())));
@@ -35,9 +35,10 @@ Result<GenerateResult> generate_reply(Session & session, const GenerateParams & 
         if (!split.thinking.empty() && thinking_sink) thinking_sink(split.thinking);
         return !sink || sink(token, split.answer);
     };
-    LR_ASSIGN_OR_RETURN(
-        GenerateResult result,
-        generate(session, params, [&](int32_t token, std::string_view piece) { return deliver(token, splitter.push(piece)); }, stop));
+    LR_ASSIGN_OR_RETURN(GenerateResult result,
+                        generate(
+                            session, params, [&](int32_t token, std::string_view piece) { return deliver(token, splitter.push(piece)); },
+                            stop));
     if (const chat::ThinkingSplit rest = splitter.flush(); !rest.empty()) deliver(-1, rest);
     result.text = std::move(answer);
     result.thinking = std::move(thinking);

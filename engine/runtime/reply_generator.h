@@ -18,7 +18,7 @@ using ThinkingSink = std::function<void(std::string_view thinking)>;
 // generate() after the chat prompt `session` holds: the result's text is the answer and its
 // thinking apart; `sink` gets every token with the answer's text it adds (often
 // "" during the thinking), `thinking_sink` the thinking's.
-Result<GenerateResult> generate_reply(Session & session, const GenerateParams & params,
-                                      const ThinkingSink & thinking_sink, const TokenSink & sink, std::stop_token stop = {});
+Result<GenerateResult> generate_reply(Session & session, const GenerateParams & params, const ThinkingSink & thinking_sink,
+                                      const TokenSink & sink, std::stop_token stop = {});
 
 }  // namespace lr
