@@ -106,7 +106,7 @@ void LlamaGraph::ffn_block(int64_t n, uint32_t il) {
     if (features_.ffn_act == FfnActivation::gelu_tanh) {
         b.geglu(gate, up, n * hp.n_ff, gate);
     } else {
-        b.swiglu(gate, up, n * hp.n_ff, gate);
+        b.swiglu(gate, up, n, hp.n_ff, gate);
     }
     b.matmul(L.ffn_down, gate, n, xn);
     if (L.ffn_post_norm) b.rms_norm(xn, *L.ffn_post_norm, hp.rms_eps, n, xn);
