@@ -9,6 +9,7 @@
 
 #include "ui/icon_provider.h"
 #include "ui/theme.h"
+#include "ui/thinking_section.h"
 
 namespace lr::ui {
 namespace {
@@ -56,6 +57,8 @@ MessageBubble::MessageBubble(const app::MessageRecord & message, const IconProvi
     header->addWidget(m_copy);
     column->addLayout(header);
 
+    m_thinking = new ThinkingSection(m_bubble);
+    column->addWidget(m_thinking);
     m_text = new QLabel(m_bubble);
     m_text->setWordWrap(true);
     m_text->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse | Qt::TextSelectableByKeyboard);
@@ -79,11 +82,14 @@ MessageBubble::MessageBubble(const app::MessageRecord & message, const IconProvi
 void MessageBubble::setMessage(const app::MessageRecord & message) {
     m_message = message;
     const bool streaming = message.state == app::MessageState::streaming;
+    m_thinking->setThinking(message.thinking, streaming && message.text.isEmpty());
     if (message.text.isEmpty() && streaming) {
         m_text->setText(QStringLiteral("\u2026"));
     } else {
         m_text->setText(message.text);
     }
+    // With no answer (yet), the thinking section says all there is.
+    m_text->setVisible(!message.text.isEmpty() || message.thinking.isEmpty());
     m_text->setAccessibleName((message.role == QLatin1String("user") ? tr("Your message") : tr("Reply")));
     m_text->setAccessibleDescription(message.text);
     m_copy->setEnabled(!message.text.isEmpty());
@@ -126,6 +132,7 @@ void MessageBubble::refreshStyle() {
     m_copy->setIcon(m_icons.icon(QStringLiteral("copy")));
     m_edit->setIcon(m_icons.icon(QStringLiteral("edit")));
     m_regenerate->setIcon(m_icons.icon(QStringLiteral("regenerate")));
+    m_thinking->refreshStyle();
     updateNote();
 }
 

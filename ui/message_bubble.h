@@ -1,7 +1,8 @@
 #pragma once
-// One message in the chat: who said it, the text (the model's as Markdown), a note (speed,
-// the summary method, why it stopped or failed), and its actions: copy, and for the last
-// ones regenerate or edit-and-resend.
+// One message in the chat: who said it, a thinking model's thinking (collapsed above the
+// answer), the text (the model's as Markdown), a note (speed, the summary method, why it
+// stopped or failed), and its actions: copy (the answer only), and for the last ones
+// regenerate or edit-and-resend.
 
 #include <QFrame>
 
@@ -13,6 +14,7 @@ class QToolButton;
 namespace lr::ui {
 
 class IconProvider;
+class ThinkingSection;
 
 class MessageBubble : public QWidget {
     Q_OBJECT
@@ -27,6 +29,7 @@ public:
     void refreshStyle();
 
     QLabel * textLabel() const { return m_text; }
+    ThinkingSection * thinking() const { return m_thinking; }
 
 signals:
     void editRequested(qint64 id);
@@ -39,6 +42,7 @@ private:
     const IconProvider & m_icons;
     QFrame * m_bubble;
     QLabel * m_who;
+    ThinkingSection * m_thinking;
     QLabel * m_text;
     QLabel * m_note;
     QToolButton * m_copy;

@@ -15,6 +15,7 @@ namespace {
 const char * const kMigrations[] = {
     ":/sql/001_initial.sql",
     ":/sql/002_documents_settings.sql",
+    ":/sql/003_message_thinking.sql",
 };
 
 bool looksCorrupt(const QSqlError & e) {

@@ -24,7 +24,13 @@ void EngineJob::deliver(const JobEvent & event) {
             if constexpr (std::is_same_v<T, JobStarted>) emit started();
             if constexpr (std::is_same_v<T, ContextMeasure>) emit measured(what);
             if constexpr (std::is_same_v<T, JobProgress>) emit progress(what);
-            if constexpr (std::is_same_v<T, GeneratedText>) emit token(what.text);
+            if constexpr (std::is_same_v<T, GeneratedText>) {
+                if (what.part == TextPart::thinking) {
+                    emit thinking(what.text);
+                } else {
+                    emit token(what.text);
+                }
+            }
             if constexpr (std::is_same_v<T, JobResult>) emit finished(what);
             if constexpr (std::is_same_v<T, JobError>) emit failed(what);
         },

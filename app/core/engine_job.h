@@ -5,8 +5,9 @@
 // the GUI thread and only ever receives values from the engine thread.
 //
 // Signals, in order: started; then measured (a prefill's size, before it reads),
-// progress (the prompt read, a summary's passes) and token (generated text) as they come;
-// then exactly one of finished or failed.
+// progress (the prompt read, a summary's passes), token (the answer's text) and thinking (a
+// thinking model's thinking, apart from the answer) as they come; then exactly one of
+// finished or failed.
 
 #include <QObject>
 
@@ -41,6 +42,7 @@ signals:
     void measured(const lr::app::ContextMeasure & measure);
     void progress(const lr::app::JobProgress & progress);
     void token(const QString & text);
+    void thinking(const QString & text);
     void finished(const lr::app::JobResult & result);
     void failed(const lr::app::JobError & error);
 

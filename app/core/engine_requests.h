@@ -21,6 +21,7 @@ inline constexpr const char * kBundledModelPath = "bundled:stories260K";
 struct ChatTurn {
     QString role;  // "user" or "assistant"
     QString text;
+    QString thinking;  // an assistant turn's thinking: the chat template decides whether the prompt shows it
 };
 
 // What a conversation puts in the model's context: its document (as a system message),

@@ -64,7 +64,8 @@ enum class JobKind { loadModel, prefill, chat, summarize };
 struct JobResult {
     JobKind kind = JobKind::chat;
     StopReason reason = StopReason::end_of_generation;  // prefill and load: end_of_generation or cancelled
-    QString text;                                       // the reply or the summary
+    QString text;                                       // the reply (its answer) or the summary
+    QString thinking;                                   // chat: the reply's thinking, apart from its answer
     uint32_t generatedTokens = 0;
     uint32_t promptTokens = 0;  // evaluated for this job (not restored)
     uint32_t restoredTokens = 0;

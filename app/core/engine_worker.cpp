@@ -4,6 +4,7 @@ namespace lr::app {
 namespace {
 
 QString text(const Status & s) { return QString::fromStdString(s.message()); }
+QString text(std::string_view piece) { return QString::fromUtf8(piece.data(), qsizetype(piece.size())); }
 
 JobKind kindOf(const EngineRequest & request) {
     switch (request.request.index()) {
@@ -163,19 +164,24 @@ void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::s
 void EngineWorker::runChat(quint64 id, const ChatRequest & request, std::stop_token stop) {
     JobResult result{.kind = JobKind::chat};
     const Clock::time_point started = Clock::now();
+    // The sink sees every token (with no answer text while the model thinks): it snapshots.
     auto sink = [&](int32_t, std::string_view piece) {
-        if (!piece.empty()) send(id, GeneratedText{QString::fromUtf8(piece.data(), qsizetype(piece.size()))});
+        if (!piece.empty()) send(id, GeneratedText{.text = text(piece)});
         maybeSnapshot();
         return true;
     };
+    auto thinking = [&](std::string_view piece) {
+        if (!piece.empty()) send(id, GeneratedText{.text = text(piece), .part = TextPart::thinking});
+    };
     Result<GenerateResult> r = m_engine->reply(request.context, request.userText, request.settings, prefillReporter(id, result, started),
-                                               sink, stop);
+                                               sink, thinking, stop);
     if (!r.ok()) {
         fail(id, JobKind::chat, r.status());
         return;
     }
     result.reason = r->reason;
     result.text = QString::fromStdString(r->text);
+    result.thinking = QString::fromStdString(r->thinking);
     result.generatedTokens = uint32_t(r->tokens.size());
     result.decodeMs = r->decode_ms;
     if (result.generatedTokens > 0 && r->decode_ms > 0) m_decodeRate = result.generatedTokens * 1000.0 / r->decode_ms;
@@ -203,7 +209,7 @@ void EngineWorker::runSummarize(quint64 id, const SummarizeRequest & request, st
     };
     auto sink = [&](int32_t, std::string_view piece) {
         ++result.generatedTokens;
-        if (!piece.empty()) send(id, GeneratedText{QString::fromUtf8(piece.data(), qsizetype(piece.size()))});
+        if (!piece.empty()) send(id, GeneratedText{.text = text(piece)});
         return true;
     };
     Result<SummaryResult> r = m_engine->summarize(request, progress, sink, stop);

@@ -7,7 +7,9 @@
 // a stopped call returns normally with StopReason::cancelled (or Status cancelled for
 // prefill), never an error.
 
+#include <functional>
 #include <stop_token>
+#include <string_view>
 
 #include "app/core/cache_snapshot.h"
 #include "app/core/engine_requests.h"
@@ -18,6 +20,9 @@
 #include "engine/common/status.h"
 
 namespace lr::app {
+
+// Receives pieces of a reply's thinking as they stream (as the engine's ReplyParams::thinking_sink).
+using ThinkingSink = std::function<void(std::string_view thinking)>;
 
 class InferenceEngine {
 public:
@@ -35,9 +40,12 @@ public:
     virtual Status prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
                            std::stop_token stop) = 0;
 
-    // Adds the user's message to `context`, evaluates it and generates the reply.
+    // Adds the user's message to `context`, evaluates it and generates the reply: `sink` gets
+    // every token with the answer's text it adds ("" while the model thinks), `thinkingSink`
+    // the thinking's text; the result carries both apart.
     virtual Result<GenerateResult> reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
-                                         const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) = 0;
+                                         const ProgressFn & progress, const TokenSink & sink, const ThinkingSink & thinkingSink,
+                                         std::stop_token stop) = 0;
 
     virtual Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
                                             std::stop_token stop) = 0;

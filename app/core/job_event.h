@@ -13,8 +13,11 @@
 namespace lr::app {
 
 struct JobStarted {};
+// Which part of a reply a piece of text belongs to (a thinking model thinks first).
+enum class TextPart { answer, thinking };
 struct GeneratedText {
     QString text;  // whole UTF-8 characters
+    TextPart part = TextPart::answer;
 };
 
 struct JobEvent {

@@ -14,7 +14,7 @@ std::string utf8(const QString & s) { return s.toStdString(); }
 Conversation conversationOf(const ConversationContext & context) {
     Conversation c{.document_title = utf8(context.documentTitle), .document_text = utf8(context.documentText)};
     c.turns.reserve(context.turns.size());
-    for (const ChatTurn & t : context.turns) c.turns.push_back({utf8(t.role), utf8(t.text)});
+    for (const ChatTurn & t : context.turns) c.turns.push_back({utf8(t.role), utf8(t.text), utf8(t.thinking)});
     return c;
 }
 
@@ -84,10 +84,12 @@ Status LlmEngine::prefill(const ConversationContext & context, const EngineSetti
 }
 
 Result<GenerateResult> LlmEngine::reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
-                                        const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) {
+                                        const ProgressFn & progress, const TokenSink & sink, const ThinkingSink & thinkingSink,
+                                        std::stop_token stop) {
     LR_RETURN_IF_ERROR(useSession(settings));
     const ReplyParams params{.generate = {.max_tokens = settings.maxReplyTokens, .sampler = settings.sampler},
-                             .when_full = "start a new conversation, raise the context in the cache settings, or summarize the document"};
+                             .when_full = "start a new conversation, raise the context in the cache settings, or summarize the document",
+                             .thinking_sink = thinkingSink};
     return m_engine->reply(conversationOf(context), utf8(userText), params, progress, sink, stop);
 }
 

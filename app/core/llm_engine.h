@@ -25,7 +25,8 @@ public:
     Status prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
                    std::stop_token stop) override;
     Result<GenerateResult> reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
-                                 const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) override;
+                                 const ProgressFn & progress, const TokenSink & sink, const ThinkingSink & thinkingSink,
+                                 std::stop_token stop) override;
     Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
                                     std::stop_token stop) override;
     CacheSnapshot snapshot() const override;

@@ -18,6 +18,7 @@ QVariant MessageListModel::data(const QModelIndex & index, int role) const {
         case StopReasonRole: return m.stopReason;
         case NoteRole: return m.note;
         case CreatedAtRole: return m.createdAt;
+        case ThinkingRole: return m.thinking;
         default: return {};
     }
 }
@@ -31,6 +32,7 @@ QHash<int, QByteArray> MessageListModel::roleNames() const {
     names.insert(StopReasonRole, "stopReason");
     names.insert(NoteRole, "note");
     names.insert(CreatedAtRole, "createdAt");
+    names.insert(ThinkingRole, "thinking");
     return names;
 }
 
@@ -48,36 +50,40 @@ void MessageListModel::append(const MessageRecord & message) {
     endInsertRows();
 }
 
-void MessageListModel::appendText(qint64 id, const QString & piece) {
+void MessageListModel::appendText(qint64 id, const QString & piece) { appendTo(id, &MessageRecord::text, TextRole, piece); }
+
+void MessageListModel::setText(qint64 id, const QString & text) { setField(id, &MessageRecord::text, TextRole, text); }
+
+void MessageListModel::appendThinking(qint64 id, const QString & piece) { appendTo(id, &MessageRecord::thinking, ThinkingRole, piece); }
+
+void MessageListModel::setThinking(qint64 id, const QString & thinking) { setField(id, &MessageRecord::thinking, ThinkingRole, thinking); }
+
+void MessageListModel::setProgressNote(qint64 id, const QString & note) { setField(id, &MessageRecord::note, NoteRole, note); }
+
+void MessageListModel::appendTo(qint64 id, QString MessageRecord::*field, int role, const QString & piece) {
     const int row = rowOf(id);
     if (row < 0 || piece.isEmpty()) return;
-    m_rows[size_t(row)].text += piece;
-    emit dataChanged(index(row), index(row), {TextRole});
+    m_rows[size_t(row)].*field += piece;
+    emit dataChanged(index(row), index(row), {role});
 }
 
-void MessageListModel::setText(qint64 id, const QString & text) {
+void MessageListModel::setField(qint64 id, QString MessageRecord::*field, int role, const QString & value) {
     const int row = rowOf(id);
-    if (row < 0 || m_rows[size_t(row)].text == text) return;
-    m_rows[size_t(row)].text = text;
-    emit dataChanged(index(row), index(row), {TextRole});
+    if (row < 0 || m_rows[size_t(row)].*field == value) return;
+    m_rows[size_t(row)].*field = value;
+    emit dataChanged(index(row), index(row), {role});
 }
 
-void MessageListModel::setProgressNote(qint64 id, const QString & note) {
-    const int row = rowOf(id);
-    if (row < 0 || m_rows[size_t(row)].note == note) return;
-    m_rows[size_t(row)].note = note;
-    emit dataChanged(index(row), index(row), {NoteRole});
-}
-
-void MessageListModel::finish(qint64 id, const QString & text, MessageState state, const QString & stopReason, const QString & note) {
+void MessageListModel::finish(qint64 id, const ReplyEnding & ending) {
     const int row = rowOf(id);
     if (row < 0) return;
     MessageRecord & m = m_rows[size_t(row)];
-    m.text = text;
-    m.state = state;
-    m.stopReason = stopReason;
-    m.note = note;
-    emit dataChanged(index(row), index(row), {TextRole, StateRole, StopReasonRole, NoteRole});
+    m.text = ending.text;
+    m.thinking = ending.thinking;
+    m.state = ending.state;
+    m.stopReason = ending.stopReason;
+    m.note = ending.note;
+    emit dataChanged(index(row), index(row), {TextRole, ThinkingRole, StateRole, StopReasonRole, NoteRole});
 }
 
 void MessageListModel::remove(qint64 id) {

@@ -1,6 +1,7 @@
 #pragma once
 // The messages of the conversation on screen. Streaming text arrives piece by piece as
-// dataChanged on TextRole only; the other roles change when a message ends.
+// dataChanged on TextRole (the answer) or ThinkingRole (a thinking model's thinking) only;
+// the other roles change when a message ends.
 
 #include <QAbstractListModel>
 
@@ -13,7 +14,7 @@ namespace lr::app {
 class MessageListModel : public QAbstractListModel {
     Q_OBJECT
 public:
-    enum Roles { IdRole = Qt::UserRole + 1, RoleRole, TextRole, StateRole, StopReasonRole, NoteRole, CreatedAtRole };
+    enum Roles { IdRole = Qt::UserRole + 1, RoleRole, TextRole, StateRole, StopReasonRole, NoteRole, CreatedAtRole, ThinkingRole };
 
     using QAbstractListModel::QAbstractListModel;
 
@@ -26,9 +27,11 @@ public:
     void append(const MessageRecord & message);                                    // rowsInserted
     void appendText(qint64 id, const QString & piece);                             // dataChanged {TextRole}
     void setText(qint64 id, const QString & text);                                 // dataChanged {TextRole}
+    void appendThinking(qint64 id, const QString & piece);                         // dataChanged {ThinkingRole}
+    void setThinking(qint64 id, const QString & thinking);                         // dataChanged {ThinkingRole}
     void setProgressNote(qint64 id, const QString & note);                         // dataChanged {NoteRole}
-    // The final text, state, stop reason and note: dataChanged with those roles.
-    void finish(qint64 id, const QString & text, MessageState state, const QString & stopReason, const QString & note);
+    // The final text, thinking, state, stop reason and note: dataChanged with those roles.
+    void finish(qint64 id, const ReplyEnding & ending);
     void remove(qint64 id);  // rowsRemoved
 
     int rowOf(qint64 id) const;
@@ -36,6 +39,10 @@ public:
     const std::vector<MessageRecord> & messages() const { return m_rows; }
 
 private:
+    // Appends to or sets one text field of message `id`: dataChanged {role} if it changes.
+    void appendTo(qint64 id, QString MessageRecord::*field, int role, const QString & piece);
+    void setField(qint64 id, QString MessageRecord::*field, int role, const QString & value);
+
     qint64 m_conversationId = 0;
     std::vector<MessageRecord> m_rows;
 };

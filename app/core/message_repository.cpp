@@ -10,17 +10,18 @@
 namespace lr::app {
 namespace {
 
-constexpr const char * kColumns = "id, conversation_id, role, text, state, stop_reason, note, created_at";
+constexpr const char * kColumns = "id, conversation_id, role, text, thinking, state, stop_reason, note, created_at";
 
 MessageRecord fromRow(const QSqlQuery & q) {
     return {.id = q.value(0).toLongLong(),
             .conversationId = q.value(1).toLongLong(),
             .role = q.value(2).toString(),
             .text = q.value(3).toString(),
-            .state = messageStateFromKey(q.value(4).toString()),
-            .stopReason = q.value(5).toString(),
-            .note = q.value(6).toString(),
-            .createdAt = q.value(7).toLongLong()};
+            .thinking = q.value(4).toString(),
+            .state = messageStateFromKey(q.value(5).toString()),
+            .stopReason = q.value(6).toString(),
+            .note = q.value(7).toString(),
+            .createdAt = q.value(8).toLongLong()};
 }
 
 }  // namespace
@@ -48,11 +49,12 @@ std::optional<MessageRecord> MessageRepository::insert(MessageRecord m) {
     m.createdAt = QDateTime::currentMSecsSinceEpoch();
     QSqlQuery q(m_db.connection());
     q.prepare(
-        QStringLiteral("INSERT INTO messages (conversation_id, role, text, state, stop_reason, note, created_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)"));
+        QStringLiteral("INSERT INTO messages (conversation_id, role, text, thinking, state, stop_reason, note, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     q.addBindValue(m.conversationId);
     q.addBindValue(sqlText(m.role));
     q.addBindValue(sqlText(m.text));
+    q.addBindValue(sqlText(m.thinking));
     q.addBindValue(messageStateKey(m.state));
     q.addBindValue(sqlText(m.stopReason));
     q.addBindValue(sqlText(m.note));
@@ -70,23 +72,25 @@ std::optional<MessageRecord> MessageRepository::insert(MessageRecord m) {
     return m;
 }
 
-bool MessageRepository::updateText(qint64 id, const QString & text) {
+bool MessageRepository::updateText(qint64 id, const QString & text, const QString & thinking) {
     QSqlQuery q(m_db.connection());
-    q.prepare(QStringLiteral("UPDATE messages SET text = ? WHERE id = ?"));
+    q.prepare(QStringLiteral("UPDATE messages SET text = ?, thinking = ? WHERE id = ?"));
     q.addBindValue(sqlText(text));
+    q.addBindValue(sqlText(thinking));
     q.addBindValue(id);
     if (q.exec()) return true;
     m_db.noteFailure(q.lastError().text());
     return false;
 }
 
-bool MessageRepository::finish(qint64 id, const QString & text, MessageState state, const QString & stopReason, const QString & note) {
+bool MessageRepository::finish(qint64 id, const ReplyEnding & ending) {
     QSqlQuery q(m_db.connection());
-    q.prepare(QStringLiteral("UPDATE messages SET text = ?, state = ?, stop_reason = ?, note = ? WHERE id = ?"));
-    q.addBindValue(sqlText(text));
-    q.addBindValue(messageStateKey(state));
-    q.addBindValue(sqlText(stopReason));
-    q.addBindValue(sqlText(note));
+    q.prepare(QStringLiteral("UPDATE messages SET text = ?, thinking = ?, state = ?, stop_reason = ?, note = ? WHERE id = ?"));
+    q.addBindValue(sqlText(ending.text));
+    q.addBindValue(sqlText(ending.thinking));
+    q.addBindValue(messageStateKey(ending.state));
+    q.addBindValue(sqlText(ending.stopReason));
+    q.addBindValue(sqlText(ending.note));
     q.addBindValue(id);
     if (q.exec()) return true;
     m_db.noteFailure(q.lastError().text());

@@ -1,7 +1,7 @@
 #pragma once
 // Messages in the database. A reply is inserted when it starts (state streaming), its text
 // is updated while it streams (SessionController flushes about once a second) and it is
-// finished with its final text and state: each write is one autocommitted statement, so a
+// finished with its final text (answer and thinking) and state: each write is one autocommitted statement, so a
 // killed program leaves every finished message and at most the last second of a reply.
 
 #include <optional>
@@ -18,8 +18,9 @@ public:
 
     // Inserts `message` (its id and createdAt are set); touches its conversation.
     std::optional<MessageRecord> insert(MessageRecord message);
-    bool updateText(qint64 id, const QString & text);
-    bool finish(qint64 id, const QString & text, MessageState state, const QString & stopReason, const QString & note);
+    // The reply so far: its answer and its thinking.
+    bool updateText(qint64 id, const QString & text, const QString & thinking);
+    bool finish(qint64 id, const ReplyEnding & ending);
     bool remove(qint64 id);
     // The conversation's messages, oldest first.
     std::vector<MessageRecord> forConversation(qint64 conversationId) const;

@@ -105,7 +105,10 @@ void SessionController::selectConversation(qint64 id) {
     m_appSettings.setLastConversation(id);
     m_messages.setMessages(id, id ? m_messageRepo.forConversation(id) : std::vector<MessageRecord>{});
     // A reply still streaming into this conversation: its latest text is in memory.
-    if (m_reply && m_reply->conversationId == id) m_messages.setText(m_reply->messageId, m_reply->text);
+    if (m_reply && m_reply->conversationId == id) {
+        m_messages.setText(m_reply->messageId, m_reply->text);
+        m_messages.setThinking(m_reply->messageId, m_reply->thinking);
+    }
     m_settings = id ? settingsFor(id) : m_appSettings.engineDefaults();
     m_retention.reset();
     emit currentConversationChanged(id);
@@ -160,9 +163,9 @@ ConversationContext SessionController::contextFor(qint64 conversationId, qint64 
                                                                         : m_messageRepo.forConversation(conversationId);
     for (const MessageRecord & m : rows) {
         if (beforeMessageId != 0 && m.id >= beforeMessageId) break;
-        // Failed replies and empty ones are not part of what was said.
+        // Failed replies and those with no answer (thinking alone) are not part of what was said.
         if (m.state == MessageState::failed || m.state == MessageState::streaming || m.text.isEmpty()) continue;
-        context.turns.push_back({m.role, m.text});
+        context.turns.push_back({m.role, m.text, m.thinking});
     }
     return context;
 }
@@ -197,10 +200,11 @@ void SessionController::startReply(JobKind kind, const ConversationContext & con
         m_document.setSummarizing(m_current, true);
     }
     connect(job, &EngineJob::token, this, &SessionController::onToken);
+    connect(job, &EngineJob::thinking, this, &SessionController::onThinking);
     connect(job, &EngineJob::progress, this, &SessionController::onReplyProgress);
     connect(job, &EngineJob::finished, this, &SessionController::onReplyFinished);
     connect(job, &EngineJob::failed, this, [this](const JobError & error) {
-        endReply(m_reply->text, MessageState::failed, QString(), error.message);
+        endReply({.text = m_reply->text, .thinking = m_reply->thinking, .state = MessageState::failed, .note = error.message});
         emit errorOccurred(error.message);
     });
     m_reply = Reply{.job = job, .kind = kind, .conversationId = m_current, .messageId = reply->id};
@@ -256,25 +260,32 @@ void SessionController::onToken(const QString & piece) {
     if (m_reply->conversationId == m_current) m_messages.appendText(m_reply->messageId, piece);
 }
 
+void SessionController::onThinking(const QString & piece) {
+    m_reply->thinking += piece;
+    m_reply->dirty = true;
+    if (m_reply->conversationId == m_current) m_messages.appendThinking(m_reply->messageId, piece);
+}
+
 void SessionController::flush() {
     if (!m_reply || !m_reply->dirty) return;
     m_reply->dirty = false;
-    stored(m_messageRepo.updateText(m_reply->messageId, m_reply->text), QStringLiteral("the reply so far"));
+    stored(m_messageRepo.updateText(m_reply->messageId, m_reply->text, m_reply->thinking), QStringLiteral("the reply so far"));
 }
 
-void SessionController::endReply(const QString & text, MessageState state, const QString & stopReason, const QString & note) {
+void SessionController::endReply(const ReplyEnding & ending) {
     const Reply reply = *m_reply;
     m_reply.reset();
     reply.job->deleteLater();
     if (reply.kind == JobKind::summarize) m_document.setSummarizing(reply.conversationId, false);
     m_flushTimer.stop();
-    stored(m_messageRepo.finish(reply.messageId, text, state, stopReason, note), QStringLiteral("the reply"));
-    if (reply.conversationId == m_current) m_messages.finish(reply.messageId, text, state, stopReason, note);
+    stored(m_messageRepo.finish(reply.messageId, ending), QStringLiteral("the reply"));
+    if (reply.conversationId == m_current) m_messages.finish(reply.messageId, ending);
     emit replyingChanged(false);
 }
 
 void SessionController::onReplyFinished(const JobResult & result) {
     const QString text = result.text.isEmpty() ? m_reply->text : result.text;
+    const QString thinking = result.thinking.isEmpty() ? m_reply->thinking : result.thinking;
     const bool stopped = result.reason == StopReason::cancelled;
     QString note = result.kind == JobKind::summarize ? result.method : speedNote(result);
     if (result.reason == StopReason::context_full) {
@@ -282,7 +293,11 @@ void SessionController::onReplyFinished(const JobResult & result) {
     } else if (result.reason == StopReason::max_tokens) {
         note += QStringLiteral(" \u2014 reached the reply length limit");
     }
-    endReply(text, stopped ? MessageState::stopped : MessageState::finished, stopReasonKey(result.reason), note.trimmed());
+    endReply({.text = text,
+              .thinking = thinking,
+              .state = stopped ? MessageState::stopped : MessageState::finished,
+              .stopReason = stopReasonKey(result.reason),
+              .note = note.trimmed()});
     onRetention(result.retention);
 }
 

@@ -3,9 +3,9 @@
 // + storage), the document of each conversation, replies and summaries streamed from the
 // engine thread, the model, and each conversation's engine settings.
 //
-// A reply is saved when it starts (empty, streaming), its text is flushed to the database
-// about once a second while it streams, and it is saved with its final text and state when
-// it ends: killing the program loses at most the last second of a reply. Switching
+// A reply is saved when it starts (empty, streaming), its text (answer and thinking, apart)
+// is flushed to the database about once a second while it streams, and it is saved with its
+// final text and state when it ends: killing the program loses at most the last second of a reply. Switching
 // conversations during a reply lets it finish into its own conversation.
 //
 // Every engine request is an EngineJob whose signals reach the handlers of what it is for
@@ -119,10 +119,12 @@ private:
         qint64 conversationId = 0;
         qint64 messageId = 0;
         QString text;
+        QString thinking;
         bool dirty = false;
     };
 
     void onToken(const QString & piece);
+    void onThinking(const QString & piece);
     void onReplyProgress(const JobProgress & progress);
     void onReplyFinished(const JobResult & result);
     void onModelFinished(const JobResult & result);
@@ -136,7 +138,7 @@ private:
     void retitleIfNew(qint64 conversationId, const QString & basis);
     ConversationContext contextFor(qint64 conversationId, qint64 beforeMessageId = 0) const;
     void startReply(JobKind kind, const ConversationContext & context, const QString & userText);
-    void endReply(const QString & text, MessageState state, const QString & stopReason, const QString & note);
+    void endReply(const ReplyEnding & ending);
     void showDocument();
     void requestDocumentRead();
     // Stops the reading of `conversationId`'s document, if one runs; its job says nothing more.

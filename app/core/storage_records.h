@@ -27,12 +27,22 @@ MessageState messageStateFromKey(const QString & key);
 struct MessageRecord {
     qint64 id = 0;
     qint64 conversationId = 0;
-    QString role;  // "user" | "assistant"
-    QString text;
+    QString role;      // "user" | "assistant"
+    QString text;      // a reply's answer
+    QString thinking;  // a thinking model's thinking before the answer; empty for most replies
     MessageState state = MessageState::finished;
     QString stopReason;  // stopReasonKey(), or "interrupted"; empty for user messages
     QString note;        // the summary method, the error, the speed
     qint64 createdAt = 0;
+};
+
+// How a reply ended: what MessageRepository::finish writes and MessageListModel::finish shows.
+struct ReplyEnding {
+    QString text;
+    QString thinking;
+    MessageState state = MessageState::finished;
+    QString stopReason;
+    QString note;
 };
 
 struct DocumentRecord {

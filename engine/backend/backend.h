@@ -184,8 +184,10 @@ public:
     virtual void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) = 0;
     // x[i] += y[i]
     virtual void add(float * x, const float * y, int64_t n) = 0;
-    // out[i] = silu(gate[i]) * up[i]
-    virtual void swiglu(const float * gate, const float * up, int64_t n, float * out) = 0;
+    // out[r][c] = silu(gate[r][c]) * up[r][c], silu(x) = x / (1 + exp(-x)) with exp as ggml's
+    // CPU computes it: ggml_expf (engine/common/ggml_expf.h) for the whole vectors of 16 of
+    // each row, expf for the rest. out may be gate.      gate, up, out: [n_rows][n_cols]
+    virtual void swiglu(const float * gate, const float * up, int64_t n_rows, int64_t n_cols, float * out) = 0;
     // out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation as ggml's CPU computes it: from
     // a table over the f16 values (gate rounded to f16, the result rounded to f16), 0 at or
     // below -10 and gate at or above 10. out may be gate.

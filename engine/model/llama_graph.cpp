@@ -164,7 +164,7 @@ void LlamaGraph::ffn_block(int64_t n, uint32_t il) {
     if (features_.ffn_act == FfnActivation::gelu_tanh) {
         b.geglu(gate, up, n * hp.n_ff, gate);
     } else {
-        b.swiglu(gate, up, n * hp.n_ff, gate);
+        b.swiglu(gate, up, n, hp.n_ff, gate);
     }
     b.matmul(L.ffn_down, gate, n, xn);
     if (L.ffn_post_norm) b.rms_norm(xn, *L.ffn_post_norm, hp.rms_eps, n, xn);
@@ -225,7 +225,7 @@ void LlamaGraph::shared_expert(int64_t n, const MoeWeights & m, float * out) {
     }
     b.matmul(*m.shexp_gate, xn, n, gate);
     b.matmul(*m.shexp_up, xn, n, up);
-    b.swiglu(gate, up, n * hp.n_ff_shexp, gate);
+    b.swiglu(gate, up, n, hp.n_ff_shexp, gate);
     b.matmul(*m.shexp_down, gate, n, xn);
     if (m.shexp_gate_inp) b.scale_tokens(xn, n, hp.n_embd, shexp_gate_host_.data());
     b.add(out, xn, n * hp.n_embd);

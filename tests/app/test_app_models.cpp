@@ -100,13 +100,28 @@ private slots:
         model.setProgressNote(2, QStringLiteral("Reading"));
         model.setProgressNote(2, QStringLiteral("Reading"));  // same note: no signal
         QCOMPARE(spies.changed.count(), 4);
-        model.finish(2, QStringLiteral("Hello!"), MessageState::stopped, QStringLiteral("stopped"), QStringLiteral("2 tokens"));
-        QCOMPARE(spies.changed.count(), 5);
+        // Thinking streams on its own role.
+        for (const char * piece : {"Greet", "", " back"}) model.appendThinking(2, QString::fromLatin1(piece));
+        QCOMPARE(spies.changed.count(), 6);
+        QCOMPARE(spies.changed.last().at(2).value<QList<int>>(), QList<int>{MessageListModel::ThinkingRole});
+        QCOMPARE(model.index(1).data(MessageListModel::ThinkingRole).toString(), QStringLiteral("Greet back"));
+        QCOMPARE(model.index(1).data(MessageListModel::TextRole).toString(), QStringLiteral("Hello!"));
+        model.finish(2, {.text = QStringLiteral("Hello!"),
+                         .thinking = QStringLiteral("Greet back."),
+                         .state = MessageState::stopped,
+                         .stopReason = QStringLiteral("stopped"),
+                         .note = QStringLiteral("2 tokens")});
+        QCOMPARE(spies.changed.count(), 7);
         const QList<int> roles = spies.changed.last().at(2).value<QList<int>>();
         QVERIFY(roles.contains(MessageListModel::StateRole) && roles.contains(MessageListModel::NoteRole));
+        QVERIFY(roles.contains(MessageListModel::ThinkingRole));
         QCOMPARE(model.index(1).data(MessageListModel::StateRole).toInt(), int(MessageState::stopped));
+        QCOMPARE(model.index(1).data(MessageListModel::ThinkingRole).toString(), QStringLiteral("Greet back."));
         model.setText(2, QStringLiteral("Hello!"));  // unchanged: no signal
-        QCOMPARE(spies.changed.count(), 5);
+        model.setThinking(2, QStringLiteral("Greet back."));
+        QCOMPARE(spies.changed.count(), 7);
+        model.setThinking(2, QStringLiteral("Greet."));
+        QCOMPARE(spies.changed.count(), 8);
         model.remove(1);
         QCOMPARE(spies.removed.count(), 1);
         model.remove(99);

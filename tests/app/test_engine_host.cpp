@@ -1,6 +1,6 @@
 // EngineHost, EngineWorker and EngineJob with a scripted engine: requests and results cross
 // the thread as values, each job's signals arrive on its own EngineJob (exact counts), tokens
-// stream in order, Stop acts within one chunk or token through the stop token (mid-prefill,
+// stream in order (a reply's thinking apart from its answer), Stop acts within one chunk or token through the stop token (mid-prefill,
 // mid-decode, queued jobs), an abandoned job says nothing more, engine errors and anything
 // the engine throws arrive as failed(), and the GUI thread's event loop keeps running while
 // the engine is busy.
@@ -36,13 +36,16 @@ class TestEngineHost : public QObject {
     struct Spies {
         explicit Spies(EngineJob * job)
             : started(job, &EngineJob::started), measured(job, &EngineJob::measured), progress(job, &EngineJob::progress),
-              tokens(job, &EngineJob::token), finished(job, &EngineJob::finished), failed(job, &EngineJob::failed) {}
-        QString streamed() const {
+              tokens(job, &EngineJob::token), thinking(job, &EngineJob::thinking), finished(job, &EngineJob::finished),
+              failed(job, &EngineJob::failed) {}
+        static QString joined(const QSignalSpy & spy) {
             QString out;
-            for (const QList<QVariant> & args : tokens) out += args.at(0).toString();
+            for (const QList<QVariant> & args : spy) out += args.at(0).toString();
             return out;
         }
-        QSignalSpy started, measured, progress, tokens, finished, failed;
+        QString streamed() const { return joined(tokens); }
+        QString thought() const { return joined(thinking); }
+        QSignalSpy started, measured, progress, tokens, thinking, finished, failed;
     };
 
 private slots:
@@ -79,11 +82,33 @@ private slots:
         QCOMPARE(result.reason, StopReason::end_of_generation);
         QCOMPARE(result.text, c.streamed());
         QCOMPARE(result.generatedTokens, 4u);
+        QCOMPARE(c.thinking.count(), 0);
+        QCOMPARE(result.thinking, QString());
         QCOMPARE(busy.count(), 2);
         QCOMPARE(busy.at(0).at(0).toBool(), true);
         QCOMPARE(busy.at(1).at(0).toBool(), false);
         QVERIFY(!m_host->isBusy());
         QCOMPARE(m_script->lastUserText, QStringLiteral("hi"));
+    }
+
+    // A thinking model's reply: its thinking arrives on `thinking`, in order and before the
+    // answer, which alone arrives on `token`; the result carries both apart.
+    void aReplysThinkingStreamsApartFromItsAnswer() {
+        loadModel();
+        m_script->thinking = {QStringLiteral("The user"), QStringLiteral(" says hi.")};
+        EngineJob * job = m_host->chat(chatRequest(QStringLiteral("hi")));
+        Spies c(job);
+        QString order;
+        connect(job, &EngineJob::thinking, this, [&] { order += QLatin1Char('t'); });
+        connect(job, &EngineJob::token, this, [&] { order += QLatin1Char('a'); });
+        QVERIFY(c.finished.wait(5000));
+        QCOMPARE(order, QStringLiteral("ttaaaa"));
+        QCOMPARE(c.thought(), QStringLiteral("The user says hi."));
+        QCOMPARE(c.streamed(), QStringLiteral("Hello, world."));
+        const JobResult result = c.finished.at(0).at(0).value<JobResult>();
+        QCOMPARE(result.thinking, c.thought());
+        QCOMPARE(result.text, c.streamed());
+        QCOMPARE(result.generatedTokens, 6u);
     }
 
     // A prefill's job says how large the conversation is before it reads, then how far it

@@ -1,6 +1,8 @@
 // The real engine behind the app (LlmEngine) on the bundled model: load, measure, read a
 // document, reply reusing the document's KV, stop, retention, the cache snapshot's tiers;
-// and the GUI thread's event loop during a long prefill of a real model on the engine thread.
+// a thinking model's reply streamed apart through the engine thread, and past thinking
+// reaching the template; and the GUI thread's event loop during a long prefill of a real
+// model on the engine thread.
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -9,6 +11,7 @@
 #include "app/core/engine_host.h"
 #include "app/core/llm_engine.h"
 #include "engine/backend/backend_factory.h"
+#include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
 using namespace lr;
@@ -109,7 +112,7 @@ private slots:
                 streamed += piece;
                 return true;
             },
-            {});
+            {}, {});
         QVERIFY2(r.ok(), r.status().message().c_str());
         QVERIFY2(evaluated < 40, qPrintable(QString::number(evaluated)));
         QCOMPARE(streamed, r->text);
@@ -199,6 +202,56 @@ private slots:
             stop.get_token());
         QCOMPARE(s.code(), StatusCode::cancelled);
         QCOMPARE(reports, 1);
+    }
+
+    // A template that leaves the reply inside "<think>\n" makes the whole reply of stories260K
+    // (which never closes the tag) thinking: the job streams it on `thinking`, nothing on
+    // `token`, and the result carries it apart from the (empty) answer. A past turn's
+    // thinking reaches the template, which here shows it.
+    void aThinkingModelsReplyStreamsApart() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("thinking.gguf"));
+        const Status copied = lr::test::copy_gguf_with_string(
+            lr::test::shared_path(QStringLiteral("models/stories260K.gguf")).toStdString(), path.toStdString(), "tokenizer.chat_template",
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+            "{% if m.reasoning_content %}[thought: {{ m.reasoning_content }}]{% endif %}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
+        QVERIFY2(copied.ok(), copied.message().c_str());
+        EngineSettings settings = m_settings;
+        settings.maxReplyTokens = 12;
+        settings.kv.prefix_cache = false;
+
+        EngineHost host([] { return std::make_unique<LlmEngine>(); });
+        QSignalSpy loaded(host.loadModel({.path = path, .threads = 1}), &EngineJob::finished);
+        QVERIFY(loaded.wait(10000));
+        EngineJob * job = host.chat({.conversationId = 1, .userText = QStringLiteral("Once upon a time"), .settings = settings});
+        QSignalSpy thinking(job, &EngineJob::thinking);
+        QSignalSpy tokens(job, &EngineJob::token);
+        QSignalSpy finished(job, &EngineJob::finished);
+        QSignalSpy failed(job, &EngineJob::failed);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, 30000);
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().at(0).value<JobError>().message));
+        const JobResult result = finished.first().at(0).value<JobResult>();
+        QString thought;
+        for (const QList<QVariant> & args : thinking) thought += args.at(0).toString();
+        QCOMPARE(tokens.count(), 0);
+        QVERIFY(thinking.count() > 1);
+        QVERIFY(!result.thinking.isEmpty());
+        QCOMPARE(thought, result.thinking);
+        QCOMPARE(result.text, QString());
+        QCOMPARE(result.generatedTokens, 12u);
+
+        LlmEngine engine;
+        QVERIFY(engine.loadModel({.path = path, .threads = 1}, {}).ok());
+        ConversationContext past;
+        past.turns = {{QStringLiteral("user"), QStringLiteral("Hi")},
+                      {QStringLiteral("assistant"), QStringLiteral("Hello."), QStringLiteral("greet back")}};
+        const Result<ContextMeasure> withThinking = engine.measure(past, settings);
+        past.turns[1].thinking.clear();
+        const Result<ContextMeasure> without = engine.measure(past, settings);
+        QVERIFY(withThinking.ok() && without.ok());
+        QVERIFY2(withThinking->promptTokens > without->promptTokens + 3,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(withThinking->promptTokens).arg(without->promptTokens)));
     }
 
     void settingsAreAppliedAtTheNextTurn() {

@@ -1,5 +1,6 @@
 // SessionController with the real EngineHost thread and a scripted engine: replies stream
-// into the message model and the database (flushed while streaming), stop mid-prefill and
+// into the message model and the database (flushed while streaming; a reply's thinking
+// apart, and back to the engine in the next turn's context), stop mid-prefill and
 // mid-decode, engine errors, switching conversations while generating, regenerate and
 // edit-and-resend, documents that fit and that do not, summaries, and a restart that finds
 // everything (an interrupted reply included).
@@ -114,6 +115,69 @@ private slots:
         QVERIFY2(rows[1].note.contains(QStringLiteral("tok/s")), qPrintable(rows[1].note));
         QCOMPARE(c()->messages()->index(1).data(MessageListModel::TextRole).toString(), QStringLiteral("Hello, world."));
         QCOMPARE(m_script->lastUserText, QStringLiteral("What is in the report?"));
+    }
+
+    void thinkingStreamsApartIntoTheModelAndTheDatabase() {
+        m_script->thinking = {QStringLiteral("They ask"), QStringLiteral(" about the report.")};
+        QSignalSpy changed(c()->messages(), &QAbstractItemModel::dataChanged);
+        c()->sendMessage(QStringLiteral("What is in the report?"));
+        waitIdle();
+        int thinkingChanges = 0;
+        for (const QList<QVariant> & args : changed) {
+            if (args.at(2).value<QList<int>>() == QList<int>{MessageListModel::ThinkingRole}) ++thinkingChanges;
+        }
+        QCOMPARE(thinkingChanges, 2);
+        const MessageRecord reply = m_core->stored(c()->currentConversation()).back();
+        QCOMPARE(reply.thinking, QStringLiteral("They ask about the report."));
+        QCOMPARE(reply.text, QStringLiteral("Hello, world."));
+        QCOMPARE(reply.state, MessageState::finished);
+        QCOMPARE(c()->messages()->index(1).data(MessageListModel::ThinkingRole).toString(), reply.thinking);
+        QCOMPARE(c()->messages()->index(1).data(MessageListModel::TextRole).toString(), reply.text);
+        QCOMPARE(c()->messages()->index(0).data(MessageListModel::ThinkingRole).toString(), QString());
+    }
+
+    // The chat template decides whether a past turn's thinking is shown: the engine gets it.
+    void theNextRequestCarriesThePreviousThinking() {
+        m_script->thinking = {QStringLiteral("Greet back.")};
+        c()->sendMessage(QStringLiteral("hi"));
+        waitIdle();
+        m_script->thinking.clear();
+        c()->sendMessage(QStringLiteral("and then?"));
+        waitIdle();
+        const std::vector<ChatTurn> & turns = m_script->lastContext.turns;
+        QCOMPARE(turns.size(), size_t(2));
+        QCOMPARE(turns[0].role, QStringLiteral("user"));
+        QCOMPARE(turns[0].thinking, QString());
+        QCOMPARE(turns[1].role, QStringLiteral("assistant"));
+        QCOMPARE(turns[1].text, QStringLiteral("Hello, world."));
+        QCOMPARE(turns[1].thinking, QStringLiteral("Greet back."));
+        QCOMPARE(m_core->stored(c()->currentConversation()).back().thinking, QString());
+    }
+
+    // Stopped while it thinks: the thinking so far is saved (also while it streams, and
+    // across a switch of conversation); with no answer, the reply is not part of the context.
+    void stopDuringTheThinking() {
+        c()->setFlushInterval(30);
+        for (int i = 0; i < 400; ++i) m_script->thinking << QStringLiteral("hmm ");
+        m_script->tokenDelayMs = 5;
+        c()->sendMessage(QStringLiteral("think hard"));
+        const qint64 conversation = c()->currentConversation();
+        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(conversation).back().thinking.size() > 20, 5000);
+        QCOMPARE(m_core->stored(conversation).back().state, MessageState::streaming);
+        c()->newConversation();
+        c()->selectConversation(conversation);
+        QVERIFY(c()->messages()->index(1).data(MessageListModel::ThinkingRole).toString().startsWith(QStringLiteral("hmm hmm")));
+        c()->stop();
+        waitIdle();
+        const MessageRecord reply = m_core->stored(conversation).back();
+        QCOMPARE(reply.state, MessageState::stopped);
+        QCOMPARE(reply.text, QString());
+        QVERIFY(reply.thinking.startsWith(QStringLiteral("hmm hmm")));
+        QCOMPARE(c()->messages()->index(1).data(MessageListModel::ThinkingRole).toString(), reply.thinking);
+        m_script->thinking.clear();
+        c()->sendMessage(QStringLiteral("well?"));
+        waitIdle();
+        QCOMPARE(m_script->lastContext.turns.size(), size_t(1));
     }
 
     void streamingTextIsSavedBeforeTheReplyEnds() {

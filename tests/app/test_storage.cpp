@@ -1,4 +1,4 @@
-// The conversation database: migrations from an empty file and from the previous schema,
+// The conversation database: migrations from an empty file and from the previous schemas,
 // WAL, the repositories, and the failures that must never lose data silently: a corrupt
 // file, one locked by another Longread, one from a newer Longread, and a program killed
 // while writing (a child process SIGKILLed mid-write leaves every finished message).
@@ -19,18 +19,38 @@ using namespace lr::app;
 
 namespace {
 
-// Schema 1 exactly as the previous Longread wrote it (independent of the migration files,
-// so that a change to them that breaks old files fails here).
-const char * const kSchema1[] = {
+// Schemas 1 and 2 exactly as the previous Longreads wrote them (independent of the migration
+// files, so that a change to them that breaks old files fails here), with their messages.
+const QList<const char *> kSchema1Tables = {
     "CREATE TABLE conversations (id INTEGER PRIMARY KEY, title TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)",
     "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE, "
     "role TEXT NOT NULL, text TEXT NOT NULL, state TEXT NOT NULL, created_at INTEGER NOT NULL)",
     "CREATE INDEX messages_by_conversation ON messages(conversation_id, id)",
+};
+const QList<const char *> kSchema1Rows = {
     "INSERT INTO conversations VALUES (1, 'Old chat', 1000, 2000)",
     "INSERT INTO messages VALUES (1, 1, 'user', 'What is in the report?', 'finished', 1000)",
     "INSERT INTO messages VALUES (2, 1, 'assistant', 'A summary of sales.', 'finished', 1500)",
     "INSERT INTO messages VALUES (3, 1, 'assistant', 'Half a rep', 'streaming', 1900)",
     "PRAGMA user_version = 1",
+};
+const QList<const char *> kSchema2Tables = {
+    "ALTER TABLE messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE messages ADD COLUMN note TEXT NOT NULL DEFAULT ''",
+    "CREATE TABLE documents (id INTEGER PRIMARY KEY, conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE, "
+    "path TEXT NOT NULL, title TEXT NOT NULL, format TEXT NOT NULL, sha256 TEXT NOT NULL, file_bytes INTEGER NOT NULL, "
+    "token_count INTEGER NOT NULL DEFAULT -1, text TEXT NOT NULL, added_at INTEGER NOT NULL)",
+    "CREATE INDEX documents_by_conversation ON documents(conversation_id)",
+    "CREATE TABLE conversation_settings (conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE, "
+    "json TEXT NOT NULL)",
+};
+const QList<const char *> kSchema2Rows = {
+    "INSERT INTO conversations VALUES (1, 'Sales report', 1000, 2000)",
+    "INSERT INTO messages VALUES (1, 1, 'user', 'What is in the report?', 'finished', 1000, '', '')",
+    "INSERT INTO messages VALUES (2, 1, 'assistant', 'A summary of sales.', 'finished', 1500, 'end', '5 tokens, 20.0 tok/s')",
+    "INSERT INTO messages VALUES (3, 1, 'assistant', 'Half a rep', 'stopped', 1900, 'stopped', '')",
+    "INSERT INTO documents VALUES (1, 1, '/r.txt', 'r.txt', 'txt', 'ab', 5, 2, 'sales', 900)",
+    "PRAGMA user_version = 2",
 };
 
 QString scalar(Database & db, const QString & sql) {
@@ -57,10 +77,10 @@ int runWriter(const QString & path) {
         QString text;
         for (int k = 0; k < 5; ++k) {
             text += chunk;
-            messages.updateText(m->id, text);
+            messages.updateText(m->id, text, QString());
         }
         text += QStringLiteral(" end %1").arg(i);
-        messages.finish(m->id, text, MessageState::finished, QStringLiteral("end"), QString());
+        messages.finish(m->id, {.text = text, .stopReason = QStringLiteral("end")});
         std::printf("finished %lld\n", static_cast<long long>(m->id));
         std::fflush(stdout);
     }
@@ -74,13 +94,13 @@ class TestStorage : public QObject {
     QTemporaryDir m_dir;
     QString path(const QString & name) const { return m_dir.filePath(name); }
 
-    void writeSchema1(const QString & file) {
+    void writeFixture(const QString & file, const QList<const char *> & statements) {
         QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("fixture"));
         db.setDatabaseName(file);
         QVERIFY(db.open());
         {
             QSqlQuery q(db);
-            for (const char * sql : kSchema1) QVERIFY2(q.exec(QString::fromLatin1(sql)), sql);
+            for (const char * sql : statements) QVERIFY2(q.exec(QString::fromLatin1(sql)), sql);
         }
         db.close();
         db = QSqlDatabase();
@@ -92,7 +112,7 @@ private slots:
         Database db(path("fresh/conversations.sqlite"));
         QVERIFY2(db.open(), qPrintable(db.errorMessage()));
         QCOMPARE(db.schemaVersion(), Database::latestVersion());
-        QCOMPARE(Database::latestVersion(), 2);
+        QCOMPARE(Database::latestVersion(), 3);
         QCOMPARE(scalar(db, QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
         QCOMPARE(scalar(db, QStringLiteral("PRAGMA foreign_keys")), QStringLiteral("1"));
         QCOMPARE(
@@ -107,6 +127,7 @@ private slots:
         QTest::addColumn<int>("target");
         QTest::newRow("empty -> 1") << 1;
         QTest::newRow("empty -> 2") << 2;
+        QTest::newRow("empty -> 3") << 3;
     }
     void migratesStepByStep() {
         QFETCH(int, target);
@@ -123,10 +144,10 @@ private slots:
 
     void migratesThePreviousSchemaKeepingEveryMessage() {
         const QString file = path("schema1.sqlite");
-        writeSchema1(file);
+        writeFixture(file, kSchema1Tables + kSchema1Rows);
         Database db(file);
         QVERIFY2(db.open(), qPrintable(db.errorMessage()));
-        QCOMPARE(db.schemaVersion(), 2);
+        QCOMPARE(db.schemaVersion(), Database::latestVersion());
         ConversationRepository conversations(db);
         MessageRepository messages(db);
         const std::vector<ConversationRecord> list = conversations.list();
@@ -145,6 +166,29 @@ private slots:
         QCOMPARE(rows[2].text, QStringLiteral("Half a rep"));
         DocumentRepository documents(db);
         QVERIFY(!documents.forConversation(1).has_value());
+    }
+
+    // Schema 2 -> 3 adds the replies' thinking: every message is kept, with none.
+    void migratesSchema2KeepingEveryMessageWithNoThinking() {
+        const QString file = path("schema2.sqlite");
+        writeFixture(file, kSchema1Tables + kSchema2Tables + kSchema2Rows);
+        Database db(file);
+        QVERIFY2(db.open(), qPrintable(db.errorMessage()));
+        QCOMPARE(db.schemaVersion(), 3);
+        MessageRepository messages(db);
+        const std::vector<MessageRecord> rows = messages.forConversation(1);
+        QCOMPARE(rows.size(), size_t(3));
+        QCOMPARE(rows[0].text, QStringLiteral("What is in the report?"));
+        QCOMPARE(rows[1].text, QStringLiteral("A summary of sales."));
+        QCOMPARE(rows[1].stopReason, QStringLiteral("end"));
+        QCOMPARE(rows[1].note, QStringLiteral("5 tokens, 20.0 tok/s"));
+        QCOMPARE(rows[2].state, MessageState::stopped);
+        for (const MessageRecord & m : rows) QCOMPARE(m.thinking, QString());
+        QCOMPARE(ConversationRepository(db).list().front().title, QStringLiteral("Sales report"));
+        QCOMPARE(DocumentRepository(db).forConversation(1)->tokenCount, qint64(2));
+        // A reply written after the upgrade keeps its thinking.
+        QVERIFY(messages.finish(3, {.text = QStringLiteral("Half a report."), .thinking = QStringLiteral("Finish the sentence.")}));
+        QCOMPARE(messages.get(3)->thinking, QStringLiteral("Finish the sentence."));
     }
 
     void conversationsCreateRenameSearchDelete() {
@@ -201,19 +245,33 @@ private slots:
         const MessageRecord reply = *messages.insert(
             {.conversationId = c, .role = QStringLiteral("assistant"), .state = MessageState::streaming});
         QVERIFY(reply.id > user.id);
-        QVERIFY(messages.updateText(reply.id, QStringLiteral("Hel")));
+        QVERIFY(messages.updateText(reply.id, QString(), QStringLiteral("The user greets")));
+        QCOMPARE(messages.get(reply.id)->thinking, QStringLiteral("The user greets"));
+        QVERIFY(messages.updateText(reply.id, QStringLiteral("Hel"), QStringLiteral("The user greets me.")));
         QCOMPARE(messages.get(reply.id)->text, QStringLiteral("Hel"));
+        QCOMPARE(messages.get(reply.id)->thinking, QStringLiteral("The user greets me."));
         QCOMPARE(messages.get(reply.id)->state, MessageState::streaming);
-        QVERIFY(messages.finish(reply.id, QStringLiteral("Hello."), MessageState::stopped, QStringLiteral("stopped"),
-                                QStringLiteral("3 tokens")));
+        QVERIFY(messages.finish(reply.id, {.text = QStringLiteral("Hello."),
+                                           .thinking = QStringLiteral("The user greets me. Greet back."),
+                                           .state = MessageState::stopped,
+                                           .stopReason = QStringLiteral("stopped"),
+                                           .note = QStringLiteral("3 tokens")}));
         const MessageRecord done = *messages.get(reply.id);
         QCOMPARE(done.text, QStringLiteral("Hello."));
+        QCOMPARE(done.thinking, QStringLiteral("The user greets me. Greet back."));
+        QCOMPARE(messages.forConversation(c).back().thinking, done.thinking);
+        QCOMPARE(user.thinking, QString());
         QCOMPARE(done.state, MessageState::stopped);
         QCOMPARE(done.stopReason, QStringLiteral("stopped"));
         QCOMPARE(done.note, QStringLiteral("3 tokens"));
         QCOMPARE(messages.markInterrupted(), 0);
         QVERIFY(messages.remove(user.id));
         QCOMPARE(messages.forConversation(c).size(), size_t(1));
+        const MessageRecord thought = *messages.insert({.conversationId = c,
+                                                        .role = QStringLiteral("assistant"),
+                                                        .text = QStringLiteral("Done."),
+                                                        .thinking = QStringLiteral("A short one.")});
+        QCOMPARE(messages.get(thought.id)->thinking, QStringLiteral("A short one."));
     }
 
     void documentsAndSettingsPerConversation() {

@@ -1,6 +1,7 @@
 // Backend::moe_ffn on the CPU (expert_ffn.cpp) against a naive dense reference: every
 // chosen expert of every token computed with the backend's plain matmul on that expert's
-// rows, the biases, the activation and the weighted sum written out here. Checked:
+// rows and its swiglu, the biases, gpt-oss's activation and the weighted sum written out
+// here. Checked:
 //   - the scalar path equals the reference bit for bit where its products do not depend on
 //     the token count (quantized weights: quant::vec_dot per row), and within float
 //     rounding otherwise (F32/F16/BF16 take the gemm order for several tokens);
@@ -104,8 +105,6 @@ Problem make_problem(DType type, ExpertActivation act, bool biases, int64_t n_to
     return p;
 }
 
-float silu_times(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
-
 float oai(float g, float u) {
     const float x = std::min(g, 7.0f);
     const float y = std::max(-7.0f, std::min(u, 7.0f));
@@ -124,13 +123,14 @@ std::vector<float> dense_reference(CpuBackend & b, const Problem & p) {
             const int32_t e = p.ids[size_t(t * kUsed + j)];
             b.matmul(w.rows_of(w.gate, e), xt, 1, g.data());
             b.matmul(w.rows_of(w.up, e), xt, 1, u.data());
-            for (int64_t i = 0; i < p.n_ff; ++i) {
-                if (p.biases) {
-                    u[size_t(i)] += p.up_bias[size_t(e * p.n_ff + i)];
-                    g[size_t(i)] += p.gate_bias[size_t(e * p.n_ff + i)];
-                }
-                g[size_t(i)] = p.act == ExpertActivation::swiglu_oai ? oai(g[size_t(i)], u[size_t(i)])
-                                                                     : silu_times(g[size_t(i)], u[size_t(i)]);
+            for (int64_t i = 0; i < p.n_ff && p.biases; ++i) {
+                u[size_t(i)] += p.up_bias[size_t(e * p.n_ff + i)];
+                g[size_t(i)] += p.gate_bias[size_t(e * p.n_ff + i)];
+            }
+            if (p.act == ExpertActivation::swiglu_oai) {
+                for (int64_t i = 0; i < p.n_ff; ++i) g[size_t(i)] = oai(g[size_t(i)], u[size_t(i)]);
+            } else {
+                b.swiglu(g.data(), u.data(), 1, p.n_ff, g.data());
             }
             b.matmul(w.rows_of(w.down, e), g.data(), 1, y.data());
             const float weight = p.weights[size_t(t * kUsed + j)];

@@ -43,7 +43,9 @@ public:
     void add_bias(float * x, const WeightView & b, int64_t n_rows) override { cpu_.add_bias(x, b, n_rows); }
     void rms_norm(const float * x, const WeightView & w, float eps, int64_t n, float * out) override { cpu_.rms_norm(x, w, eps, n, out); }
     void add(float * x, const float * y, int64_t n) override { cpu_.add(x, y, n); }
-    void swiglu(const float * g, const float * u, int64_t n, float * out) override { cpu_.swiglu(g, u, n, out); }
+    void swiglu(const float * g, const float * u, int64_t n_rows, int64_t n_cols, float * out) override {
+        cpu_.swiglu(g, u, n_rows, n_cols, out);
+    }
     void geglu(const float * g, const float * u, int64_t n, float * out) override { emulate_geglu(g, u, n, out); }
     void scale(float * x, int64_t n, float s) override { cpu_.scale(x, n, s); }
     void scale_tokens(float * x, int64_t n, int64_t n_cols, const float * s) override { cpu_.scale_tokens(x, n, n_cols, s); }

@@ -394,7 +394,7 @@ private slots:
 
     void elementwise() {
         Rng rng(11);
-        for (int64_t n : {int64_t(1), int64_t(7), int64_t(1000), int64_t(70001)}) {
+        for (int64_t n : {int64_t(1), int64_t(7), int64_t(1000), int64_t(70001), int64_t(172 * 9)}) {
             const std::vector<float> a = rng.activations(size_t(n), 3.0f), b = rng.activations(size_t(n), 3.0f);
             DeviceBuffer ad = to_device(*dev_, a), bd = to_device(*dev_, b), od = to_device(*dev_, std::vector<float>(size_t(n)));
             // add: exact.
@@ -402,11 +402,13 @@ private slots:
             ref_.add(want.data(), b.data(), n);
             dev_->add(ad.as<float>(), bd.as<float>(), n);
             QVERIFY(to_host<float>(*dev_, ad.data(), size_t(n)) == want);
-            // swiglu: expf within 2 ulp of std::exp.
+            // swiglu: ggml_expf the same bits, expf within 2 ulp of std::exp (rows of 172
+            // columns where n allows: 10 vectors of 16 and a tail).
+            const int64_t n_cols = n % 172 == 0 ? 172 : n, n_rows = n / n_cols;
             std::vector<float> sw(static_cast<size_t>(n));
-            ref_.swiglu(a.data(), b.data(), n, sw.data());
+            ref_.swiglu(a.data(), b.data(), n_rows, n_cols, sw.data());
             DeviceBuffer a2 = to_device(*dev_, a);
-            dev_->swiglu(a2.as<float>(), bd.as<float>(), n, od.as<float>());
+            dev_->swiglu(a2.as<float>(), bd.as<float>(), n_rows, n_cols, od.as<float>());
             const std::vector<float> got = to_host<float>(*dev_, od.data(), size_t(n));
             for (size_t i = 0; i < got.size(); ++i) {
                 QVERIFY2(std::fabs(got[i] - sw[i]) <= 1e-6f * std::fabs(sw[i]) + 1e-30f,

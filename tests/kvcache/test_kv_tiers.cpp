@@ -153,10 +153,13 @@ private slots:
             }
         }
         QVERIFY(saw_q8 && saw_q4);
-        // Close to the oracle: the same greedy token at every step, small KL.
+        // Close to the oracle: the same greedy token at every step whose top two differ by more
+        // than 1e-2 (random weights leave near-ties: step 1's two best are 1.3e-3 apart), small KL.
         double kl = 0;
         for (size_t i = 0; i < logits.size(); ++i) {
-            QCOMPARE(argmax(logits[i], logits[i].size()), argmax(reference.logits[i], reference.logits[i].size()));
+            if (top2_gap(reference.logits[i]) > 1e-2f) {
+                QCOMPARE(argmax(logits[i], logits[i].size()), argmax(reference.logits[i], reference.logits[i].size()));
+            }
             kl += kl_divergence(probabilities(reference.logits[i]), probabilities(logits[i]));
         }
         kl /= double(logits.size());

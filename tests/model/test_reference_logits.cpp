@@ -22,9 +22,9 @@ struct Comparison {
     QString first_mismatch;
 };
 
-// The 1e-3 holds with the fused AVX2 attention (the default on x86-64); the scalar
-// reference attention rounds differently (see matchesLlamaCpp_data).
-float stories_tolerance() { return detect_cpu_isa() == CpuIsa::avx2 ? 1e-3f : 6e-3f; }
+// Measured 5.0e-4 / 2.5e-4 with the fused AVX2 attention (the default on x86-64), 1.0e-3 /
+// 1.0e-3 with the scalar reference attention (see matchesLlamaCpp_data).
+float stories_tolerance() { return detect_cpu_isa() == CpuIsa::avx2 ? 6e-4f : 1.5e-3f; }
 
 // Runs each reference prompt (prefill with every position's logits, then the reference's
 // greedy tokens one by one) and compares with the reference.
@@ -88,6 +88,22 @@ Comparison compare_with_reference(const QString & model_path, const QString & lo
     return c;
 }
 
+// Every position's logits of `tokens`, prefilled in ubatches of 64.
+std::vector<float> all_logits(const QString & model_path, const std::vector<int32_t> & tokens, CpuIsa isa) {
+    CpuBackend backend({.n_threads = 2, .isa = isa});
+    auto model = Model::load(model_path.toStdString(), backend);
+    if (!model.ok()) return {};
+    auto graph = LlamaGraph::create(**model, 64, 512);
+    auto kv = KvCache::create(KvCacheConfig{.max_tokens = 512}, (*model)->kv_shape(), backend);
+    std::vector<float> logits, all;
+    for (size_t at = 0; at < tokens.size(); at += 64) {
+        const size_t n = std::min<size_t>(64, tokens.size() - at);
+        if (!graph->forward(**kv, 0, std::span(tokens).subspan(at, n), true, logits).ok()) return {};
+        all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+}
+
 }  // namespace
 
 class TestReferenceLogits : public QObject {
@@ -97,14 +113,19 @@ private slots:
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("logits");
         QTest::addColumn<float>("tolerance");
-        // NOTE: stories260K (head_dim 8, sharp attention) and BF16 sit above the 1e-3:
-        // llama.cpp rounds q and the softmax weights to f16, so a last-bit difference in any
-        // earlier op (its AVX-512 kernels' order vs ours) can flip an f16 rounding and move a
-        // logit by up to ~5e-3. The CPU backend's fused attention adds one such difference: it
-        // sums weights * V slot by slot, not in llama.cpp's 16-lane order (which would double
-        // its cost). Measured with it (AVX2): stories 8.9e-4 / 5.8e-4, BF16 2.3e-3 / 2.9e-3,
-        // F16 0 / 2.1e-4, F32 models within 5e-5. With CpuIsa::scalar (the reference attention):
-        // stories 1.4e-3 / 4.7e-3, BF16 8.9e-4 / 1.6e-3, F16 bit-identical.
+        // NOTE: llama.cpp rounds q and the softmax weights to f16 (as we do: without it stories
+        // moves by 1e-2 to 6e-2), so a last-bit difference in any earlier op can flip an f16
+        // rounding and move a logit by up to ~5e-3 (stories: head_dim 8, sharp attention). Which
+        // positions flip is chance: on 255-token windows of the eval text, two variants that
+        // differ only in last bits (SiLU's exp, or the fused vs the reference attention) differ
+        // by 2e-3 to 1.2e-2, where the shared prompts' 35 positions show 2e-4 to 2.4e-3. What
+        // is left of such differences: the fused attention sums weights * V slot by slot, not
+        // in llama.cpp's 16-lane order (which would double its cost), and stories differs from
+        // llama.cpp by 1-2 ulp already at position 0 for a reason not found (tiny-llama-f32,
+        // the same ops in other sizes, matches bit for bit on the scalar path). Measured (AVX2):
+        // stories 5.0e-4 / 2.5e-4 (8.9e-4 / 5.8e-4 before SiLU took ggml_expf), BF16 2.3e-3 /
+        // 2.9e-3, F16 0 / 2.1e-4, F32 models within 3e-5. With CpuIsa::scalar: stories 1.0e-3
+        // / 1.0e-3, BF16 8.9e-4 / 1.6e-3, F16 and three F32 models bit-identical.
         QTest::newRow("stories260K") << "models/stories260K.gguf"
                                      << "reference/stories260K/stories260K_logits.json" << stories_tolerance();
         struct Tiny {
@@ -176,7 +197,7 @@ private slots:
         // sinks gpt-oss moves by 0.72, the README's "sinks removed". Measured max |d| prompt /
         // steps (AVX2):
         const Tiny moe[] = {
-            {"tiny-qwen3moe-f32", 1e-3f},       // 4.8e-5 / 2.3e-5
+            {"tiny-qwen3moe-f32", 1e-3f},       // 4.8e-5 / 2.6e-5
             {"tiny-qwen3moe-Q8_0", 2e-2f},      // 5.8e-3 / 5.6e-3
             {"tiny-gpt-oss-f32", 1e-3f},        // 3.2e-4 / 1.8e-5
             {"tiny-gpt-oss-MXFP4_MOE", 2e-2f},  // 1.7e-2 / 8.0e-3
@@ -207,24 +228,59 @@ private slots:
     void scalarPathMatchesLlamaCpp_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<float>("tolerance");
-        QTest::newRow("tiny-qwen3-f32") << "tiny-qwen3-f32" << 1e-3f;
-        QTest::newRow("tiny-mistral3-f32") << "tiny-mistral3-f32" << 1e-3f;
-        QTest::newRow("tiny-phi3-f32") << "tiny-phi3-f32" << 1e-3f;
-        QTest::newRow("tiny-gemma3-f32") << "tiny-gemma3-f32" << 1e-3f;
-        QTest::newRow("tiny-gpt-oss-f32") << "tiny-gpt-oss-f32" << 1e-3f;
-        QTest::newRow("tiny-gpt-oss-MXFP4_MOE") << "tiny-gpt-oss-MXFP4_MOE" << 2e-2f;
-        QTest::newRow("tiny-qwen3moe-f32") << "tiny-qwen3moe-f32" << 1e-3f;
+        QTest::newRow("tiny-qwen3-f32") << "tiny-2026/tiny-qwen3-f32" << 1e-3f;
+        QTest::newRow("tiny-mistral3-f32") << "tiny-2026/tiny-mistral3-f32" << 1e-3f;
+        QTest::newRow("tiny-phi3-f32") << "tiny-2026/tiny-phi3-f32" << 1e-3f;
+        QTest::newRow("tiny-gemma3-f32") << "tiny-2026/tiny-gemma3-f32" << 1e-3f;
+        QTest::newRow("tiny-qwen3moe-f32") << "tiny-2026/tiny-qwen3moe-f32" << 1e-3f;
+        QTest::newRow("tiny-gpt-oss-f32") << "tiny-2026/tiny-gpt-oss-f32" << 1e-3f;
+        QTest::newRow("tiny-gpt-oss-MXFP4_MOE") << "tiny-2026/tiny-gpt-oss-MXFP4_MOE" << 2e-2f;
+        // llama.cpp's bits (February 2025), prompts and steps: its orders of the float products,
+        // its f16 roundings of q and the weights, and its SiLU (ggml_expf per vector of 16).
+        QTest::newRow("tiny-llama-f32") << "tiny/tiny-llama-f32" << 0.0f;
+        QTest::newRow("tiny-llama3rope-f32") << "tiny/tiny-llama3rope-f32" << 0.0f;
+        QTest::newRow("tiny-llama-tied-f32") << "tiny/tiny-llama-tied-f32" << 0.0f;
     }
     void scalarPathMatchesLlamaCpp() {
         QFETCH(QString, model);
         QFETCH(float, tolerance);
-        const Comparison c = compare_with_reference(shared_path("models/tiny-2026/" + model + ".gguf"),
-                                                    shared_path("reference/tiny-2026/" + model + ".logits.json"), KvCacheConfig{}, 64,
+        const Comparison c = compare_with_reference(shared_path("models/" + model + ".gguf"),
+                                                    shared_path("reference/" + model + ".logits.json"), KvCacheConfig{}, 64,
                                                     CpuIsa::scalar);
         qInfo("max |d| prompt %.3g, steps %.3g", double(c.max_prompt_diff), double(c.max_step_diff));
         QVERIFY2(c.max_prompt_diff <= tolerance, qPrintable(QString::number(c.max_prompt_diff) + " " + c.first_mismatch));
         QVERIFY2(c.max_step_diff <= tolerance, qPrintable(QString::number(c.max_step_diff)));
         QCOMPARE(c.greedy_mismatches_with_clear_gap, 0);
+    }
+
+    // Outside the reference prompts (the first 256 tokens of the eval text, 7x the reference's
+    // positions), the fused attention keeps to the reference attention, whose path matches
+    // llama.cpp bit for bit on these models: measured 2.7e-5 and 2.9e-5, the fused sum of
+    // weights * V (slot by slot) being the one difference left. On stories260K (head_dim 8,
+    // sharp attention) such last-bit differences flip f16 roundings of the weights: the two
+    // paths differ by up to 1.2e-2 there, no bound worth a test.
+    void pathsAgreeOutsideReference_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<float>("tolerance");
+        QTest::newRow("tiny-llama-f32") << "tiny/tiny-llama-f32" << 1e-4f;
+        QTest::newRow("tiny-llama3rope-f32") << "tiny/tiny-llama3rope-f32" << 1e-4f;
+    }
+    void pathsAgreeOutsideReference() {
+        QFETCH(QString, model);
+        QFETCH(float, tolerance);
+        if (detect_cpu_isa() != CpuIsa::avx2) QSKIP("one CPU path here");
+        QFile f(shared_path("reference/stories260K/eval_text_token_ids.txt"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const std::vector<int32_t> ids = to_ints(QJsonDocument::fromJson(f.readAll()).array());
+        const std::vector<int32_t> tokens(ids.begin(), ids.begin() + 256);
+        const QString path = shared_path("models/" + model + ".gguf");
+        const std::vector<float> fused = all_logits(path, tokens, CpuIsa::avx2), reference = all_logits(path, tokens, CpuIsa::scalar);
+        QCOMPARE(fused.size(), reference.size());
+        QVERIFY(!fused.empty());
+        float worst = 0;
+        for (size_t i = 0; i < fused.size(); ++i) worst = std::max(worst, std::fabs(fused[i] - reference[i]));
+        qInfo("max |d| %.3g over %zu positions", double(worst), tokens.size());
+        QVERIFY2(worst <= tolerance, qPrintable(QString::number(double(worst))));
     }
 
     // The result does not depend on how the prompt is cut into ubatches or on the block size.
@@ -235,8 +291,8 @@ private slots:
         QTest::addColumn<float>("tolerance");
         // One-token ubatches take the decode kernel for every prompt position: 5.3e-3 measured.
         QTest::newRow("one-token-ubatches") << "stories260K" << 1u << 32u << 6e-3f;
-        QTest::newRow("ubatch-3-block-5") << "stories260K" << 3u << 5u << 6e-3f;
-        QTest::newRow("ubatch-7-block-4") << "stories260K" << 7u << 4u << 6e-3f;
+        QTest::newRow("ubatch-3-block-5") << "stories260K" << 3u << 5u << stories_tolerance();
+        QTest::newRow("ubatch-7-block-4") << "stories260K" << 7u << 4u << stories_tolerance();
         // Gemma 3's 32-token windows cut across blocks and ubatches of other sizes (llama.cpp's
         // own one-token ubatches move its logits by 3.2e-4).
         QTest::newRow("gemma3-one-token-ubatches") << "tiny-2026/tiny-gemma3-f32" << 1u << 32u << 1e-3f;

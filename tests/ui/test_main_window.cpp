@@ -1,12 +1,13 @@
 // The main window with a scripted engine: accessible names on every control, the empty
-// state, the composer (Enter sends, Esc stops), edit and regenerate, a dropped document that
-// does not fit and the options offered, the live cache panel (absent tiers, charts), the
+// state, the composer (Enter sends, Esc stops), edit and regenerate, a reply's thinking, a
+// dropped document that does not fit and the options offered, the live cache panel (absent tiers, charts), the
 // settings and the planner's prediction, the retention view, the dark palette, shortcuts,
 // and the model picker.
 #include <QAbstractButton>
 #include <QAbstractItemView>
 #include <QAbstractSlider>
 #include <QAbstractSpinBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QLabel>
@@ -38,6 +39,7 @@
 #include "ui/message_bubble.h"
 #include "ui/model_picker.h"
 #include "ui/retention_view.h"
+#include "ui/thinking_section.h"
 #include "ui/tier_bar.h"
 
 using namespace lr;
@@ -338,6 +340,22 @@ private slots:
         QTRY_VERIFY(bubble->styleSheet() != before);
         QApplication::setPalette(light);
         QTRY_COMPARE(bubble->styleSheet(), before);
+    }
+
+    // A thinking model's reply: the thinking streams into the bubble, collapsed above the
+    // answer; Ctrl+Shift+C copies the answer only.
+    void aRepliesThinkingIsCollapsedAboveTheAnswer() {
+        m_script->thinking = {QStringLiteral("They greet me."), QStringLiteral(" Greet back.")};
+        send(QStringLiteral("hi"));
+        waitIdle();
+        MessageBubble * bubble = w()->chatView()->bubble(1);
+        QTRY_COMPARE(bubble->textLabel()->text(), QStringLiteral("Hello, world."));
+        QVERIFY(bubble->thinking()->isVisible());
+        QVERIFY(!bubble->thinking()->isExpanded());
+        QCOMPARE(bubble->thinking()->toggle()->text(), QStringLiteral("Thought for 5 words"));
+        QVERIFY(!w()->chatView()->bubble(0)->thinking()->isVisible());
+        QTest::keyClick(w(), Qt::Key_C, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("Hello, world."));
     }
 
     void keyboardShortcuts() {

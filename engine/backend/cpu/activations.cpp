@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/common/fp16.h"
+#include "engine/common/ggml_expf.h"
 
 namespace lr::cpu {
 namespace {
@@ -20,6 +21,15 @@ void geglu_scalar(const float * gate, const float * up, int64_t n, float * out, 
         } else {
             out[i] = table[fp32_to_fp16(g)] * up[i];
         }
+    }
+}
+
+void swiglu_scalar(const float * gate, const float * up, int64_t n_cols, float * out) {
+    const int64_t n_vec = ggml_vector_cols(n_cols);
+    for (int64_t c = 0; c < n_cols; ++c) {
+        const float g = gate[c];
+        const float e = c < n_vec ? ggml_expf(-g) : std::exp(-g);
+        out[c] = g / (1.0f + e) * up[c];
     }
 }
 
@@ -41,7 +51,7 @@ const float * gelu_table() {
 }
 
 const ActivationKernels & scalar_activation_kernels() {
-    static const ActivationKernels k{geglu_scalar};
+    static const ActivationKernels k{geglu_scalar, swiglu_scalar};
     return k;
 }
 

@@ -6,6 +6,9 @@
 // over every f16 value, itself rounded to f16; inputs at or below -10 give 0, at or above 10
 // the input. gelu_table() is that table (as floats); both kernels read it, so they agree
 // bit for bit.
+//
+// SiLU follows it too: its vector kernels compute exp with ggml_v_expf (ggml_expf.h), for the
+// whole vectors of 16 of a row; the rest of the row uses expf.
 
 #include <cstdint>
 
@@ -22,6 +25,8 @@ const float * gelu_table();
 struct ActivationKernels {
     // out[i] = gelu(gate[i]) * up[i] (out may be gate). table: gelu_table().
     void (*geglu)(const float * gate, const float * up, int64_t n, float * out, const float * table);
+    // One row: out[c] = silu(gate[c]) * up[c], c < n_cols (out may be gate).
+    void (*swiglu)(const float * gate, const float * up, int64_t n_cols, float * out);
 };
 
 const ActivationKernels & scalar_activation_kernels();

@@ -140,17 +140,14 @@ void CpuBackend::add(float * x, const float * y, int64_t n) {
     }
 }
 
-void CpuBackend::swiglu(const float * gate, const float * up, int64_t n, float * out) {
-    auto swiglu_range = [&](int64_t begin, int64_t end, int) {
-        for (int64_t i = begin; i < end; ++i) {
-            const float g = gate[i];
-            out[i] = g / (1.0f + std::exp(-g)) * up[i];
-        }
+void CpuBackend::swiglu(const float * gate, const float * up, int64_t n_rows, int64_t n_cols, float * out) {
+    auto swiglu_rows = [&](int64_t begin, int64_t end, int) {
+        for (int64_t r = begin; r < end; ++r) activation_kernels_->swiglu(gate + r * n_cols, up + r * n_cols, n_cols, out + r * n_cols);
     };
-    if (n < 1024) {
-        swiglu_range(0, n, 0);
+    if (n_rows * n_cols < 1024) {
+        swiglu_rows(0, n_rows, 0);
     } else {
-        pool_.parallel_for(n, 1024, swiglu_range);
+        pool_.parallel_for(n_rows, std::max<int64_t>(1, 1024 / n_cols), swiglu_rows);
     }
 }
 

@@ -45,7 +45,7 @@ public:
     void add_bias(float * x, const WeightView & b, int64_t n_rows) override;
     void rms_norm(const float * x, const WeightView & w, float eps, int64_t n_rows, float * out) override;
     void add(float * x, const float * y, int64_t n) override;
-    void swiglu(const float * gate, const float * up, int64_t n, float * out) override;
+    void swiglu(const float * gate, const float * up, int64_t n_rows, int64_t n_cols, float * out) override;
     void geglu(const float * gate, const float * up, int64_t n, float * out) override;
     void scale(float * x, int64_t n, float s) override;
     void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;

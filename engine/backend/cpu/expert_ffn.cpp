@@ -5,6 +5,7 @@
 #include <cstring>
 #include <span>
 
+#include "engine/backend/cpu/activations.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/common/assert.h"
 
@@ -15,9 +16,6 @@ namespace {
 constexpr int64_t kInlineElements = 16 * 1024;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-// silu(g) * u, as CpuBackend::swiglu computes it.
-float swiglu(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
 
 // ggml's swiglu_oai (alpha 1.702, limit 7), in its order of operations.
 float swiglu_oai(float g, float u) {
@@ -137,6 +135,7 @@ void expert_ffn(ThreadPool & pool, CpuIsa isa, const ExpertFfnArgs & args, Exper
     run_grouped(pool, gate_up, g, thread_scratch);
 
     // Biases, the activation, and the result in the down kernel's format.
+    const auto swiglu_row = activation_kernels(isa).swiglu;
     const size_t hidden_row_bytes = k_down->act_row_bytes(n_ff);
     uint8_t * hidden = s.act_hidden.reserve(hidden_row_bytes * size_t(n_slots));
     for_rows(pool, n_slots, n_ff, [&](int64_t begin, int64_t end) {
@@ -153,7 +152,7 @@ void expert_ffn(ThreadPool & pool, CpuIsa isa, const ExpertFfnArgs & args, Exper
             if (w.act == ExpertActivation::swiglu_oai) {
                 for (int64_t i = 0; i < n_ff; ++i) gs[i] = swiglu_oai(gs[i], us[i]);
             } else {
-                for (int64_t i = 0; i < n_ff; ++i) gs[i] = swiglu(gs[i], us[i]);
+                swiglu_row(gs, us, n_ff, gs);  // a row of n_ff, as ggml's swiglu and CpuBackend::swiglu
             }
             k_down->convert_act(gs, n_ff, hidden + size_t(slot) * hidden_row_bytes);
         }

@@ -7,9 +7,10 @@
 // order; every product is the ISA's ordinary matmul kernel on an expert's rows, so the
 // AVX2 path differs from the scalar one exactly as their matmuls do.
 //
-// Numerics: biases added to the products in float, the activation in float (SwiGLU as
-// CpuBackend::swiglu), then (down + bias) * weight summed over the token's experts in
-// routing order, as llama.cpp's graph adds them.
+// Numerics: biases added to the products in float, the activation in float (SwiGLU by the
+// ISA's activation kernel on each slot's row, as CpuBackend::swiglu on a row of n_ff; the
+// clamped SwiGLU element by element with expf, as ggml), then (down + bias) * weight summed
+// over the token's experts in routing order, as llama.cpp's graph adds them.
 
 #include <cstdint>
 #include <vector>

@@ -394,8 +394,8 @@ void CudaBackend::rms_norm(const float * x, const WeightView & w, float eps, int
 
 void CudaBackend::add(float * x, const float * y, int64_t n) { cuda::launch_add(x, y, n, impl_->op_stream()); }
 
-void CudaBackend::swiglu(const float * gate, const float * up, int64_t n, float * out) {
-    cuda::launch_swiglu(gate, up, n, out, impl_->op_stream());
+void CudaBackend::swiglu(const float * gate, const float * up, int64_t n_rows, int64_t n_cols, float * out) {
+    cuda::launch_swiglu(gate, up, n_rows, n_cols, out, impl_->op_stream());
 }
 
 void CudaBackend::geglu(const float * gate, const float * up, int64_t n, float * out) {
@@ -437,7 +437,7 @@ void CudaBackend::moe_ffn(const ExpertWeights & w, const float * x, int64_t n_to
     if (w.act == ExpertActivation::swiglu_oai) {
         cuda::launch_swiglu_oai(gate, up, n_slots * n_ff, gate, s);
     } else {
-        cuda::launch_swiglu(gate, up, n_slots * n_ff, gate, s);
+        cuda::launch_swiglu(gate, up, n_slots, n_ff, gate, s);
     }
     for (int32_t e : g.active) {
         const int64_t first = g.first(e), count = g.count(e);

@@ -54,8 +54,10 @@ void launch_round_activations(const float * x, int64_t n, bool bf16, void * out,
 
 void launch_add(float * x, const float * y, int64_t n, cudaStream_t stream);                            // x += y
 void launch_add_bias(float * x, const float * b, int64_t n_rows, int64_t n_cols, cudaStream_t stream);  // x[r] += b
-void launch_swiglu(const float * gate, const float * up, int64_t n, float * out, cudaStream_t stream);  // silu(g) * u
-void launch_scale(float * x, int64_t n, float s, cudaStream_t stream);                                  // x *= s
+// out[r][c] = silu(gate[r][c]) * up[r][c], with ggml_expf for the whole vectors of 16 of a row
+// (Backend::swiglu).                          gate, up, out: [n_rows][n_cols]
+void launch_swiglu(const float * gate, const float * up, int64_t n_rows, int64_t n_cols, float * out, cudaStream_t stream);
+void launch_scale(float * x, int64_t n, float s, cudaStream_t stream);  // x *= s
 // x[t][c] *= scale[t]                        x: [n_tokens][n_cols], scale: [n_tokens] (device)
 void launch_scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale, cudaStream_t stream);
 void launch_softcap(float * x, int64_t n, float cap, cudaStream_t stream);  // x = cap tanh(x / cap)

@@ -1,9 +1,11 @@
 // add, add_bias, swiglu, scale, scale_tokens and softcap: one thread per element. add,
-// add_bias and the scales are exact; swiglu uses expf and softcap tanhf (within 2 ulp of
-// the CPU's std::exp and std::tanh), the rest in the CPU's order.
+// add_bias and the scales are exact; swiglu takes the CPU's ggml_expf (the same bits) for the
+// whole vectors of 16 of a row and expf for the rest, softcap tanhf (expf and tanhf within
+// 2 ulp of the CPU's std::exp and std::tanh), the rest in the CPU's order.
 
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_kernels.h"
+#include "engine/common/ggml_expf.h"
 
 namespace lr::cuda {
 namespace {
@@ -23,11 +25,12 @@ __global__ void __launch_bounds__(kThreads) add_bias_kernel(float * x, const flo
 }
 
 // silu(g) * u = g / (1 + exp(-g)) * u, divided then multiplied as the CPU does.
-__global__ void __launch_bounds__(kThreads) swiglu_kernel(const float * gate, const float * up, int64_t n, float * out) {
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(const float * gate, const float * up, int64_t n, int64_t n_cols, float * out) {
     const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (i >= n) return;
     const float g = gate[i];
-    out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up[i]);
+    const float e = i % n_cols < ggml_vector_cols(n_cols) ? ggml_expf(-g) : expf(-g);
+    out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, e)), up[i]);
 }
 
 __global__ void __launch_bounds__(kThreads) scale_kernel(float * x, int64_t n, float s) {
@@ -80,9 +83,10 @@ void launch_add_bias(float * x, const float * b, int64_t n_rows, int64_t n_cols,
     LR_CUDA_CHECK_LAUNCH();
 }
 
-void launch_swiglu(const float * gate, const float * up, int64_t n, float * out, cudaStream_t stream) {
+void launch_swiglu(const float * gate, const float * up, int64_t n_rows, int64_t n_cols, float * out, cudaStream_t stream) {
+    const int64_t n = n_rows * n_cols;
     if (n == 0) return;
-    swiglu_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, n, out);
+    swiglu_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, n, n_cols, out);
     LR_CUDA_CHECK_LAUNCH();
 }
 

@@ -22,6 +22,7 @@ struct FakeScript {
     int prefillChunks = 3;  // progress reports per prefill
     int chunkDelayMs = 2;
     QStringList tokens = {QStringLiteral("Hello"), QStringLiteral(", "), QStringLiteral("world"), QStringLiteral(".")};
+    QStringList thinking;  // a reply's thinking, one token a piece, generated before the tokens
     int tokenDelayMs = 2;
     QString failReplyWith;  // non-empty: reply fails with this message (after the prefill)
     QString throwInReply;   // "bad_alloc", "runtime_error" or "int": reply throws that (after the prefill)
@@ -80,7 +81,8 @@ public:
     }
 
     Result<GenerateResult> reply(const app::ConversationContext & context, const QString & userText, const app::EngineSettings &,
-                                 const ProgressFn & progress, const TokenSink & sink, std::stop_token stop) override {
+                                 const ProgressFn & progress, const TokenSink & sink, const app::ThinkingSink & thinkingSink,
+                                 std::stop_token stop) override {
         ++m_script->replies;
         m_script->lastUserText = userText;
         m_script->lastContext = context;
@@ -90,7 +92,7 @@ public:
         if (m_script->throwInReply == QLatin1String("bad_alloc")) throw std::bad_alloc();
         if (m_script->throwInReply == QLatin1String("runtime_error")) throw std::runtime_error("a tensor went missing");
         if (m_script->throwInReply == QLatin1String("int")) throw 42;
-        return runTokens(sink, stop);
+        return runTokens(m_script->thinking, sink, thinkingSink, stop);
     }
 
     Result<SummaryResult> summarize(const app::SummarizeRequest &, const SummaryProgressFn & progress, const TokenSink & sink,
@@ -107,7 +109,7 @@ public:
         p.stage = SummaryStage::final;
         p.passes_done = 2;
         if (progress) progress(p);
-        Result<GenerateResult> g = runTokens(sink, stop);
+        Result<GenerateResult> g = runTokens({}, sink, {}, stop);
         SummaryResult r{.text = g->text,
                         .method = SummaryMethod::map_reduce,
                         .reason = g->reason,
@@ -152,19 +154,29 @@ private:
         return {};
     }
 
-    Result<GenerateResult> runTokens(const TokenSink & sink, std::stop_token stop) {
+    // As the real engine: a token of thinking goes to the thinking sink, and to the sink
+    // with no answer text.
+    Result<GenerateResult> runTokens(const QStringList & thinking, const TokenSink & sink, const app::ThinkingSink & thinkingSink,
+                                     std::stop_token stop) {
         GenerateResult r{.reason = StopReason::end_of_generation};
-        for (const QString & t : m_script->tokens) {
+        const QStringList pieces = thinking + m_script->tokens;
+        for (qsizetype i = 0; i < pieces.size(); ++i) {
             if (stop.stop_requested()) {
                 r.reason = StopReason::cancelled;
                 break;
             }
             QThread::msleep(uint64_t(m_script->tokenDelayMs));
             ++m_script->tokensRun;
-            const std::string piece = t.toStdString();
-            r.tokens.push_back(int32_t(r.tokens.size()));
-            r.text += piece;
-            if (sink) sink(r.tokens.back(), piece);
+            const std::string piece = pieces[i].toStdString();
+            const bool thought = i < thinking.size();
+            r.tokens.push_back(int32_t(i));
+            if (thought) {
+                r.thinking += piece;
+                if (thinkingSink) thinkingSink(piece);
+            } else {
+                r.text += piece;
+            }
+            if (sink) sink(r.tokens.back(), thought ? std::string_view() : std::string_view(piece));
         }
         r.decode_ms = double(r.tokens.size() * size_t(m_script->tokenDelayMs));
         return r;
