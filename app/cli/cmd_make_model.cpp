@@ -19,6 +19,7 @@ int run_make_model(const Argv & argv) {
         {"--name", "", true, false, "general.name to write"},
         {"--ctx-train", "", true, false, "trained context to write instead of the preset's (long-context benchmarks)"},
         {"--layers", "", true, false, "layers to write instead of the preset's (a smaller model of the same width)"},
+        {"--dense", "", false, false, "a mixture of experts' dense counterpart: one FFN as wide as the experts a token uses"},
         {"-t", "--threads", true, false, "threads for quantizing (default: all cores)"},
         {"-h", "--help", false, false, "this help"},
     };
@@ -41,7 +42,7 @@ int run_make_model(const Argv & argv) {
     if (!seed.ok()) return fail(seed.status().message());
     spec.seed = uint64_t(*seed);
     // Overrides of the preset's shape, named in general.name.
-    if (args->has("--ctx-train") || args->has("--layers")) {
+    if (args->has("--ctx-train") || args->has("--layers") || args->has("--dense")) {
         if (!preset) return fail("unknown model preset '" + spec.preset + "' (presets: " + model_preset_names() + ")");
         ModelShape shape = preset->shape;
         std::string suffix;
@@ -56,6 +57,11 @@ int run_make_model(const Argv & argv) {
             if (!layers.ok()) return fail(layers.status().message());
             shape.n_layer = uint32_t(*layers);
             suffix += "-" + std::to_string(*layers) + "layers";
+        }
+        if (args->has("--dense")) {
+            if (!shape.is_moe()) return fail("--dense needs a mixture-of-experts preset, and " + spec.preset + " is dense");
+            shape = dense_counterpart(shape);
+            suffix += "-dense";
         }
         spec.shape = shape;
         if (spec.name.empty()) spec.name = spec.preset + suffix + "-random";

@@ -241,6 +241,23 @@ Status validate(const ModelShape & s) {
     return {};
 }
 
+ModelShape dense_counterpart(const ModelShape & moe) {
+    if (!moe.is_moe()) return moe;
+    ModelShape dense = moe;
+    const uint32_t n_ff_active = moe.n_expert_used * moe.n_ff_exp + moe.n_ff_shexp;
+    if (moe.arch == ModelArch::gpt_oss) {
+        dense.n_expert = 1;
+        dense.n_expert_used = 1;
+        dense.n_ff_exp = n_ff_active;
+        dense.n_ff_shexp = 0;
+        return dense;
+    }
+    dense.arch = ModelArch::qwen3;
+    dense.n_ff = n_ff_active;
+    dense.n_expert = dense.n_expert_used = dense.n_ff_exp = dense.n_ff_shexp = 0;
+    return dense;
+}
+
 std::span<const ModelPreset> model_presets() { return kPresets; }
 
 const ModelPreset * find_model_preset(std::string_view name) {

@@ -58,6 +58,12 @@ struct ModelShape {
 // nowhere else). invalid_argument names the field.
 Status validate(const ModelShape & shape);
 
+// The dense model of a mixture of experts' active size, for benchmarks: each layer's
+// experts become one FFN as wide as the experts a token uses (n_expert_used x n_ff_exp),
+// the rest unchanged. qwen3moe becomes qwen3; gpt-oss, which has no dense form, keeps its
+// layout with a single expert that every token uses. A dense shape is returned as it is.
+ModelShape dense_counterpart(const ModelShape & moe);
+
 struct ModelPreset {
     std::string_view name;         // "tinyllama-1.1b"
     std::string_view description;  // one line for help text

@@ -179,6 +179,38 @@ private slots:
         QVERIFY(diff > 1e-4f);
     }
 
+    // The dense counterparts benchmarks compare with: qwen3-30b-a3b's is a qwen3 of its 3.34B
+    // active parameters (published: 3.3B), every expert but the chosen 8 and the router gone;
+    // tiny-gpt-oss's keeps its layout with one expert 4 x as wide, and runs.
+    void denseCounterparts() {
+        const ModelShape moe = find_model_preset("qwen3-30b-a3b")->shape;
+        const ModelShape dense = dense_counterpart(moe);
+        QCOMPARE(dense.arch, ModelArch::qwen3);
+        QCOMPARE(dense.n_ff, 8u * 768u);
+        QVERIFY(!dense.is_moe());
+        QVERIFY(validate(dense).ok());
+        auto moe_plan = plan_random_model({.shape = moe, .weights = {DType::Q8_0}, .output_path = "x.gguf"});
+        auto dense_plan = plan_random_model({.shape = dense, .weights = {DType::Q8_0}, .output_path = "x.gguf"});
+        QVERIFY(moe_plan.ok() && dense_plan.ok());
+        const uint64_t dropped = uint64_t(moe.n_layer) * ((moe.n_expert - moe.n_expert_used) * 3ull * moe.n_embd * moe.n_ff_exp +
+                                                          uint64_t(moe.n_embd) * moe.n_expert);
+        QCOMPARE(dense_plan->n_params, moe_plan->n_params - dropped);
+        QCOMPARE(dense_plan->n_params, qulonglong(3'340'449'792));
+
+        const ModelShape oss = dense_counterpart(find_model_preset("tiny-gpt-oss")->shape);
+        QCOMPARE(oss.arch, ModelArch::gpt_oss);
+        QCOMPARE(oss.n_expert, 1u);
+        QCOMPARE(oss.n_ff_exp, 4u * 64u);
+        const std::string file = dir_.filePath("tiny-gpt-oss-dense.gguf").toStdString();
+        const Status s = write_random_model({.shape = oss, .weights = {DType::F32}, .output_path = file, .n_threads = 2});
+        QVERIFY2(s.ok(), s.message().c_str());
+        QString failure;
+        const std::vector<float> logits = logits_of(file, failure);
+        QVERIFY2(!logits.empty(), qPrintable(failure));
+        QVERIFY(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+        QCOMPARE(dense_counterpart(dense).n_ff, dense.n_ff);
+    }
+
     void invalidShapes_data() {
         QTest::addColumn<QString>("what");
         QTest::addColumn<QString>("message");
