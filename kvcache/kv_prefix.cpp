@@ -39,6 +39,10 @@ void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
         const uint64_t budget = state_.config.capacities.disk_bytes;
         prefix->set_capacity(budget - std::min(budget, spill));
     }
+    // The ubatch's new full blocks go to the store in one job (one transaction).
+    std::vector<PrefixBlockWrite> writes;  // their bytes in `copies`
+    std::vector<std::vector<uint8_t>> copies;
+    PersistJob job;
     for (uint32_t b = n_full_before; b < n_full; ++b) {
         for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
             const BlockId * held = s.layers[il].at_depth(b);
@@ -49,23 +53,26 @@ void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
             m.chain = s.chains[b];  // other sequences with this prefix may share it now
             if (!persist) continue;
             // Copy the bytes now: the block may move or change before the write runs.
-            std::vector<uint8_t> bytes(m.n_bytes);
+            std::vector<uint8_t> copy(m.n_bytes);
             TierStore * src = placement_.store(m.place.home);
             if (src->host_addressable()) {
-                std::memcpy(bytes.data(), m.place.slot.data, m.n_bytes);
-            } else if (!src->read(m.place.slot, bytes.data(), m.n_bytes).ok()) {
+                std::memcpy(copy.data(), m.place.slot.data, m.n_bytes);
+            } else if (!src->read(m.place.slot, copy.data(), m.n_bytes).ok()) {
                 continue;
             }
-            const uint64_t chain = m.chain;
-            const uint32_t depth = b;
-            const IoThread::JobId job = placement_.io().submit([prefix, chain, il, depth, bytes = std::move(bytes)]() {
-                return prefix->write(chain, il, depth, bytes.data(), bytes.size());
-            });
-            // The durable copy counts once written (collect); until then the block is
-            // demoted like any other.
-            persisting_.push_back({job, id, chain});
+            writes.push_back({.chain = m.chain, .layer = il, .depth = b});
+            copies.push_back(std::move(copy));
+            job.blocks.push_back({id, m.chain});
         }
     }
+    if (writes.empty()) return;
+    job.job = placement_.io().submit([prefix, writes = std::move(writes), copies = std::move(copies)]() mutable {
+        for (size_t i = 0; i < writes.size(); ++i) writes[i].bytes = copies[i];
+        return prefix->write(std::span(writes));
+    });
+    // The durable copies count once written (collect); until then the blocks are demoted
+    // like any other.
+    persisting_.push_back(std::move(job));
 }
 
 void KvPrefixCache::collect(bool wait) {
@@ -76,9 +83,11 @@ void KvPrefixCache::collect(bool wait) {
             continue;
         }
         Status s = placement_.io().wait(p.job);
-        BlockMeta & m = state_.pool.meta(p.block);
         if (s.ok()) {
-            if (m.ref_count > 0 && m.chain == p.chain) m.persisted = true;
+            for (const auto & [block, chain] : p.blocks) {
+                BlockMeta & m = state_.pool.meta(block);
+                if (m.ref_count > 0 && m.chain == chain) m.persisted = true;
+            }
         } else if (writes_ok_) {
             state_.report_fault(error(s.code(), "prefix cache disabled: " + s.message()));
             writes_ok_ = false;

@@ -44,11 +44,10 @@ private:
     uint64_t chain_seed_ = 0;  // chain_0: the model file, the codecs, the block shape
     bool writes_ok_ = true;    // false after the prefix store refused a write
     struct PersistJob {
-        IoThread::JobId job;
-        BlockId block;
-        uint64_t chain;
+        IoThread::JobId job = 0;
+        std::vector<std::pair<BlockId, uint64_t>> blocks;  // and the chain each was written under
     };
-    std::vector<PersistJob> persisting_;  // writes in flight
+    std::vector<PersistJob> persisting_;  // writes in flight, a job per ubatch
     uint32_t computed_tokens_ = 0;
 };
 

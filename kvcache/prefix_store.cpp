@@ -44,14 +44,19 @@ Result<std::unique_ptr<PrefixStore>> PrefixStore::open(const std::string & dir, 
                                                std::string(store->db_ ? sqlite3_errmsg(store->db_) : "out of memory") + ")");
     }
     sqlite3_busy_timeout(store->db_, 10000);  // other Longread processes may hold the write lock briefly
+    // synchronous=NORMAL: a commit survives the process being killed; only a power cut may
+    // lose the last ones, which a cache can afford (the checksums catch the rest).
     const char * schema =
         "PRAGMA journal_mode=WAL;"
+        "PRAGMA synchronous=NORMAL;"
         "CREATE TABLE IF NOT EXISTS blocks (chain INTEGER NOT NULL, layer INTEGER NOT NULL, depth INTEGER NOT NULL,"
         " size INTEGER NOT NULL, slot INTEGER NOT NULL, checksum INTEGER NOT NULL, last_used INTEGER NOT NULL,"
         " PRIMARY KEY (chain, layer));"
         "CREATE INDEX IF NOT EXISTS blocks_lru ON blocks (last_used, depth);"
         "CREATE TABLE IF NOT EXISTS free_slots (size INTEGER NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (size, slot));"
-        "CREATE TABLE IF NOT EXISTS size_classes (size INTEGER PRIMARY KEY, next_slot INTEGER NOT NULL);";
+        "CREATE TABLE IF NOT EXISTS size_classes (size INTEGER PRIMARY KEY, next_slot INTEGER NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), used INTEGER NOT NULL);"
+        "INSERT OR IGNORE INTO totals (id, used) SELECT 0, COALESCE(SUM(size), 0) FROM blocks;";
     // Switching a new index to WAL does not wait for the busy handler, so a process that
     // creates the index while another one does sees "locked": wait for it like the handler would.
     Status s = store->exec(schema);
@@ -62,12 +67,11 @@ Result<std::unique_ptr<PrefixStore>> PrefixStore::open(const std::string & dir, 
     if (!s.ok() && sqlite3_errcode(store->db_) == SQLITE_BUSY) {
         return error(StatusCode::io_error, path + ": another process has kept the prefix cache index locked for 10 s");
     }
+    if (s.ok()) s = store->load_used();
     if (!s.ok()) {
         return error(StatusCode::corrupt_data, path + ": the prefix cache index is unusable (" + s.message() + "); delete the directory " +
                                                    dir + " to start a fresh cache");
     }
-    Stmt used = prepare(store->db_, "SELECT COALESCE(SUM(size), 0) FROM blocks");
-    if (sqlite3_step(used.get()) == SQLITE_ROW) store->used_ = uint64_t(sqlite3_column_int64(used.get(), 0));
     return store;
 }
 
@@ -83,6 +87,35 @@ Status PrefixStore::exec(const char * sql) {
         sqlite3_free(msg);
         return error(StatusCode::io_error, dir_ + "/prefix-index.sqlite: " + text);
     }
+    return {};
+}
+
+Status PrefixStore::index_error(const char * what) const {
+    return error(StatusCode::io_error, dir_ + "/prefix-index.sqlite: " + what + " failed (" + sqlite3_errmsg(db_) + ")");
+}
+
+template <class Body>
+Status PrefixStore::transaction(Body && body) {
+    LR_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+    Status s = load_used();
+    if (s.ok()) s = body();
+    if (s.ok()) {
+        Stmt save = prepare(db_, "UPDATE totals SET used = ? WHERE id = 0");
+        sqlite3_bind_int64(save.get(), 1, int64_t(used_));
+        if (sqlite3_step(save.get()) != SQLITE_DONE) s = index_error("storing the byte total");
+    }
+    if (s.ok()) s = exec("COMMIT");
+    if (!s.ok()) {
+        (void)exec("ROLLBACK");
+        (void)load_used();
+    }
+    return s;
+}
+
+Status PrefixStore::load_used() {
+    Stmt st = prepare(db_, "SELECT used FROM totals WHERE id = 0");
+    if (sqlite3_step(st.get()) != SQLITE_ROW) return index_error("reading the byte total");
+    used_ = uint64_t(sqlite3_column_int64(st.get(), 0));
     return {};
 }
 
@@ -109,24 +142,25 @@ void PrefixStore::touch(uint64_t chain) {
     Stmt st = prepare(db_, "UPDATE blocks SET last_used = ? WHERE chain = ?");
     sqlite3_bind_int64(st.get(), 1, now_tick());
     sqlite3_bind_int64(st.get(), 2, as_sql(chain));
-    sqlite3_step(st.get());
+    sqlite3_step(st.get());  // a lost touch only ages the entry
 }
 
-void PrefixStore::drop(uint64_t chain, uint32_t layer) {
-    Stmt get = prepare(db_, "SELECT size, slot FROM blocks WHERE chain = ? AND layer = ?");
-    sqlite3_bind_int64(get.get(), 1, as_sql(chain));
-    sqlite3_bind_int64(get.get(), 2, layer);
-    if (sqlite3_step(get.get()) != SQLITE_ROW) return;
-    const int64_t size = sqlite3_column_int64(get.get(), 0), slot = sqlite3_column_int64(get.get(), 1);
-    Stmt del = prepare(db_, "DELETE FROM blocks WHERE chain = ? AND layer = ?");
+Status PrefixStore::drop(uint64_t chain, uint32_t layer) {
+    Stmt del = prepare(db_, "DELETE FROM blocks WHERE chain = ? AND layer = ? RETURNING size, slot");
     sqlite3_bind_int64(del.get(), 1, as_sql(chain));
     sqlite3_bind_int64(del.get(), 2, layer);
-    sqlite3_step(del.get());
+    const int rc = sqlite3_step(del.get());
+    if (rc == SQLITE_DONE) return {};
+    if (rc != SQLITE_ROW) return index_error("dropping a block");
+    const int64_t size = sqlite3_column_int64(del.get(), 0), slot = sqlite3_column_int64(del.get(), 1);
+    if (sqlite3_step(del.get()) != SQLITE_DONE) return index_error("dropping a block");
+    del.reset();
     Stmt free_slot = prepare(db_, "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?, ?)");
     sqlite3_bind_int64(free_slot.get(), 1, size);
     sqlite3_bind_int64(free_slot.get(), 2, slot);
-    sqlite3_step(free_slot.get());
+    if (sqlite3_step(free_slot.get()) != SQLITE_DONE) return index_error("freeing a slot");
     used_ -= std::min<uint64_t>(used_, uint64_t(size));
+    return {};
 }
 
 Status PrefixStore::read(uint64_t chain, uint32_t layer, uint8_t * dst, size_t n_bytes) {
@@ -134,118 +168,104 @@ Status PrefixStore::read(uint64_t chain, uint32_t layer, uint8_t * dst, size_t n
     Stmt st = prepare(db_, "SELECT size, slot, checksum FROM blocks WHERE chain = ? AND layer = ?");
     sqlite3_bind_int64(st.get(), 1, as_sql(chain));
     sqlite3_bind_int64(st.get(), 2, layer);
-    if (sqlite3_step(st.get()) != SQLITE_ROW) return error(StatusCode::not_found, "prefix block not cached");
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_DONE) return error(StatusCode::not_found, "prefix block not cached");
+    if (rc != SQLITE_ROW) return index_error("looking up a block");
     const size_t size = size_t(sqlite3_column_int64(st.get(), 0));
     const uint64_t slot = uint64_t(sqlite3_column_int64(st.get(), 1));
     const uint64_t checksum = uint64_t(sqlite3_column_int64(st.get(), 2));
     st.reset();
+    Status s;
     if (size != n_bytes) {
-        drop(chain, layer);
-        return error(StatusCode::corrupt_data, "prefix cache in " + dir_ + ": a block has the wrong size");
-    }
-    Result<int> fd = data_file(n_bytes);
-    Status s = fd.ok() ? io_->pread(*fd, dst, n_bytes, slot * n_bytes, "prefix cache in " + dir_) : fd.status();
-    if (s.ok() && XXH3_64bits(dst, n_bytes) != checksum) {
-        s = error(StatusCode::corrupt_data, "prefix cache in " + dir_ + ": a block failed its checksum");
+        s = error(StatusCode::corrupt_data, "prefix cache in " + dir_ + ": a block has the wrong size");
+    } else {
+        Result<int> fd = data_file(n_bytes);
+        s = fd.ok() ? io_->pread(*fd, dst, n_bytes, slot * n_bytes, "prefix cache in " + dir_) : fd.status();
+        if (s.ok() && XXH3_64bits(dst, n_bytes) != checksum) {
+            s = error(StatusCode::corrupt_data, "prefix cache in " + dir_ + ": a block failed its checksum");
+        }
     }
     if (!s.ok()) {
-        drop(chain, layer);
+        (void)transaction([&] { return drop(chain, layer); });  // never read twice; a failed drop is retried next time
         return error(StatusCode::corrupt_data, s.message());
     }
     return {};
 }
 
 Status PrefixStore::evict_to_locked(uint64_t bytes) {
-    for (;;) {
-        Stmt used = prepare(db_, "SELECT COALESCE(SUM(size), 0) FROM blocks");
-        sqlite3_step(used.get());
-        used_ = uint64_t(sqlite3_column_int64(used.get(), 0));
-        if (used_ <= bytes) return {};
+    while (used_ > bytes) {
         Stmt oldest = prepare(db_, "SELECT chain, layer FROM blocks ORDER BY last_used ASC, depth DESC LIMIT 64");
         std::vector<std::pair<uint64_t, uint32_t>> victims;
-        while (sqlite3_step(oldest.get()) == SQLITE_ROW) {
+        int rc;
+        while ((rc = sqlite3_step(oldest.get())) == SQLITE_ROW) {
             victims.emplace_back(uint64_t(sqlite3_column_int64(oldest.get(), 0)), uint32_t(sqlite3_column_int64(oldest.get(), 1)));
         }
+        if (rc != SQLITE_DONE) return index_error("choosing blocks to evict");
         oldest.reset();
         if (victims.empty()) return error(StatusCode::out_of_memory, "prefix cache: nothing left to evict");
         for (const auto & [chain, layer] : victims) {
-            drop(chain, layer);  // keeps used_ in step
-            if (used_ <= bytes) return {};
+            LR_RETURN_IF_ERROR(drop(chain, layer));
+            if (used_ <= bytes) break;
         }
     }
+    return {};
 }
 
-Status PrefixStore::make_room(size_t n_bytes) {
-    if (n_bytes > capacity_) return error(StatusCode::out_of_memory, "prefix cache: a block is larger than the disk budget");
-    return evict_to_locked(capacity_ - n_bytes);
+Result<int64_t> PrefixStore::take_slot(size_t n_bytes) {
+    Stmt pick = prepare(db_, "DELETE FROM free_slots WHERE rowid = (SELECT rowid FROM free_slots WHERE size = ? LIMIT 1) RETURNING slot");
+    sqlite3_bind_int64(pick.get(), 1, int64_t(n_bytes));
+    int rc = sqlite3_step(pick.get());
+    if (rc == SQLITE_ROW) return sqlite3_column_int64(pick.get(), 0);
+    if (rc != SQLITE_DONE) return index_error("taking a free slot");
+    Stmt next = prepare(db_,
+                        "INSERT INTO size_classes (size, next_slot) VALUES (?, 1) "
+                        "ON CONFLICT(size) DO UPDATE SET next_slot = next_slot + 1 RETURNING next_slot - 1");
+    sqlite3_bind_int64(next.get(), 1, int64_t(n_bytes));
+    if (sqlite3_step(next.get()) != SQLITE_ROW) return index_error("allocating a slot");
+    return sqlite3_column_int64(next.get(), 0);
 }
 
-Status PrefixStore::write(uint64_t chain, uint32_t layer, uint32_t depth, const uint8_t * src, size_t n_bytes) {
-    std::lock_guard lock(mutex_);
+// Within the transaction, so concurrent processes never hand out the same slot, and the row
+// points at bytes already written.
+Status PrefixStore::write_one(const PrefixBlockWrite & block) {
+    const size_t n_bytes = block.bytes.size();
     {
         Stmt st = prepare(db_, "SELECT 1 FROM blocks WHERE chain = ? AND layer = ?");
-        sqlite3_bind_int64(st.get(), 1, as_sql(chain));
-        sqlite3_bind_int64(st.get(), 2, layer);
-        if (sqlite3_step(st.get()) == SQLITE_ROW) return {};
+        sqlite3_bind_int64(st.get(), 1, as_sql(block.chain));
+        sqlite3_bind_int64(st.get(), 2, block.layer);
+        const int rc = sqlite3_step(st.get());
+        if (rc == SQLITE_ROW) return {};  // stored already (by us or another process)
+        if (rc != SQLITE_DONE) return index_error("looking up a block");
     }
-    // Take a slot (and make room) in one transaction, so concurrent processes never hand
-    // out the same slot.
-    LR_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-    Status s = make_room(n_bytes);
-    int64_t slot = -1;
-    if (s.ok()) {
-        Stmt pick = prepare(db_, "SELECT slot FROM free_slots WHERE size = ? LIMIT 1");
-        sqlite3_bind_int64(pick.get(), 1, int64_t(n_bytes));
-        if (sqlite3_step(pick.get()) == SQLITE_ROW) {
-            slot = sqlite3_column_int64(pick.get(), 0);
-            Stmt del = prepare(db_, "DELETE FROM free_slots WHERE size = ? AND slot = ?");
-            sqlite3_bind_int64(del.get(), 1, int64_t(n_bytes));
-            sqlite3_bind_int64(del.get(), 2, slot);
-            sqlite3_step(del.get());
-        } else {
-            Stmt next = prepare(db_,
-                                "INSERT INTO size_classes (size, next_slot) VALUES (?, 1) "
-                                "ON CONFLICT(size) DO UPDATE SET next_slot = next_slot + 1 RETURNING next_slot - 1");
-            sqlite3_bind_int64(next.get(), 1, int64_t(n_bytes));
-            if (sqlite3_step(next.get()) == SQLITE_ROW) slot = sqlite3_column_int64(next.get(), 0);
-        }
-        if (slot < 0) s = error(StatusCode::io_error, "prefix cache index: cannot allocate a slot");
-    }
-    LR_RETURN_IF_ERROR(exec(s.ok() ? "COMMIT" : "ROLLBACK"));
-    LR_RETURN_IF_ERROR(s);
-
-    Result<int> fd = data_file(n_bytes);
-    s = fd.ok() ? io_->pwrite(*fd, src, n_bytes, uint64_t(slot) * n_bytes, "prefix cache in " + dir_) : fd.status();
-    Stmt ins = prepare(
-        db_, s.ok() ? "INSERT OR IGNORE INTO blocks (chain, layer, depth, size, slot, checksum, last_used) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                    : "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?4, ?5)");
-    if (s.ok()) {
-        sqlite3_bind_int64(ins.get(), 1, as_sql(chain));
-        sqlite3_bind_int64(ins.get(), 2, layer);
-        sqlite3_bind_int64(ins.get(), 3, depth);
-        sqlite3_bind_int64(ins.get(), 6, as_sql(XXH3_64bits(src, n_bytes)));
-        sqlite3_bind_int64(ins.get(), 7, now_tick());
-    }
+    if (n_bytes > capacity_) return error(StatusCode::out_of_memory, "prefix cache: a block is larger than the disk budget");
+    LR_RETURN_IF_ERROR(evict_to_locked(capacity_ - n_bytes));
+    LR_ASSIGN_OR_RETURN(const int64_t slot, take_slot(n_bytes));
+    LR_ASSIGN_OR_RETURN(const int fd, data_file(n_bytes));
+    LR_RETURN_IF_ERROR(io_->pwrite(fd, block.bytes.data(), n_bytes, uint64_t(slot) * n_bytes, "prefix cache in " + dir_));
+    Stmt ins = prepare(db_, "INSERT INTO blocks (chain, layer, depth, size, slot, checksum, last_used) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    sqlite3_bind_int64(ins.get(), 1, as_sql(block.chain));
+    sqlite3_bind_int64(ins.get(), 2, block.layer);
+    sqlite3_bind_int64(ins.get(), 3, block.depth);
     sqlite3_bind_int64(ins.get(), 4, int64_t(n_bytes));
     sqlite3_bind_int64(ins.get(), 5, slot);
-    sqlite3_step(ins.get());
-    if (s.ok() && sqlite3_changes(db_) > 0) used_ += n_bytes;
-    if (s.ok() && sqlite3_changes(db_) == 0) {
-        // Another process stored the same block meanwhile: give our slot back.
-        Stmt back = prepare(db_, "INSERT OR IGNORE INTO free_slots (size, slot) VALUES (?, ?)");
-        sqlite3_bind_int64(back.get(), 1, int64_t(n_bytes));
-        sqlite3_bind_int64(back.get(), 2, slot);
-        sqlite3_step(back.get());
-    }
-    return s;
+    sqlite3_bind_int64(ins.get(), 6, as_sql(XXH3_64bits(block.bytes.data(), n_bytes)));
+    sqlite3_bind_int64(ins.get(), 7, now_tick());
+    if (sqlite3_step(ins.get()) != SQLITE_DONE) return index_error("recording a block");
+    used_ += n_bytes;
+    return {};
+}
+
+Status PrefixStore::write(std::span<const PrefixBlockWrite> blocks) {
+    std::lock_guard lock(mutex_);
+    return transaction([&]() -> Status {
+        for (const PrefixBlockWrite & block : blocks) LR_RETURN_IF_ERROR(write_one(block));
+        return {};
+    });
 }
 
 void PrefixStore::evict_to(uint64_t bytes) {
     std::lock_guard lock(mutex_);
-    if (exec("BEGIN IMMEDIATE").ok()) {
-        const Status s = evict_to_locked(bytes);
-        (void)exec(s.ok() ? "COMMIT" : "ROLLBACK");
-    }
+    (void)transaction([&] { return evict_to_locked(bytes); });
 }
 
 void PrefixStore::set_capacity(uint64_t bytes) {
@@ -255,6 +275,7 @@ void PrefixStore::set_capacity(uint64_t bytes) {
 
 uint64_t PrefixStore::used_bytes() {
     std::lock_guard lock(mutex_);
+    (void)load_used();  // other processes may have written or evicted
     return used_;
 }
 

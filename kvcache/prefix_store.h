@@ -6,7 +6,9 @@
 // SQLite (WAL, so several Longread processes can share the directory safely), with an
 // XXH3 checksum verified on every read. Bounded by a byte budget: the least recently used
 // entries go first (deepest first, so shared beginnings such as a system prompt outlive
-// the documents that follow them).
+// the documents that follow them). Each ubatch's blocks are written in one transaction, and
+// the index keeps its byte total in a row of its own, so a write costs the same however
+// full the cache is.
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +23,14 @@
 struct sqlite3;
 
 namespace lr {
+
+// One layer's block of one chain, as PrefixStore::write takes it.
+struct PrefixBlockWrite {
+    uint64_t chain = 0;
+    uint32_t layer = 0;
+    uint32_t depth = 0;  // the block's index in its sequence (eviction takes the deepest first)
+    std::span<const uint8_t> bytes;
+};
 
 class PrefixStore {
 public:
@@ -37,9 +47,14 @@ public:
     // The stored block; corrupt_data (and the entry dropped) when it fails its checksum or
     // its file is gone or short; not_found when absent.
     Status read(uint64_t chain, uint32_t layer, uint8_t * dst, size_t n_bytes);
-    // Stores a block (no-op when already stored). out_of_memory when it cannot fit even after
-    // evicting older entries; io_error when the disk refuses.
-    Status write(uint64_t chain, uint32_t layer, uint32_t depth, const uint8_t * src, size_t n_bytes);
+    // Stores the blocks in one transaction (those already stored are skipped): all of them or,
+    // on an error, none. out_of_memory when one cannot fit even after evicting older entries;
+    // io_error when the disk or the index refuses.
+    Status write(std::span<const PrefixBlockWrite> blocks);
+    Status write(uint64_t chain, uint32_t layer, uint32_t depth, const uint8_t * src, size_t n_bytes) {
+        const PrefixBlockWrite block{chain, layer, depth, {src, n_bytes}};
+        return write(std::span(&block, 1));
+    }
     // Marks the entries of `chain` (all layers) as just used.
     void touch(uint64_t chain);
 
@@ -57,10 +72,17 @@ private:
     PrefixStore(std::string dir, uint64_t capacity, std::shared_ptr<FileIo> io)
         : dir_(std::move(dir)), capacity_(capacity), io_(std::move(io)) {}
     Status exec(const char * sql);
+    Status index_error(const char * what) const;
+    // Runs `body` in one write transaction with used_ loaded from the index, and stores
+    // used_ back on success; rolls back (and reloads used_) on failure.
+    template <class Body>
+    Status transaction(Body && body);
+    Status load_used();
     Result<int> data_file(size_t n_bytes);
-    Status make_room(size_t n_bytes);
+    Result<int64_t> take_slot(size_t n_bytes);
+    Status write_one(const PrefixBlockWrite & block);
     Status evict_to_locked(uint64_t bytes);
-    void drop(uint64_t chain, uint32_t layer);
+    Status drop(uint64_t chain, uint32_t layer);
     int64_t now_tick();
 
     std::string dir_;
@@ -69,7 +91,7 @@ private:
     sqlite3 * db_ = nullptr;
     std::mutex mutex_;  // the engine thread and the I/O thread both use the store
     std::unordered_map<size_t, int> files_;
-    uint64_t used_ = 0;  // bytes of this index's entries (kept in step with the table)
+    uint64_t used_ = 0;  // bytes of the index's entries (its `totals` row, as last read or written)
 };
 
 }  // namespace lr

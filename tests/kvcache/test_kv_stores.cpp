@@ -169,6 +169,56 @@ private slots:
         QCOMPARE((*store)->used_bytes(), uint64_t(0));
     }
 
+    // A ubatch's blocks go in one transaction: a refused write leaves none of them, and the
+    // slots it took are handed out again.
+    void prefixStoreWritesABatchWhollyOrNotAtAll() {
+        const std::string d = (dir_.path() + "/batch").toStdString();
+        auto io = std::make_shared<FaultyFileIo>(FaultyFileIo::Fault::write_error, 2);  // the third write fails
+        auto store = PrefixStore::open(d, 1 << 20, io);
+        QVERIFY(store.ok());
+        std::vector<std::vector<uint8_t>> bytes;
+        std::vector<PrefixBlockWrite> batch;
+        for (uint32_t i = 0; i < 4; ++i) bytes.push_back(pattern(1024, uint8_t(i)));
+        for (uint32_t i = 0; i < 4; ++i) batch.push_back({.chain = 77, .layer = i, .depth = 0, .bytes = bytes[i]});
+        QCOMPARE((*store)->write(batch).code(), StatusCode::io_error);
+        QCOMPARE((*store)->n_blocks(), uint64_t(0));
+        QCOMPARE((*store)->used_bytes(), uint64_t(0));
+        store = PrefixStore::open(d, 1 << 20);  // a disk that writes again
+        QVERIFY(store.ok());
+        QVERIFY((*store)->write(batch).ok());
+        QVERIFY((*store)->contains(77, 4));
+        QCOMPARE((*store)->used_bytes(), uint64_t(4096));
+        QCOMPARE(QFileInfo(QString::fromStdString(d + "/prefix-1024.bin")).size(), qint64(4096));  // slots 0-3 reused
+        std::vector<uint8_t> back(1024);
+        for (uint32_t i = 0; i < 4; ++i) {
+            QVERIFY((*store)->read(77, i, back.data(), 1024).ok());
+            QCOMPARE(back, bytes[i]);
+        }
+        QVERIFY((*store)->write(batch).ok());  // stored already: nothing changes
+        QCOMPARE((*store)->used_bytes(), uint64_t(4096));
+    }
+
+    // The byte total lives in the index, so a process sees what another one wrote and
+    // evicted, and a reopened index starts from it.
+    void prefixStoreTotalIsSharedBetweenProcesses() {
+        const std::string d = (dir_.path() + "/totals").toStdString();
+        auto a = PrefixStore::open(d, 8 * 1024), b = PrefixStore::open(d, 8 * 1024);
+        QVERIFY(a.ok() && b.ok());
+        for (uint64_t i = 0; i < 6; ++i) QVERIFY((*a)->write(100 + i, 0, 0, pattern(1024, uint8_t(i)).data(), 1024).ok());
+        QCOMPARE((*b)->used_bytes(), uint64_t(6 * 1024));
+        for (uint64_t i = 0; i < 6; ++i) QVERIFY((*b)->write(200 + i, 0, 0, pattern(1024, uint8_t(i)).data(), 1024).ok());
+        QCOMPARE((*a)->used_bytes(), uint64_t(8 * 1024));  // b evicted a's oldest to stay in budget
+        QCOMPARE((*a)->n_blocks(), uint64_t(8));
+        (*a)->evict_to(3 * 1024);
+        QCOMPARE((*b)->used_bytes(), uint64_t(3 * 1024));
+        QVERIFY((*b)->contains(205, 1));  // the newest stay
+        a->reset();
+        b->reset();
+        auto reopened = PrefixStore::open(d, 8 * 1024);
+        QVERIFY(reopened.ok());
+        QCOMPARE((*reopened)->used_bytes(), uint64_t(3 * 1024));
+    }
+
     void prefixStoreIsSharedSafely() {
         // Two stores on one directory (two processes) write interleaved blocks; each block
         // is readable intact from either, and no slot is handed out twice.
