@@ -23,6 +23,7 @@
 
 #include "app/core/document_loader.h"
 #include "app/core/engine_requests.h"
+#include "ui/about_text.h"
 #include "ui/cache_panel.h"
 #include "ui/cache_settings_panel.h"
 #include "ui/chat_view.h"
@@ -185,12 +186,7 @@ void MainWindow::buildMenus() {
 
     QMenu * help = menuBar()->addMenu(tr("&Help"));
     add(help, tr("&Keyboard shortcuts"), QKeySequence::HelpContents, QStringLiteral("keyboard"), [this] { showShortcuts(); });
-    add(help, tr("&About Longread"), QKeySequence(), QString(), [this] {
-        QMessageBox::about(this, tr("About Longread"),
-                           tr("<h3>Longread %1</h3><p>Chat with a local LLM about long documents and summarize them, on your own "
-                              "machine. Its own GGUF engine and a paged KV cache you can watch and tune.</p>")
-                               .arg(QApplication::applicationVersion()));
-    });
+    add(help, tr("&About Longread"), QKeySequence(), QString(), [this] { QMessageBox::about(this, tr("About Longread"), aboutText()); });
 }
 
 void MainWindow::showShortcuts() {

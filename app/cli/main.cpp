@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "resources/notices.h"
 
 namespace lr::cli {
 
@@ -40,6 +41,16 @@ void print_usage() {
     std::printf("usage: longread-cli <command> [options]   (longread-cli <command> --help for its options)\n\ncommands:\n");
     for (const Command & c : kCommands) std::printf("  %-12s %s\n", c.name, c.help);
     std::printf("\nWithout -m, commands use the bundled stories260K model.\n");
+    std::printf("longread-cli --version: the version; longread-cli --licenses: what it contains and under which licence.\n");
+}
+
+void print_licences() {
+    std::printf("Longread %s: %.*s licence.\n\nIt contains or links:\n", LONGREAD_VERSION, int(lr::kLongreadLicence.size()),
+                lr::kLongreadLicence.data());
+    for (const lr::Notice & n : lr::third_party_notices()) {
+        std::printf("  %.*s: %.*s (%.*s)\n", int(n.component.size()), n.component.data(), int(n.licence.size()), n.licence.data(),
+                    int(n.use.size()), n.use.data());
+    }
 }
 
 }  // namespace
@@ -48,6 +59,14 @@ int main(int argc, char ** argv) {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
         print_usage();
         return argc < 2 ? 1 : 0;
+    }
+    if (std::strcmp(argv[1], "--version") == 0) {
+        std::printf("longread-cli %s\n", LONGREAD_VERSION);
+        return 0;
+    }
+    if (std::strcmp(argv[1], "--licenses") == 0 || std::strcmp(argv[1], "--licences") == 0) {
+        print_licences();
+        return 0;
     }
     const std::vector<std::string> rest(argv + 2, argv + argc);
     for (const Command & c : kCommands) {

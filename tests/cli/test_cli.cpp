@@ -31,6 +31,17 @@ Run run_cli(const QStringList & args, const QByteArray & input = {}) {
 class TestCli : public QObject {
     Q_OBJECT
 private slots:
+    void versionAndLicences() {
+        const Run v = run_cli({"--version"});
+        QCOMPARE(v.exit_code, 0);
+        QVERIFY2(QRegularExpression("^longread-cli \\d+\\.\\d+\\.\\d+\n$").match(v.out).hasMatch(), qPrintable(v.out));
+        const Run l = run_cli({"--licenses"});
+        QCOMPARE(l.exit_code, 0);
+        for (const char * expected : {"MIT licence", "stories260K", "SQLite: public domain", "Qt 6: LGPL-3.0"}) {
+            QVERIFY2(l.out.contains(expected), l.out.constData());
+        }
+    }
+
     void generateJsonIsGreedyAndWellFormed() {
         const Run r = run_cli({"generate", "-p", "Once upon a time", "-n", "20", "--temp", "0", "--json"});
         QCOMPARE(r.exit_code, 0);
