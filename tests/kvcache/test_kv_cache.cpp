@@ -2,7 +2,8 @@
 // changes nothing until it is applied; pins are released on every path (applied, discarded,
 // failed, lost); several sequences share one cache, and a common prefix is shared
 // copy-on-write — each sequence gives exactly what a cache of its own gives; layer kinds
-// the cache does not hold yet are refused with a message that names them.
+// the cache does not hold yet are refused with a message that names them; sliding windows
+// stop growing, and the planner counts recurrent layers' states.
 #include <QtTest>
 
 #include <random>
@@ -242,11 +243,13 @@ private slots:
         KvModelShape shape = model_->kv_shape();
         shape.layers.assign(shape.n_layer, KvLayerSpec{});
         QVERIFY(KvCache::create(plain_config(), shape, backend_).ok());
-        shape.layers[1] = {.kind = KvLayerKind::recurrent, .state_bytes = 4096};
+        shape.layers[1] = {.kind = KvLayerKind::shared, .source = 0};
         auto refused = KvCache::create(plain_config(), shape, backend_);
         QCOMPARE(refused.status().code(), StatusCode::invalid_argument);
         QVERIFY(refused.status().message().find("layer 1") != std::string::npos);
-        QVERIFY(refused.status().message().find("recurrent") != std::string::npos);
+        QVERIFY(refused.status().message().find("shared") != std::string::npos);
+        shape.layers[1] = {.kind = KvLayerKind::recurrent, .state_bytes = 0};
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
         shape.layers[1] = {.kind = KvLayerKind::sliding_window, .window = 0};
         QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
         // Streaming renumbers positions, which sliding windows cannot follow.
@@ -363,6 +366,29 @@ private slots:
         QVERIFY(kind_row((*second)->stats(), KvLayerKind::sliding_window).tokens_kept <= 64u);
         QVERIFY(graph->forward(**second, 0, std::span(&next, 1), false, got).ok());
         QCOMPARE(got, want);
+    }
+
+    // ---- Recurrent layers -------------------------------------------------------------------
+
+    void thePlannerCountsTheStates() {
+        ModelMemoryShape shape{.n_layer = 8, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
+        shape.layers.assign(8, KvLayerSpec{});
+        for (uint32_t il = 0; il < 8; ++il) {
+            if ((il + 1) % 4 != 0) shape.layers[il] = {.kind = KvLayerKind::recurrent, .state_bytes = 19456};
+        }
+        KvSettings kv;
+        const KvTierCapacities big{.device_bytes = 1ull << 32, .host_bytes = 0, .disk_bytes = 0};
+        const MemoryPlan at4k = plan_memory(shape, 4096, 256, kv, big);
+        const MemoryPlan at32k = plan_memory(shape, 32768, 256, kv, big);
+        QCOMPARE(at4k.layer_kinds.size(), size_t(2));
+        QCOMPARE(at4k.layer_kinds[0].n_layers, 2u);
+        QCOMPARE(at4k.layer_kinds[1].kind, KvLayerKind::recurrent);
+        QCOMPARE(at4k.layer_kinds[1].n_layers, 6u);
+        QCOMPARE(at4k.layer_kinds[1].kv_bytes, uint64_t(6 * 19456));
+        QCOMPARE(at32k.layer_kinds[1].kv_bytes, at4k.layer_kinds[1].kv_bytes);      // one state, whatever the context
+        QCOMPARE(at32k.layer_kinds[0].kv_bytes, 8 * at4k.layer_kinds[0].kv_bytes);  // the attention layers grow
+        QCOMPARE(at4k.kv_bytes, at4k.layer_kinds[0].kv_bytes + at4k.layer_kinds[1].kv_bytes);
+        QCOMPARE(at4k.kv_bytes_per_token, kv_bytes_for_tokens(ModelMemoryShape{.n_layer = 2, .n_head_kv = 2, .head_dim = 64}, kv, 1));
     }
 
     void thePlannerBoundsTheWindows() {
