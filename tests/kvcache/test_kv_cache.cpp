@@ -3,7 +3,7 @@
 // failed, lost); several sequences share one cache, and a common prefix is shared
 // copy-on-write — each sequence gives exactly what a cache of its own gives; layer kinds
 // the cache does not hold yet are refused with a message that names them; sliding windows
-// stop growing, and the planner counts recurrent layers' states.
+// stop growing, and recurrent layers keep a state per sequence that truncation starts over.
 #include <QtTest>
 
 #include <random>
@@ -45,6 +45,13 @@ class TestKvCache : public QObject {
             }
         }
         return logits;
+    }
+
+    // tiny-qwen35: layers 0-2 Gated DeltaNet (a state each), layer 3 full attention.
+    std::shared_ptr<const Model> hybrid_model() {
+        auto m = Model::load(shared_path("models/tiny-2026/tiny-qwen35-f32.gguf").toStdString(), backend_);
+        if (!m.ok()) qFatal("%s", m.status().message().c_str());
+        return *m;
     }
 
 private slots:
@@ -369,6 +376,88 @@ private slots:
     }
 
     // ---- Recurrent layers -------------------------------------------------------------------
+
+    void recurrentStatesAreHeldPerSequence() {
+        const std::shared_ptr<const Model> model = hybrid_model();
+        const KvModelShape shape = model->kv_shape();
+        QCOMPARE(shape.kind(0), KvLayerKind::recurrent);
+        QCOMPARE(shape.kind(3), KvLayerKind::full);
+        // The convolution's 3 earlier inputs of 256 channels and four 32 x 32 matrices, in f32.
+        const uint64_t state_bytes = 4 * (3 * 256 + 4 * 32 * 32);
+        QCOMPARE(shape.layers[0].state_bytes, state_bytes);
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(plain_config(), shape, backend_);
+        QVERIFY(kv.ok());
+        // Two sequences interleaved ubatch by ubatch give what caches of their own give.
+        const std::vector<int32_t> a(prompt_.begin(), prompt_.begin() + 100), b(prompt_.begin() + 50, prompt_.begin() + 150);
+        std::vector<float> got_a, got_b;
+        for (size_t at = 0; at < 100; at += 16) {
+            const size_t n = std::min<size_t>(16, 100 - at);
+            QVERIFY(graph->forward(**kv, 0, std::span(a).subspan(at, n), false, got_a).ok());
+            QVERIFY(graph->forward(**kv, 1, std::span(b).subspan(at, n), false, got_b).ok());
+        }
+        auto alone_a = KvCache::create(plain_config(), shape, backend_);
+        auto alone_b = KvCache::create(plain_config(), shape, backend_);
+        QCOMPARE(got_a, run(**alone_a, *graph, 0, a));
+        QCOMPARE(got_b, run(**alone_b, *graph, 0, b));
+        // The states are the recurrent row: fixed, whatever the length; no positions kept.
+        const KvStats s = (*kv)->stats();
+        const KvLayerKindStats & recurrent = kind_row(s, KvLayerKind::recurrent);
+        QCOMPARE(recurrent.n_layers, 3u);
+        QCOMPARE(recurrent.bytes, 2 * 3 * state_bytes);
+        QCOMPARE(recurrent.tokens_kept, 0u);
+        QCOMPARE(kind_row(s, KvLayerKind::full).n_layers, 1u);
+        QCOMPARE(kind_row(s, KvLayerKind::full).tokens_kept, 100u);
+        run(**kv, *graph, 0, std::span(prompt_).subspan(100, 50));
+        QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, 2 * 3 * state_bytes);
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+    }
+
+    void truncatingARecurrentSequenceStartsOver() {
+        const std::shared_ptr<const Model> model = hybrid_model();
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        run(**kv, *graph, 0, std::span(prompt_).first(120));
+        QCOMPARE((*kv)->truncate(0, 120), 120u);  // nothing to cut
+        QCOMPARE((*kv)->truncate(0, 119), 0u);    // a state cannot go back: start over
+        QCOMPARE((*kv)->n_tokens(0), 0u);
+        QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, uint64_t(0));
+        // Starting over begins from zero states: what a fresh cache gives.
+        auto fresh = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        const std::vector<float> want = run(**fresh, *graph, 0, std::span(prompt_).first(70));
+        QVERIFY(!want.empty());
+        QCOMPARE(run(**kv, *graph, 0, std::span(prompt_).first(70)), want);
+    }
+
+    void aSessionRecomputesAfterAnEdit() {
+        // Session::sync to an edited prompt: the cache starts over, the session follows, and
+        // the logits are a fresh session's.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        SessionConfig config{.n_ctx = 512, .chunk_tokens = 32};
+        config.kv.prefix_cache = false;
+        auto session = Session::create(model, config);
+        QVERIFY(session.ok());
+        QVERIFY((*session)->sync(std::span(prompt_).first(90)).ok());
+        std::vector<int32_t> edited(prompt_.begin(), prompt_.begin() + 60);
+        edited.insert(edited.end(), prompt_.begin() + 120, prompt_.begin() + 150);
+        QVERIFY((*session)->sync(edited).ok());
+        auto fresh = Session::create(model, config);
+        QVERIFY((*fresh)->sync(edited).ok());
+        auto logits = [](const Session & x) { return std::vector<float>(x.logits().begin(), x.logits().end()); };
+        QVERIFY(!logits(**session).empty());
+        QCOMPARE(logits(**session), logits(**fresh));
+    }
+
+    void aLiveRecurrentPrefixIsNotShared() {
+        // Sharing a prefix's blocks would need the states at its end (snapshots): not yet.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        KvCacheConfig c = plain_config();
+        c.settings.block_tokens = 16;
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(c, model->kv_shape(), backend_);
+        run(**kv, *graph, 0, std::span(prompt_).first(64));
+        QCOMPARE((*kv)->restore_prefix(1, std::span(prompt_).first(64), 1), 0u);
+    }
 
     void thePlannerCountsTheStates() {
         ModelMemoryShape shape{.n_layer = 8, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
