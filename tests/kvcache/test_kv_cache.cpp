@@ -448,6 +448,53 @@ private slots:
         QCOMPARE(logits(**session), logits(**fresh));
     }
 
+    void aFailedUbatchStartsARecurrentSequenceOver() {
+        // A device tier of two blocks and nothing behind it: the third ubatch's block cannot
+        // be placed after layers 0-2 advanced their states. The sequence is lost from 0
+        // and starts over from zero states.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        KvCacheConfig c = plain_config();
+        c.settings.block_tokens = 16;
+        const KvBlockLayout layout{{16, model->hparams().n_head_kv, model->hparams().head_dim}, KvCodec::f16, KvCodec::f16};
+        c.capacities = {.device_bytes = 2 * layout.block_bytes(), .host_bytes = 0, .disk_bytes = 0};
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(c, model->kv_shape(), backend_);
+        QVERIFY(kv.ok());
+        std::vector<float> logits;
+        QVERIFY(graph->forward(**kv, 0, std::span(prompt_).first(16), false, logits).ok());
+        QVERIFY(graph->forward(**kv, 0, std::span(prompt_).subspan(16, 16), false, logits).ok());
+        QVERIFY(!graph->forward(**kv, 0, std::span(prompt_).subspan(32, 16), false, logits).ok());
+        QCOMPARE((*kv)->n_tokens(0), 0u);
+        QCOMPARE((*kv)->take_lost_position(0), std::optional<uint32_t>(0));
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+        auto fresh = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        const std::vector<float> want = run(**fresh, *graph, 0, std::span(prompt_).first(32));
+        QVERIFY(!want.empty());
+        QCOMPARE(run(**kv, *graph, 0, std::span(prompt_).first(32)), want);
+    }
+
+    void aSessionFollowsALostRecurrentSequence() {
+        // The cache lost the sequence (a plan discarded after a state was handed out, as a
+        // failed forward does): the next sync recomputes everything.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        SessionConfig config{.n_ctx = 512, .chunk_tokens = 32};
+        config.kv.prefix_cache = false;
+        auto session = Session::create(model, config);
+        QVERIFY((*session)->sync(std::span(prompt_).first(40)).ok());
+        KvCache & kv = (*session)->kv_cache();
+        auto plan = kv.plan(0, {.tokens = std::span(prompt_).subspan(40, 8), .max_tokens = 8});
+        QVERIFY(plan.ok());
+        QVERIFY(kv.recurrent_state(*plan, 0).ok());
+        kv.discard(*plan);
+        QCOMPARE(kv.n_tokens(0), 0u);
+        QVERIFY((*session)->sync(std::span(prompt_).first(60)).ok());
+        QCOMPARE((*session)->tokens().size(), size_t(60));
+        auto fresh = Session::create(model, config);
+        QVERIFY((*fresh)->sync(std::span(prompt_).first(60)).ok());
+        auto logits = [](const Session & x) { return std::vector<float>(x.logits().begin(), x.logits().end()); };
+        QCOMPARE(logits(**session), logits(**fresh));
+    }
+
     void aLiveRecurrentPrefixIsNotShared() {
         // Sharing a prefix's blocks would need the states at its end (snapshots): not yet.
         const std::shared_ptr<const Model> model = hybrid_model();
