@@ -16,7 +16,7 @@ Status data_loss(const std::string & what) { return error(StatusCode::corrupt_da
 Status check_policy(KvPolicy policy, const KvModelShape & shape, const RopeShiftParams & rope) {
     if (policy != KvPolicy::streaming) return {};
     if (rope.n_rot == 0) return error(StatusCode::invalid_argument, "the streaming policy needs the model's rope parameters");
-    if (shape.has_sliding_layers()) {
+    if (shape.has(KvLayerKind::sliding_window)) {
         return error(StatusCode::invalid_argument,
                      "the streaming policy renumbers positions, which this model's sliding-window layers cannot follow: "
                      "choose h2o, snapkv or quest");
@@ -38,7 +38,10 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
         if (shape.kind(il) == KvLayerKind::sliding_window && shape.layers[il].window == 0) {
             return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " is a sliding window of 0 positions");
         }
-        if (!shape.full(il) && shape.kind(il) != KvLayerKind::sliding_window) {
+        if (shape.kind(il) == KvLayerKind::recurrent && shape.layers[il].state_bytes == 0) {
+            return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " is a recurrent layer with an empty state");
+        }
+        if (!shape.full(il) && shape.kind(il) != KvLayerKind::sliding_window && shape.kind(il) != KvLayerKind::recurrent) {
             return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " keeps a " +
                                                            std::string(kv_layer_kind_name(shape.kind(il))) +
                                                            " memory, which this cache does not hold yet");
@@ -65,7 +68,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig & config, c
 }
 
 KvCache::KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend)
-    : state_(config, shape, backend), placement_(state_), prefix_(state_, placement_), editor_(state_, placement_),
+    : state_(config, shape, backend), placement_(state_), prefix_(state_, placement_), editor_(state_, placement_), states_(shape, backend),
       renumbers_by_default_(SelectionPolicy::create(config.settings, state_.block_shape, config.max_tokens)->renumbers()) {}
 
 KvCache::~KvCache() = default;
@@ -126,6 +129,8 @@ uint32_t KvCache::room(SeqId seq) const {
 }
 
 uint32_t KvCache::restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
+    // A restored prefix would need the recurrent states at its end (snapshots: not yet).
+    if (states_.any()) return 0;
     sequence(seq);
     const uint32_t restored = prefix_.restore(seq, upcoming, keep_last);
     editor_.slide(seq);
@@ -172,9 +177,26 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
     return p;
 }
 
-Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float * q) {
+Status KvCache::begin_layer(UbatchPlan & p, uint32_t il) {
     LR_ASSERT(il == p.n_viewed_ && il < state_.shape.n_layer);
     p.pins_.release();  // the previous layer's view is done (its ops are queued before anything moves)
+    // Every layer's attention mass goes to one buffer, cleared once and copied to the host once.
+    if (il == 0 && p.policy_.collect_mass) LR_RETURN_IF_ERROR(clear_mass(p));
+    return {};
+}
+
+Result<void *> KvCache::recurrent_state(UbatchPlan & p, uint32_t il) {
+    LR_ASSERT(state_.shape.kind(il) == KvLayerKind::recurrent);
+    LR_RETURN_IF_ERROR(begin_layer(p, il));
+    LR_ASSIGN_OR_RETURN(void * state, states_.layer(p.seq_, il));
+    p.states_advanced_ = true;
+    ++p.n_viewed_;
+    return state;
+}
+
+Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float * q) {
+    LR_ASSERT(state_.shape.kind(il) != KvLayerKind::recurrent);
+    LR_RETURN_IF_ERROR(begin_layer(p, il));
     const SeqId seq = p.seq_;
     KvSequence & s = state_.seqs.at(seq);
     const uint32_t bt = state_.block_shape.block_tokens, n_kv = state_.block_shape.n_head_kv;
@@ -200,8 +222,6 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     if (p.renumber_) {
         if (Status st = editor_.renumber(seq, il); !st.ok()) return lost(st, layer.ids);
     }
-    // Every layer's attention mass goes to one buffer, cleared once and copied to the host once.
-    if (il == 0 && p.policy_.collect_mass) LR_RETURN_IF_ERROR(clear_mass(p));
     // What attention reads: every block, or the pages each head's query needs (policies
     // apply to full-attention layers; a sliding layer reads its whole window).
     const bool full = state_.shape.full(il);
@@ -366,6 +386,11 @@ void KvCache::discard(UbatchPlan & p) {
     p.pins_.release();
     auto it = state_.seqs.find(p.seq_);
     if (it == state_.seqs.end() || p.positions_.empty()) return;
+    if (p.states_advanced_) {
+        lose_sequence_from(p.seq_, 0, error(StatusCode::corrupt_data, "a failed ubatch left recurrent states half-advanced"));
+        states_.reset(p.seq_);
+        return;
+    }
     const int32_t from = p.positions_.front();
     if (!editor_.drop_positions_from(p.seq_, from)) {
         lose_sequence_from(p.seq_, uint32_t(from), error(StatusCode::corrupt_data, "a KV block could not be read back"));
@@ -385,6 +410,7 @@ uint32_t KvCache::truncate(SeqId seq, uint32_t n_keep) {
     const bool renumbered = s.next_pos != int32_t(s.n_tokens());
     const uint32_t cut = renumbered ? 0 : editor_.resumable(s, n_keep);
     const bool ok = editor_.drop_positions_from(seq, int32_t(cut));
+    states_.reset(seq);  // a recurrent model's cut is always 0
     const uint32_t bt = state_.block_shape.block_tokens;
     s.next_pos = int32_t(cut);
     s.tokens.resize(cut);
@@ -398,6 +424,7 @@ uint32_t KvCache::truncate(SeqId seq, uint32_t n_keep) {
             for (BlockId id : layer.ids) placement_.free_block(id);
         }
         state_.seqs.erase(it);
+        states_.drop(seq);
     }
     publish_stats();
     return cut;
@@ -408,7 +435,10 @@ std::optional<uint32_t> KvCache::take_lost_position(SeqId seq) {
     if (it == state_.seqs.end()) return std::nullopt;
     std::optional<uint32_t> p = it->second.lost_from;
     it->second.lost_from.reset();
-    if (it->second.n_tokens() == 0) state_.seqs.erase(it);
+    if (it->second.n_tokens() == 0) {
+        state_.seqs.erase(it);
+        states_.drop(seq);
+    }
     return p;
 }
 
@@ -430,6 +460,7 @@ void KvCache::lose_sequence_from(SeqId seq, uint32_t position, const Status & wh
         if (layer.size() == 0) layer.clear();
         layer.slots_used = std::min<uint32_t>(layer.slots_used, uint32_t(layer.size()) * bt);
     }
+    if (cut < s.n_tokens()) states_.reset(seq);  // a recurrent model's cut is always 0
     s.tokens.resize(std::min(s.n_tokens(), cut));
     s.next_pos = int32_t(s.n_tokens());
     s.chains.resize(std::min<size_t>(s.chains.size(), s.n_tokens() / bt));
@@ -529,6 +560,7 @@ std::vector<KvLayerKindStats> KvCache::layer_kind_stats() const {
             KvLayerKindStats & r = row(state_.shape.kind(il));
             // A shared block counts once, in shares.
             for (BlockId b : seq.layers[il].ids) r.bytes += state_.pool.meta(b).n_bytes / state_.pool.meta(b).ref_count;
+            r.bytes += states_.layer_bytes(id, il);
             r.tokens_kept += state_.shape.full(il) ? kept : seq.layers[il].slots_used;
         }
     }

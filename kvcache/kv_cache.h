@@ -15,6 +15,8 @@
 //                            the device tier (all, or the pages the query q needs), the
 //                            slots for the new tokens, the next layer's blocks prefetched.
 //                            Placement only, undone by discard.
+//   recurrent_state(plan, il)  instead, for a recurrent layer: its state, which the graph
+//                            advances in place (recurrent_state.h).
 //   apply(plan)              the tokens become part of the sequence: attention mass is
 //                            folded in (one copy from the device per ubatch), the policy
 //                            evicts, blocks are compacted and re-encoded, full prefix
@@ -38,6 +40,7 @@
 #include "kvcache/kv_layer_edits.h"
 #include "kvcache/kv_placement.h"
 #include "kvcache/kv_prefix.h"
+#include "kvcache/recurrent_state.h"
 #include "kvcache/ubatch_plan.h"
 
 namespace lr {
@@ -66,8 +69,8 @@ public:
     // the tokens taken, which are part of the sequence now.
     uint32_t restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last = 1);
     // Keeps the positions below n_keep (edit, regenerate); 0 drops the sequence. Returns
-    // the tokens kept: fewer when streaming renumbered or a sliding window moved past the
-    // cut (then 0; the prefix cache may restore them).
+    // the tokens kept: fewer when streaming renumbered, a sliding window moved past the
+    // cut, or the model has recurrent layers (then 0; the prefix cache may restore them).
     uint32_t truncate(SeqId seq, uint32_t n_keep);
     // After a data loss: the position `seq` was cut back to (once), for recomputation.
     std::optional<uint32_t> take_lost_position(SeqId seq);
@@ -78,6 +81,11 @@ public:
     // q: [n_head][head_dim] of the ubatch's last token, in backend memory (read only when
     // the plan's views depend on the query). Views are asked in layer order.
     Result<PagedKvView> layer_view(UbatchPlan & plan, uint32_t il, const float * q);
+    // Recurrent layer il's state of the plan's sequence, in backend memory (state_bytes of
+    // it); the graph advances it over the ubatch's tokens. A plan discarded after this
+    // starts its sequence over (a half-advanced state cannot be undone): take_lost_position
+    // then says 0.
+    Result<void *> recurrent_state(UbatchPlan & plan, uint32_t il);
     void apply(UbatchPlan & plan);
     void discard(UbatchPlan & plan);
 
@@ -96,6 +104,8 @@ public:
 private:
     KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend);
     KvSequence & sequence(SeqId seq);
+    // What every layer's view or state does first (layers are asked in order).
+    Status begin_layer(UbatchPlan & plan, uint32_t il);
     Status clear_mass(UbatchPlan & plan);
     void fold_mass(UbatchPlan & plan);
     void select_prompt(SeqId seq);
@@ -107,6 +117,7 @@ private:
     KvPlacement placement_;
     KvPrefixCache prefix_;
     KvLayerEditor editor_;
+    RecurrentStates states_;
     bool renumbers_by_default_;  // the cache's policy runs past the context (streaming)
     DeviceBuffer mass_;          // attention mass of one ubatch, every layer's view
     std::vector<float> zeros_;   // host zeros to clear it

@@ -18,7 +18,8 @@
 namespace lr {
 
 // The KV shape of a model: heads and head size of its attention layers, and each layer's
-// kind (empty: every layer full attention). The cache holds full and sliding-window layers.
+// kind (empty: every layer full attention). The cache holds full, sliding-window and
+// recurrent layers.
 struct KvModelShape {
     uint32_t n_layer = 0;
     uint32_t n_head_kv = 0;
@@ -31,9 +32,9 @@ struct KvModelShape {
     bool full(uint32_t il) const { return kind(il) == KvLayerKind::full; }
     // The positions a sliding layer keeps (0 for the other kinds).
     uint32_t window(uint32_t il) const { return kind(il) == KvLayerKind::sliding_window ? layers[il].window : 0; }
-    bool has_sliding_layers() const {
+    bool has(KvLayerKind k) const {
         for (const KvLayerSpec & l : layers) {
-            if (l.kind == KvLayerKind::sliding_window) return true;
+            if (l.kind == k) return true;
         }
         return false;
     }

@@ -33,7 +33,9 @@ void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
         s.chains.push_back(PrefixStore::chain_next(previous, std::span(s.tokens).subspan(size_t(b) * bt, bt)));
     }
     PrefixStore * prefix = placement_.prefix();
-    const bool persist = prefix && writes_ok_;
+    // A recurrent model's blocks restore nothing without the states at their end (snapshots,
+    // not yet): they are not written.
+    const bool persist = prefix && writes_ok_ && !state_.shape.has(KvLayerKind::recurrent);
     if (persist) {
         const uint64_t spill = placement_.disk() ? placement_.disk()->used_bytes() : 0;
         const uint64_t budget = state_.config.capacities.disk_bytes;

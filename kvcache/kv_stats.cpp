@@ -101,8 +101,13 @@ std::string to_text(const KvStats & s) {
                   (unsigned long long)s.tokens_seen, (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens);
     out += buf;
     for (const KvLayerKindStats & k : s.layer_kinds) {
-        std::snprintf(buf, sizeof buf, "  %s layers: %u, %.2f MiB, %llu positions kept per layer\n", kv_layer_kind_name(k.kind).data(),
-                      k.n_layers, double(k.bytes) / (1 << 20), (unsigned long long)k.tokens_kept);
+        if (k.kind == KvLayerKind::recurrent) {
+            std::snprintf(buf, sizeof buf, "  %s layers: %u, %.2f MiB, a fixed-size state per layer and sequence\n",
+                          kv_layer_kind_name(k.kind).data(), k.n_layers, double(k.bytes) / (1 << 20));
+        } else {
+            std::snprintf(buf, sizeof buf, "  %s layers: %u, %.2f MiB, %llu positions kept per layer\n", kv_layer_kind_name(k.kind).data(),
+                          k.n_layers, double(k.bytes) / (1 << 20), (unsigned long long)k.tokens_kept);
+        }
         out += buf;
     }
     std::snprintf(buf, sizeof buf, "  block metadata in RAM: %.2f MiB (positions, attention mass, key bounds)\n",

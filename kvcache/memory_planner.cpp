@@ -122,17 +122,35 @@ SlidingPart sliding_part(const ModelMemoryShape & model, uint32_t n_ctx, uint32_
     return part;
 }
 
+// The recurrent layers: one sequence's fixed-size states, on the device tier.
+struct RecurrentPart {
+    uint32_t n_layers = 0;
+    uint64_t bytes = 0;
+};
+
+RecurrentPart recurrent_part(const ModelMemoryShape & model) {
+    RecurrentPart part;
+    for (const KvLayerSpec & l : model.layers) {
+        if (l.kind != KvLayerKind::recurrent) continue;
+        ++part.n_layers;
+        part.bytes += l.state_bytes;
+    }
+    return part;
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
                        const KvTierCapacities & tier_capacities) {
-    // The full-attention layers are planned over the tiers; the sliding ones take their
-    // bounded share of the device tier first.
+    // The full-attention layers are planned over the tiers; the sliding ones and the
+    // recurrent states take their bounded share of the device tier first.
     const SlidingPart sliding = sliding_part(shape, n_ctx, chunk_tokens, settings);
+    const RecurrentPart recurrent = recurrent_part(shape);
+    const uint64_t fixed_bytes = sliding.bytes + recurrent.bytes;
     ModelMemoryShape model = shape;
-    model.n_layer -= sliding.n_layers;
+    model.n_layer -= sliding.n_layers + recurrent.n_layers;
     KvTierCapacities capacities = tier_capacities;
-    capacities.device_bytes -= std::min(capacities.device_bytes, sliding.bytes);
+    capacities.device_bytes -= std::min(capacities.device_bytes, fixed_bytes);
     MemoryPlan plan;
     plan.weight_bytes = model.weight_bytes;
     plan.expert_weight_bytes = model.expert_weight_bytes;
@@ -145,18 +163,21 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     const uint32_t kept = peak_tokens(n_ctx);
     const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
-    plan.kv_bytes = spread.device + spread.host + spread.disk + sliding.bytes;
+    plan.kv_bytes = spread.device + spread.host + spread.disk + fixed_bytes;
     if (model.n_layer > 0)
-        plan.layer_kinds.push_back({.kind = KvLayerKind::full, .n_layers = model.n_layer, .kv_bytes = plan.kv_bytes - sliding.bytes});
+        plan.layer_kinds.push_back({.kind = KvLayerKind::full, .n_layers = model.n_layer, .kv_bytes = plan.kv_bytes - fixed_bytes});
     if (sliding.n_layers > 0) {
         plan.layer_kinds.push_back({.kind = KvLayerKind::sliding_window, .n_layers = sliding.n_layers, .kv_bytes = sliding.bytes});
+    }
+    if (recurrent.n_layers > 0) {
+        plan.layer_kinds.push_back({.kind = KvLayerKind::recurrent, .n_layers = recurrent.n_layers, .kv_bytes = recurrent.bytes});
     }
     plan.mirror_bytes = uint64_t((kept + settings.block_tokens - 1) / settings.block_tokens) * model.n_layer *
                             mirror_bytes_per_block(model, settings) +
                         sliding.mirror_bytes;
 
     const uint64_t total_capacity = tier_capacities.device_bytes + tier_capacities.host_bytes + tier_capacities.disk_bytes;
-    plan.kv_device_bytes = spread.device + sliding.bytes;
+    plan.kv_device_bytes = spread.device + fixed_bytes;
     plan.kv_host_bytes = spread.host;
     plan.kv_disk_bytes = std::min(spread.disk, capacities.disk_bytes);
 

@@ -55,6 +55,7 @@ private:
     std::vector<KvBlockRef> view_blocks_;
     std::vector<uint32_t> write_slots_;
     std::vector<uint32_t> read_pages_;
+    bool states_advanced_ = false;  // a recurrent layer's state was handed to the graph
 };
 
 }  // namespace lr

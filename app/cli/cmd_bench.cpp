@@ -66,6 +66,9 @@ std::vector<MemoryRegion> decode_weights(const ModelWeights & w, uint32_t n_expe
     for (const LayerWeights & L : w.layers) {
         for (const WeightView * v : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) add(*v);
         for (const auto * b : {&L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.bo, &L.attn_sinks}) add_optional(*b);
+        if (L.delta_net) {
+            for (const WeightView * v : L.delta_net->all()) add(*v);
+        }
         if (!L.moe) continue;
         const MoeWeights & m = *L.moe;
         add(m.router);

@@ -122,6 +122,15 @@ int run_info(const Argv & argv) {
         std::printf("sliding window %u tokens on %td of %u layers (rope base %g)\n", hp.n_swa, n_sliding, hp.n_layer,
                     double(hp.rope_freq_base_swa));
     }
+    if (hp.full_attention_interval > 0) {
+        uint32_t n_recurrent = 0;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) n_recurrent += hp.is_recurrent(il);
+        std::printf(
+            "recurrent:     %u of %u layers Gated DeltaNet (%u q/k and %u v heads of %u, convolution %u), a %s state "
+            "per layer and sequence\n",
+            n_recurrent, hp.n_layer, hp.ssm_group_count, hp.ssm_time_step_rank, hp.ssm_state_size, hp.ssm_conv_kernel,
+            format_bytes(hp.recurrent_state_bytes()).c_str());
+    }
     std::printf("output:        %s\n", model.weights().tied_output ? "tied to the token embedding" : "own matrix");
     std::map<std::string, int> types;
     for (const gguf::TensorInfo & t : file.tensors()) ++types[std::string(dtype_name(t.type))];

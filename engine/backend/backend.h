@@ -132,6 +132,28 @@ struct ExpertRoutes {
     const float * weights_host = nullptr;  // [n_tokens][n_used]
 };
 
+// The gated delta rule of Gated DeltaNet layers (qwen35), llama.cpp's build_delta_net. Per v
+// head h, reading q/k head h % n_k_heads (tiled, not grouped), with S_h the head's
+// [head_k_dim][head_v_dim] state, token by token:
+//   S_h *= exp(g[t][h]);  d = (v[t][h] - S_h^T k[t]) * beta[t][h];  S_h += k[t] d^T;
+//   out[t][h] = S_h^T q[t] / sqrt(head_k_dim)
+// chunk_tokens 0 computes exactly that (llama.cpp's recurrent form: decode, and its fused
+// CPU op); chunk_tokens C > 0 computes llama.cpp's chunked form (prefill, C = 64): per chunk
+// of C tokens the decays as cumulative sums of g, the intra-chunk interactions through
+// (I + strictly lower beta k k^T decay)^-1 by forward substitution, and one state update per
+// chunk. Both give the same numbers up to float rounding (tests/backend/test_delta_rule).
+struct DeltaRuleParams {
+    int32_t n_k_heads = 0;
+    int32_t n_v_heads = 0;  // a multiple of n_k_heads
+    int32_t head_k_dim = 0;
+    int32_t head_v_dim = 0;
+    int32_t chunk_tokens = 0;  // 0: recurrent; else the chunked form with chunks of this many tokens
+};
+
+// Ops that only some architectures need; a backend that lacks some refuses such a model
+// when it loads (missing_ops).
+enum class BackendOpSet { gated_delta_net };
+
 enum class BackendKind { cpu, cuda };
 
 // Free and total bytes of the memory alloc() hands out; zeros for backends that allocate
@@ -203,6 +225,31 @@ public:
     // with e = ids[t][j], summed in that order (llama.cpp's). Reads only the selected
     // experts' rows, each selected expert once per call.  x, out: [n_tokens][n_embd] (distinct)
     virtual void moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) = 0;
+    // x[i] *= sigmoid(gate[i]), sigmoid(g) = 1 / (1 + expf(-g)) (ggml_sigmoid, then ggml_mul):
+    // gated attention's output gate.
+    virtual void sigmoid_mul(float * x, const float * gate, int64_t n) = 0;
+    // dst[r * dst_stride + c] = src[r * src_stride + c], c < n_cols (strides in floats):
+    // the heads of interleaved projections, the sections of a row.
+    virtual void copy_rows(const float * src, int64_t src_stride, int64_t n_rows, int64_t n_cols, float * dst, int64_t dst_stride) = 0;
+    // out[r][c] = x[r][c] / max(|x[r]|, eps), the sum of squares in double (ggml_l2_norm).
+    // out may be x.                                                  x, out: [n_rows][n_cols]
+    virtual void l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) = 0;
+    // Causal depthwise convolution, then SiLU (ggml_ssm_conv, ggml_silu): channel c's window is
+    // its K - 1 earlier inputs (state[c], oldest first) followed by x[0..n)[c], and
+    //   out[t][c] = silu(sum_i window[c][t + i] * kernel[c][i])   (summed from i = 0, in float)
+    // with silu as swiglu's; state[c] becomes the channel's last K - 1 inputs.
+    //          x, out: [n_tokens][n_channels]; kernel: [n_channels][K] F32; state: [n_channels][K - 1]
+    virtual void causal_conv_silu(const float * x, int64_t n_tokens, const WeightView & kernel, float * state, float * out) = 0;
+    // The gated delta rule over a ubatch (DeltaRuleParams). g_host, beta_host: [n_tokens][n_v_heads]
+    // (host); q, k: [n_tokens][n_k_heads][head_k_dim]; v, out: [n_tokens][n_v_heads][head_v_dim];
+    // state: [n_v_heads][head_v_dim][head_k_dim] (S_h transposed, llama.cpp's layout), updated.
+    virtual void gated_delta_rule(const float * q, const float * k, const float * v, const float * g_host, const float * beta_host,
+                                  int64_t n_tokens, const DeltaRuleParams & p, float * state, float * out) = 0;
+    // The ops of `set` this backend does not have, named ("" when it has them all).
+    virtual std::string missing_ops(BackendOpSet set) const {
+        (void)set;
+        return {};
+    }
     // Rotates each head of each token by its position.           x: [n_tokens][n_heads][head_dim]
     virtual void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) = 0;
 

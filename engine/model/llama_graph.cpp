@@ -20,6 +20,9 @@ uint64_t fixed_weight_bytes(const ModelWeights & w) {
         for (const auto * v : {&L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.bo, &L.attn_post_norm, &L.attn_sinks, &L.ffn_post_norm}) {
             n += view_bytes(*v);
         }
+        if (L.delta_net) {
+            for (const WeightView * v : L.delta_net->all()) n += view_bytes(*v);
+        }
         if (L.moe) {
             const MoeWeights & m = *L.moe;
             n += view_bytes(m.router);
@@ -61,6 +64,14 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
     LR_ASSIGN_OR_RETURN(g.gate_, b.alloc(n * dense_ffn_width(hp) * f));
     LR_ASSIGN_OR_RETURN(g.up_, b.alloc(n * dense_ffn_width(hp) * f));
     LR_ASSIGN_OR_RETURN(g.logits_, b.alloc(n * hp.n_vocab * f));
+    if (model_features(hp).attn_output_gate) {
+        LR_ASSIGN_OR_RETURN(g.q_gate_, b.alloc(n * 2 * hp.n_embd_q() * f));
+        LR_ASSIGN_OR_RETURN(g.attn_gate_, b.alloc(n * hp.n_embd_q() * f));
+    }
+    if (hp.full_attention_interval > 0) {
+        LR_ASSIGN_OR_RETURN(DeltaNetBlock delta_net, DeltaNetBlock::create(model, max_tokens));
+        g.delta_net_.emplace(std::move(delta_net));
+    }
     if (hp.is_moe()) {
         LR_ASSIGN_OR_RETURN(g.router_logits_, b.alloc(n * hp.n_expert * f));
         LR_ASSIGN_OR_RETURN(g.moe_out_, b.alloc(n * hp.n_embd * f));
@@ -94,7 +105,9 @@ uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
         floats += uint64_t(hp.n_expert) + hp.n_embd + 1;
         floats += uint64_t(hp.n_expert_used) * (2 * uint64_t(hp.n_ff_exp) + hp.n_embd + hp.n_embd + hp.n_ff_exp);
     }
-    return sizeof(float) * floats;
+    if (model_features(hp).attn_output_gate) floats += 3 * uint64_t(hp.n_embd_q());  // q with the gate, the gate
+    const uint64_t recurrent = hp.full_attention_interval > 0 ? DeltaNetBlock::scratch_bytes_per_token(hp) : 0;
+    return sizeof(float) * floats + recurrent;
 }
 
 // x += attention(norm(x)) of layer il.
@@ -112,7 +125,15 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
     float * attn = attn_.as<float>();  // [n][n_head][head_dim]
 
     b.rms_norm(x, L.attn_norm, hp.rms_eps, n, xn);
-    b.matmul(L.wq, xn, n, q);
+    if (f.attn_output_gate) {
+        // attn_q gives [q_h | gate_h] per head.
+        float * q_gate = q_gate_.as<float>();  // [n][n_head][2][head_dim]
+        b.matmul(L.wq, xn, n, q_gate);
+        b.copy_rows(q_gate, 2 * hp.head_dim, n * hp.n_head, hp.head_dim, q, hp.head_dim);
+        b.copy_rows(q_gate + hp.head_dim, 2 * hp.head_dim, n * hp.n_head, hp.head_dim, attn_gate_.as<float>(), hp.head_dim);
+    } else {
+        b.matmul(L.wq, xn, n, q);
+    }
     b.matmul(L.wk, xn, n, k);
     b.matmul(L.wv, xn, n, v);
     if (L.bq) b.add_bias(q, *L.bq, n);
@@ -137,9 +158,23 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
         .sinks = L.attn_sinks ? static_cast<const float *>(L.attn_sinks->data) : nullptr,
     };
     b.attention(q, n, pos, view, params, attn);
+    if (f.attn_output_gate) b.sigmoid_mul(attn, attn_gate_.as<float>(), n * hp.n_embd_q());
     b.matmul(L.wo, attn, n, xn);
     if (L.bo) b.add_bias(xn, *L.bo, n);
     if (L.attn_post_norm) b.rms_norm(xn, *L.attn_post_norm, hp.rms_eps, n, xn);
+    b.add(x, xn, n * hp.n_embd);
+    return {};
+}
+
+// x += delta_net(norm(x)) of recurrent layer il, advancing the state the cache holds for it.
+Status LlamaGraph::recurrent_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il) {
+    const ModelHParams & hp = model_->hparams();
+    Backend & b = model_->backend();
+    float * x = x_.as<float>();    // [n][n_embd]
+    float * xn = xn_.as<float>();  // [n][n_embd]
+    b.rms_norm(x, model_->weights().layers[il].attn_norm, hp.rms_eps, n, xn);
+    LR_ASSIGN_OR_RETURN(void * state, kv.recurrent_state(plan, il));
+    delta_net_->run(il, xn, n, state, xn);
     b.add(x, xn, n * hp.n_embd);
     return {};
 }
@@ -244,7 +279,11 @@ Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
         for (int64_t t = 0; t < n; ++t) q_temp_[size_t(t)] = attention_temperature(features_, plan.positions()[size_t(t)]);
     }
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        LR_RETURN_IF_ERROR(attention_block(kv, plan, n, il));
+        if (model_->weights().layers[il].delta_net) {
+            LR_RETURN_IF_ERROR(recurrent_block(kv, plan, n, il));
+        } else {
+            LR_RETURN_IF_ERROR(attention_block(kv, plan, n, il));
+        }
         ffn_block(n, il);
     }
     return {};

@@ -1,15 +1,18 @@
 #pragma once
 // The forward pass of the transformer families (llama, qwen2, qwen3, mistral3, phi3, gemma3,
-// and the mixtures of experts qwen3moe and gpt-oss): one ubatch of one sequence through every
-// layer, reading and writing K/V through the views of the cache's plan. What differs between
-// the families is in ModelFeatures (model_features.h), derived once from the
-// hyper-parameters; a mixture-of-experts FFN routes on the host (expert_router.h) and runs
-// the chosen experts with Backend::moe_ffn.
+// the mixtures of experts qwen3moe and gpt-oss, and the hybrids qwen35 and qwen35moe): one
+// ubatch of one sequence through every layer, reading and writing K/V through the views of
+// the cache's plan. What differs between the families is in ModelFeatures
+// (model_features.h), derived once from the hyper-parameters; a mixture-of-experts FFN
+// routes on the host (expert_router.h) and runs the chosen experts with Backend::moe_ffn; a
+// recurrent layer's mixer is a DeltaNetBlock over the state the cache holds for it.
 
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/model/delta_net_block.h"
 #include "engine/model/model.h"
 #include "kvcache/kv_cache.h"
 
@@ -43,6 +46,7 @@ private:
     LlamaGraph(const Model & model, uint32_t max_tokens) : model_(&model), max_tokens_(max_tokens) {}
     Status run_layers(KvCache & kv, UbatchPlan & plan, int64_t n);
     Status attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il);
+    Status recurrent_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il);
     void ffn_block(int64_t n, uint32_t il);
     void moe_block(int64_t n, uint32_t il);
     void shared_expert(int64_t n, const MoeWeights & m, float * out);
@@ -53,25 +57,28 @@ private:
     uint64_t fixed_bytes_per_ubatch_ = 0;  // the weights every ubatch reads whole
     uint64_t weight_bytes_read_ = 0;
     // Activations, backend memory.
-    DeviceBuffer x_;                      // [n][n_embd] residual stream
-    DeviceBuffer xn_;                     // [n][n_embd] normed
-    DeviceBuffer q_;                      // [n][n_head][head_dim]
-    DeviceBuffer k_;                      // [n][n_head_kv][head_dim]
-    DeviceBuffer v_;                      // [n][n_head_kv][head_dim]
-    DeviceBuffer attn_;                   // [n][n_head][head_dim]
-    DeviceBuffer gate_;                   // [n][n_ff] (mixtures of experts: n_ff_shexp)
-    DeviceBuffer up_;                     // [n][n_ff]
-    DeviceBuffer logits_;                 // [n][n_vocab]
-    DeviceBuffer router_logits_;          // [n][n_expert] (mixtures of experts)
-    DeviceBuffer moe_out_;                // [n][n_embd]
-    DeviceBuffer shexp_logit_;            // [n] the shared expert's gate
-    std::vector<int32_t> tokens_;         // the ubatch's tokens (host)
-    std::vector<float> q_temp_;           // [n] attention temperature of each token (host)
-    std::vector<float> router_host_;      // [n][n_expert]
-    std::vector<int32_t> expert_ids_;     // [n][n_expert_used]
-    std::vector<float> expert_weights_;   // [n][n_expert_used]
-    std::vector<float> shexp_gate_host_;  // [n]
-    std::vector<uint8_t> expert_chosen_;  // [n_expert] scratch of the byte count
+    DeviceBuffer x_;                          // [n][n_embd] residual stream
+    DeviceBuffer xn_;                         // [n][n_embd] normed
+    DeviceBuffer q_;                          // [n][n_head][head_dim]
+    DeviceBuffer k_;                          // [n][n_head_kv][head_dim]
+    DeviceBuffer v_;                          // [n][n_head_kv][head_dim]
+    DeviceBuffer attn_;                       // [n][n_head][head_dim]
+    DeviceBuffer q_gate_;                     // [n][n_head][2][head_dim] q and the output gate (attn_output_gate)
+    DeviceBuffer attn_gate_;                  // [n][n_head][head_dim] the output gate
+    DeviceBuffer gate_;                       // [n][n_ff] (mixtures of experts: n_ff_shexp)
+    DeviceBuffer up_;                         // [n][n_ff]
+    DeviceBuffer logits_;                     // [n][n_vocab]
+    DeviceBuffer router_logits_;              // [n][n_expert] (mixtures of experts)
+    DeviceBuffer moe_out_;                    // [n][n_embd]
+    DeviceBuffer shexp_logit_;                // [n] the shared expert's gate
+    std::vector<int32_t> tokens_;             // the ubatch's tokens (host)
+    std::vector<float> q_temp_;               // [n] attention temperature of each token (host)
+    std::vector<float> router_host_;          // [n][n_expert]
+    std::vector<int32_t> expert_ids_;         // [n][n_expert_used]
+    std::vector<float> expert_weights_;       // [n][n_expert_used]
+    std::vector<float> shexp_gate_host_;      // [n]
+    std::vector<uint8_t> expert_chosen_;      // [n_expert] scratch of the byte count
+    std::optional<DeltaNetBlock> delta_net_;  // the recurrent layers' mixer (qwen35)
 };
 
 }  // namespace lr

@@ -18,6 +18,14 @@ Result<std::shared_ptr<const Model>> Model::load_from_memory(std::span<const uin
 Result<std::shared_ptr<const Model>> Model::finish_load(gguf::GgufFile file, Backend & backend) {
     std::shared_ptr<Model> model(new Model(std::move(file), backend));
     LR_ASSIGN_OR_RETURN(model->hparams_, read_hparams(model->file_));
+    if (model->hparams_.full_attention_interval > 0) {
+        const std::string missing = backend.missing_ops(BackendOpSet::gated_delta_net);
+        if (!missing.empty()) {
+            return error(StatusCode::unsupported, model->file_.path() + ": " + model->hparams_.arch_name + " models need ops the " +
+                                                      backend.name() + " backend does not have yet (" + missing +
+                                                      "); run them on the CPU backend (--backend cpu)");
+        }
+    }
     LR_ASSIGN_OR_RETURN(Vocab vocab, load_vocab(model->file_));
     if (vocab.tokens.size() != model->hparams_.n_vocab) {
         return error(StatusCode::corrupt_data, model->file_.path() + ": the tokenizer has " + std::to_string(vocab.tokens.size()) +

@@ -75,6 +75,12 @@ ModelFeatures model_features(const ModelHParams & hp) {
             f.q_scale = hp.attention_scale;
             f.kq_scale = 1.0f;
             break;
+        case ModelArch::qwen35:
+        case ModelArch::qwen35moe:
+            f.qk_norm = true;
+            f.attn_output_gate = true;
+            f.ffn_norm_named_post_attention = true;
+            break;
         case ModelArch::gpt_oss:
             f.qkv_biases = true;
             f.attn_sinks = true;

@@ -14,6 +14,11 @@
 //   qwen3moe  qwen3's attention; a mixture of SwiGLU experts for the FFN
 //   gpt-oss   q/k/v/o biases, attention sinks, YaRN on every layer, every other layer
 //             sliding; experts with biases, a router with a bias, the clamped SwiGLU
+//   qwen35    three Gated DeltaNet layers to one attention layer (ModelHParams::
+//             is_recurrent, delta_net_block.h); attention with q/k norms, an output gate
+//             and neox rope over the first n_rot dimensions; the FFN's norm stored as
+//             post_attention_norm. qwen35moe: the same with qwen3moe's experts and a
+//             shared expert
 //
 // Whether the FFN is a mixture of experts, and how its router chooses, is in the
 // hyper-parameters (ModelHParams::is_moe, router()).
@@ -36,7 +41,10 @@ struct ModelFeatures {
     bool long_short_rope = false;  // rope_factors_long / _short (phi3's LongRoPE), chosen by the context size
     bool attn_sinks = false;       // attn_sinks [n_head]: a learned logit per head joins each softmax (gpt-oss)
     bool expert_biases = false;    // ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
-    // The FFN's input norm is stored as post_attention_norm, not ffn_norm (gpt-oss).
+    // attn_q holds [q_h | gate_h] per head; the attention output is multiplied by
+    // sigmoid(gate) before attn_output (qwen35).
+    bool attn_output_gate = false;
+    // The FFN's input norm is stored as post_attention_norm, not ffn_norm (gpt-oss, qwen35).
     bool ffn_norm_named_post_attention = false;
 
     // Computation

@@ -64,6 +64,7 @@ constexpr ArchEntry kArchs[] = {
     {ModelArch::qwen3, "qwen3", RopeMode::neox},       {ModelArch::mistral3, "mistral3", RopeMode::normal},
     {ModelArch::phi3, "phi3", RopeMode::neox},         {ModelArch::gemma3, "gemma3", RopeMode::neox},
     {ModelArch::qwen3moe, "qwen3moe", RopeMode::neox}, {ModelArch::gpt_oss, "gpt-oss", RopeMode::neox},
+    {ModelArch::qwen35, "qwen35", RopeMode::neox},     {ModelArch::qwen35moe, "qwen35moe", RopeMode::neox},
 };
 
 // llama.cpp's LLAMA_MAX_EXPERTS.
@@ -110,6 +111,31 @@ void set_swa_pattern(ModelHParams & hp, uint32_t period) {
     for (uint32_t il = 0; il < hp.n_layer; ++il) hp.swa_layers[il] = period == 0 || il % period < period - 1;
 }
 
+// Qwen3.5's Gated DeltaNet keys, all required as llama.cpp requires them (rope sections
+// too, though text positions make its rope plain neox over the first n_rot dimensions).
+Status read_delta_net_keys(const gguf::GgufFile & file, const KeyReader & keys, ModelHParams & hp) {
+    if (!keys.has("rope.dimension_sections")) {
+        return error(StatusCode::corrupt_data, file.path() + ": required key '" + hp.arch_name + ".rope.dimension_sections' is missing");
+    }
+    LR_RETURN_IF_ERROR(keys.get_u32("ssm.conv_kernel", hp.ssm_conv_kernel));
+    LR_RETURN_IF_ERROR(keys.get_u32("ssm.state_size", hp.ssm_state_size));
+    LR_RETURN_IF_ERROR(keys.get_u32("ssm.group_count", hp.ssm_group_count));
+    LR_RETURN_IF_ERROR(keys.get_u32("ssm.time_step_rank", hp.ssm_time_step_rank));
+    LR_RETURN_IF_ERROR(keys.get_u32("ssm.inner_size", hp.ssm_inner_size));
+    LR_RETURN_IF_ERROR(keys.get_u32("full_attention_interval", hp.full_attention_interval, 4));
+    if (hp.ssm_conv_kernel < 2 || hp.ssm_conv_kernel > 64 || hp.ssm_state_size == 0 || hp.ssm_state_size > 1024 ||
+        hp.ssm_group_count == 0 || hp.ssm_time_step_rank == 0 || hp.full_attention_interval == 0) {
+        return out_of_range(file, "ssm.conv_kernel, ssm.state_size, ssm.group_count, ssm.time_step_rank or full_attention_interval");
+    }
+    if (hp.ssm_time_step_rank % hp.ssm_group_count != 0) {
+        return out_of_range(file, "ssm.time_step_rank (v heads) must be a multiple of ssm.group_count (k heads)");
+    }
+    if (uint64_t(hp.ssm_inner_size) != uint64_t(hp.ssm_state_size) * hp.ssm_time_step_rank) {
+        return out_of_range(file, "ssm.inner_size must be ssm.state_size x ssm.time_step_rank");
+    }
+    return {};
+}
+
 // What each family adds to the common keys, with llama.cpp's defaults.
 Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, ModelHParams & hp) {
     switch (hp.arch) {
@@ -117,6 +143,8 @@ Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, Model
         case ModelArch::qwen2:
         case ModelArch::qwen3:
         case ModelArch::qwen3moe: return {};
+        case ModelArch::qwen35:
+        case ModelArch::qwen35moe: return read_delta_net_keys(file, keys, hp);
         case ModelArch::mistral3:
             // Llama 4's attention temperature, with the original context as its period.
             LR_RETURN_IF_ERROR(keys.get_f32("attention.temperature_scale", hp.attn_temp_scale, 0.0f));
@@ -157,7 +185,7 @@ Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, Model
     return {};
 }
 
-bool is_moe_arch(ModelArch arch) { return arch == ModelArch::qwen3moe || arch == ModelArch::gpt_oss; }
+bool is_moe_arch(ModelArch arch) { return arch == ModelArch::qwen3moe || arch == ModelArch::gpt_oss || arch == ModelArch::qwen35moe; }
 
 // llama.cpp's enum llama_expert_gating_func_type (written to files: never renumber).
 Result<ExpertGating> gating_from_key(const gguf::GgufFile & file, uint32_t value) {
@@ -177,9 +205,9 @@ Status read_expert_keys(const gguf::GgufFile & file, const KeyReader & keys, Mod
     LR_RETURN_IF_ERROR(keys.get_u32("expert_used_count", hp.n_expert_used, 0));
     if (!is_moe_arch(hp.arch)) {
         if (hp.n_expert == 0) return {};
-        return error(StatusCode::unsupported, file.path() + ": " + hp.arch_name + " files with experts (expert_count " +
-                                                  std::to_string(hp.n_expert) +
-                                                  ") are not supported; Longread runs the qwen3moe and gpt-oss mixtures of experts");
+        return error(StatusCode::unsupported,
+                     file.path() + ": " + hp.arch_name + " files with experts (expert_count " + std::to_string(hp.n_expert) +
+                         ") are not supported; Longread runs the qwen3moe, qwen35moe and gpt-oss mixtures of experts");
     }
     if (hp.n_expert == 0) return out_of_range(file, hp.arch_name + " needs experts, but expert_count is missing or 0");
     if (hp.n_expert > kMaxExperts) {
@@ -235,10 +263,11 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     hp.arch_name = std::string(*arch);
     const ArchEntry * entry = find_arch(hp.arch_name);
     if (!entry) {
-        return error(StatusCode::unsupported, file.path() + ": model architecture '" + hp.arch_name +
-                                                  "' is not supported (Longread runs llama, qwen2, qwen3, qwen3moe, mistral3, phi3, gemma3 "
-                                                  "and gpt-oss models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Qwen3 MoE, Ministral 3, "
-                                                  "Phi-3/4, Gemma 3, gpt-oss)");
+        return error(StatusCode::unsupported,
+                     file.path() + ": model architecture '" + hp.arch_name +
+                         "' is not supported (Longread runs llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, mistral3, "
+                         "phi3, gemma3 and gpt-oss models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Qwen3 MoE, "
+                         "Qwen3.5/3.6, Ministral 3, Phi-3/4, Gemma 3, gpt-oss)");
     }
     hp.arch = entry->arch;
     hp.rope_mode = entry->rope_mode;
@@ -305,10 +334,11 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
 
 std::vector<KvLayerSpec> kv_layer_specs(const ModelHParams & hp) {
     std::vector<KvLayerSpec> layers;
-    if (hp.n_swa == 0) return layers;
+    if (hp.n_swa == 0 && hp.full_attention_interval == 0) return layers;
     layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         if (hp.is_sliding(il)) layers[il] = {.kind = KvLayerKind::sliding_window, .window = hp.n_swa};
+        if (hp.is_recurrent(il)) layers[il] = {.kind = KvLayerKind::recurrent, .state_bytes = hp.recurrent_state_bytes()};
     }
     return layers;
 }

@@ -17,7 +17,7 @@
 namespace lr {
 
 // The families Longread runs; files name them by arch_name (general.architecture).
-enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3, qwen3moe, gpt_oss };
+enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3, qwen3moe, gpt_oss, qwen35, qwen35moe };
 
 // The file's name of an architecture ("llama", "qwen3", ...).
 std::string_view arch_name(ModelArch arch);
@@ -71,6 +71,16 @@ struct ModelHParams {
     float rope_freq_base_swa = 10000.0f;
     float rope_freq_scale_swa = 1.0f;
 
+    // Gated DeltaNet layers (qwen35, qwen35moe): every full_attention_interval-th layer is
+    // attention, the others recurrent (is_recurrent). Their q/k heads have head_k_dim =
+    // ssm_state_size, as do their v heads; v head h reads q/k head h % ssm_group_count.
+    uint32_t full_attention_interval = 0;  // 0: no recurrent layer
+    uint32_t ssm_conv_kernel = 0;          // ssm.conv_kernel: the causal convolution's width
+    uint32_t ssm_state_size = 0;           // ssm.state_size: head_k_dim = head_v_dim
+    uint32_t ssm_group_count = 0;          // ssm.group_count: q/k heads
+    uint32_t ssm_time_step_rank = 0;       // ssm.time_step_rank: v heads
+    uint32_t ssm_inner_size = 0;           // ssm.inner_size: v heads x head_v_dim
+
     float attention_scale = 0.0f;      // the q.k scale; 0: 1 / sqrt(head_dim)
     float attn_temp_scale = 0.0f;      // attention.temperature_scale (Llama 4 / Mistral 3); 0: off
     uint32_t attn_temp_floor = 0;      // its period (the original context)
@@ -87,11 +97,20 @@ struct ModelHParams {
                 .weights_scale = expert_weights_scale};
     }
     bool is_sliding(uint32_t il) const { return n_swa > 0 && il < swa_layers.size() && swa_layers[il] != 0; }
+    bool is_recurrent(uint32_t il) const { return full_attention_interval > 0 && (il + 1) % full_attention_interval != 0; }
+    // A delta-net layer's convolution channels: [q | k | v] of every head.
+    uint32_t delta_net_channels() const { return 2 * ssm_group_count * ssm_state_size + ssm_inner_size; }
+    // One sequence's state of one delta-net layer: the convolution's last conv_kernel - 1
+    // inputs per channel and one head_k_dim x head_v_dim matrix per v head, in f32.
+    uint64_t recurrent_state_bytes() const {
+        return sizeof(float) *
+               (uint64_t(ssm_conv_kernel - 1) * delta_net_channels() + uint64_t(ssm_time_step_rank) * ssm_state_size * ssm_state_size);
+    }
     // The attention window of layer il (0: full attention).
     uint32_t window(uint32_t il) const { return is_sliding(il) ? n_swa : 0; }
 };
 
-// What each layer keeps for attention (empty when every layer is full attention).
+// What each layer keeps (empty when every layer is full attention).
 std::vector<KvLayerSpec> kv_layer_specs(const ModelHParams & hp);
 
 // Reads and checks the hyper-parameters; an unknown architecture or scaling type is

@@ -74,8 +74,9 @@ WeightView weight_rows(const WeightView & w, int64_t r0, int64_t r1) {
 namespace {
 
 // q, k and v: three tensors, or the rows of a fused attn_qkv.
-Status load_qkv(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const std::string & p, LayerWeights & L) {
-    const uint64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+Status load_qkv(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, const std::string & p,
+                LayerWeights & L) {
+    const uint64_t n_q = hp.n_embd_q() * (f.attn_output_gate ? 2 : 1), n_kv = hp.n_embd_kv();
     if (file.find_tensor(p + "attn_qkv.weight")) {
         LR_ASSIGN_OR_RETURN(const WeightView qkv, load.get(p + "attn_qkv.weight", hp.n_embd, n_q + 2 * n_kv));
         L.wq = weight_rows(qkv, 0, int64_t(n_q));
@@ -146,11 +147,27 @@ Result<MoeWeights> load_moe(WeightLoader & load, const gguf::GgufFile & file, co
     return m;
 }
 
-Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, uint32_t il,
-                  LayerWeights & L) {
-    const std::string p = "blk." + std::to_string(il) + ".";
-    LR_ASSIGN_OR_RETURN(L.attn_norm, load.get(p + "attn_norm.weight", hp.n_embd, 1));
-    LR_RETURN_IF_ERROR(load_qkv(load, file, hp, p, L));
+// A Gated DeltaNet layer's mixer.
+Result<DeltaNetWeights> load_delta_net(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const std::string & p) {
+    DeltaNetWeights d;
+    const uint64_t n_embd = hp.n_embd, channels = hp.delta_net_channels(), inner = hp.ssm_inner_size, n_v = hp.ssm_time_step_rank;
+    LR_ASSIGN_OR_RETURN(d.qkv, load.get(p + "attn_qkv.weight", n_embd, channels));
+    LR_ASSIGN_OR_RETURN(d.gate, load.get(p + "attn_gate.weight", n_embd, inner));
+    LR_ASSIGN_OR_RETURN(d.conv, load.get(p + "ssm_conv1d.weight", hp.ssm_conv_kernel, channels));
+    if (d.conv.type != DType::F32) return error(StatusCode::unsupported, file.path() + ": tensor '" + p + "ssm_conv1d.weight' must be F32");
+    LR_ASSIGN_OR_RETURN(d.beta, load.get(p + "ssm_beta.weight", n_embd, n_v));
+    LR_ASSIGN_OR_RETURN(d.alpha, load.get(p + "ssm_alpha.weight", n_embd, n_v));
+    LR_ASSIGN_OR_RETURN(d.dt_bias, load.get(p + "ssm_dt.bias", n_v, 1));
+    LR_ASSIGN_OR_RETURN(d.a, load.get(p + "ssm_a", n_v, 1));  // no .weight in its name
+    LR_ASSIGN_OR_RETURN(d.norm, load.get(p + "ssm_norm.weight", hp.ssm_state_size, 1));
+    LR_ASSIGN_OR_RETURN(d.out, load.get(p + "ssm_out.weight", inner, n_embd));
+    return d;
+}
+
+// The attention of layer prefix p.
+Status load_attention(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f,
+                      const std::string & p, LayerWeights & L) {
+    LR_RETURN_IF_ERROR(load_qkv(load, file, hp, f, p, L));
     LR_ASSIGN_OR_RETURN(L.bq, get_if(load, f.qkv_biases, p + "attn_q.bias", hp.n_embd_q()));
     LR_ASSIGN_OR_RETURN(L.bk, get_if(load, f.qkv_biases, p + "attn_k.bias", hp.n_embd_kv()));
     LR_ASSIGN_OR_RETURN(L.bv, get_if(load, f.qkv_biases, p + "attn_v.bias", hp.n_embd_kv()));
@@ -158,11 +175,23 @@ Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelH
     LR_ASSIGN_OR_RETURN(L.k_norm, get_if(load, f.qk_norm, p + "attn_k_norm.weight", hp.head_dim));
     LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q(), hp.n_embd));
     LR_ASSIGN_OR_RETURN(L.bo, load.get_optional(p + "attn_output.bias", hp.n_embd, 1));
-    // gpt-oss's post_attention_norm is its FFN's input norm (below), not a gemma post-norm.
+    // gpt-oss's and qwen35's post_attention_norm is their FFN's input norm (below), not a gemma post-norm.
     if (!f.ffn_norm_named_post_attention) {
         LR_ASSIGN_OR_RETURN(L.attn_post_norm, get_if(load, f.post_norms, p + "post_attention_norm.weight", hp.n_embd));
     }
     LR_ASSIGN_OR_RETURN(L.attn_sinks, get_if(load, f.attn_sinks, p + "attn_sinks.weight", hp.n_head));
+    return {};
+}
+
+Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, uint32_t il,
+                  LayerWeights & L) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    LR_ASSIGN_OR_RETURN(L.attn_norm, load.get(p + "attn_norm.weight", hp.n_embd, 1));
+    if (hp.is_recurrent(il)) {
+        LR_ASSIGN_OR_RETURN(L.delta_net, load_delta_net(load, file, hp, p));
+    } else {
+        LR_RETURN_IF_ERROR(load_attention(load, file, hp, f, p, L));
+    }
     const char * ffn_norm = f.ffn_norm_named_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight";
     LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + ffn_norm, hp.n_embd, 1));
     if (hp.is_moe()) {

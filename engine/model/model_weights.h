@@ -2,8 +2,10 @@
 // The weights of a model as backend views, checked against the hyper-parameters: a
 // missing tensor or a wrong shape is an error naming the tensor. Fused tensors (phi3's
 // attn_qkv and [gate | up] ffn_up) are views of row ranges of the one tensor, so every
-// layer has wq, wk, wv, ffn_gate and ffn_up whatever the file's layout.
+// attention layer has wq, wk, wv, and every dense FFN ffn_gate and ffn_up, whatever the
+// file's layout. A recurrent layer (Gated DeltaNet) has its own mixer instead of attention.
 
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -26,9 +28,27 @@ struct MoeWeights {
     std::optional<WeightView> shexp_gate_inp;  // [n_embd] the shared expert's gate
 };
 
+// A Gated DeltaNet layer's mixer (qwen35), in place of attention's projections.
+struct DeltaNetWeights {
+    WeightView qkv;      // [channels][n_embd] attn_qkv: [q | k | v] of every head
+    WeightView gate;     // [inner][n_embd] attn_gate: z, the output's gate
+    WeightView conv;     // [channels][conv_kernel] ssm_conv1d (F32)
+    WeightView beta;     // [n_v_heads][n_embd] ssm_beta
+    WeightView alpha;    // [n_v_heads][n_embd] ssm_alpha
+    WeightView dt_bias;  // [n_v_heads] ssm_dt.bias
+    WeightView a;        // [n_v_heads] ssm_a: -exp(A_log), the decay rate
+    WeightView norm;     // [head_v_dim] ssm_norm: RMS norm of each output head
+    WeightView out;      // [n_embd][inner] ssm_out
+
+    // Every tensor (byte counts).
+    std::array<const WeightView *, 9> all() const { return {&qkv, &gate, &conv, &beta, &alpha, &dt_bias, &a, &norm, &out}; }
+};
+
 struct LayerWeights {
     WeightView attn_norm;                      // [n_embd]
-    WeightView wq, wk, wv;                     // [n_embd_q | n_embd_kv][n_embd] (rows of attn_qkv when fused)
+    std::optional<DeltaNetWeights> delta_net;  // a recurrent layer's mixer; then no q/k/v/o
+    WeightView wq, wk, wv;                     // [n_embd_q | n_embd_kv][n_embd] (rows of attn_qkv when fused;
+                                               // with an output gate wq is [2 n_embd_q]: [q_h | gate_h] per head)
     std::optional<WeightView> bq, bk, bv;      // [n_embd_q | n_embd_kv] biases (qwen2)
     std::optional<WeightView> q_norm;          // [head_dim] per-head RMS norm of q (qwen3, gemma3)
     std::optional<WeightView> k_norm;          // [head_dim]

@@ -126,6 +126,9 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
 }
 
 Status Session::sync(std::span<const int32_t> tokens, const ProgressFn & progress, std::stop_token stop) {
+    // A failed ubatch can cost the cache more than its own tokens (a recurrent state left
+    // half-advanced starts the sequence over): the session holds what the cache holds.
+    tokens_.resize(std::min<size_t>(tokens_.size(), kv_->n_tokens(kSeq)));
     size_t common = 0;
     while (common < tokens_.size() && common < tokens.size() && tokens_[common] == tokens[common]) ++common;
     // Re-evaluate at least the last token, so that logits() belongs to `tokens`.

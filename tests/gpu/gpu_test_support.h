@@ -54,6 +54,20 @@ public:
     void moe_ffn(const ExpertWeights & w, const float * x, int64_t n, const ExpertRoutes & r, float * out) override {
         cpu_.moe_ffn(w, x, n, r, out);
     }
+    void sigmoid_mul(float * x, const float * gate, int64_t n) override { cpu_.sigmoid_mul(x, gate, n); }
+    void copy_rows(const float * src, int64_t ss, int64_t n_rows, int64_t n_cols, float * dst, int64_t ds) override {
+        cpu_.copy_rows(src, ss, n_rows, n_cols, dst, ds);
+    }
+    void l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) override {
+        cpu_.l2_norm(x, n_rows, n_cols, eps, out);
+    }
+    void causal_conv_silu(const float * x, int64_t n, const WeightView & kernel, float * state, float * out) override {
+        cpu_.causal_conv_silu(x, n, kernel, state, out);
+    }
+    void gated_delta_rule(const float * q, const float * k, const float * v, const float * g, const float * beta, int64_t n,
+                          const DeltaRuleParams & p, float * state, float * out) override {
+        cpu_.gated_delta_rule(q, k, v, g, beta, n, p, state, out);
+    }
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeParams & p) override {
         emulate_rope(x, n_tokens, n_heads, pos, p);
     }

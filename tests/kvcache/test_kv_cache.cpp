@@ -2,7 +2,8 @@
 // changes nothing until it is applied; pins are released on every path (applied, discarded,
 // failed, lost); several sequences share one cache, and a common prefix is shared
 // copy-on-write — each sequence gives exactly what a cache of its own gives; layer kinds
-// the cache does not hold yet are refused with a message that names them.
+// the cache does not hold yet are refused with a message that names them; sliding windows
+// stop growing, and recurrent layers keep a state per sequence that truncation starts over.
 #include <QtTest>
 
 #include <random>
@@ -44,6 +45,13 @@ class TestKvCache : public QObject {
             }
         }
         return logits;
+    }
+
+    // tiny-qwen35: layers 0-2 Gated DeltaNet (a state each), layer 3 full attention.
+    std::shared_ptr<const Model> hybrid_model() {
+        auto m = Model::load(shared_path("models/tiny-2026/tiny-qwen35-f32.gguf").toStdString(), backend_);
+        if (!m.ok()) qFatal("%s", m.status().message().c_str());
+        return *m;
     }
 
 private slots:
@@ -242,11 +250,13 @@ private slots:
         KvModelShape shape = model_->kv_shape();
         shape.layers.assign(shape.n_layer, KvLayerSpec{});
         QVERIFY(KvCache::create(plain_config(), shape, backend_).ok());
-        shape.layers[1] = {.kind = KvLayerKind::recurrent, .state_bytes = 4096};
+        shape.layers[1] = {.kind = KvLayerKind::shared, .source = 0};
         auto refused = KvCache::create(plain_config(), shape, backend_);
         QCOMPARE(refused.status().code(), StatusCode::invalid_argument);
         QVERIFY(refused.status().message().find("layer 1") != std::string::npos);
-        QVERIFY(refused.status().message().find("recurrent") != std::string::npos);
+        QVERIFY(refused.status().message().find("shared") != std::string::npos);
+        shape.layers[1] = {.kind = KvLayerKind::recurrent, .state_bytes = 0};
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
         shape.layers[1] = {.kind = KvLayerKind::sliding_window, .window = 0};
         QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
         // Streaming renumbers positions, which sliding windows cannot follow.
@@ -363,6 +373,158 @@ private slots:
         QVERIFY(kind_row((*second)->stats(), KvLayerKind::sliding_window).tokens_kept <= 64u);
         QVERIFY(graph->forward(**second, 0, std::span(&next, 1), false, got).ok());
         QCOMPARE(got, want);
+    }
+
+    // ---- Recurrent layers -------------------------------------------------------------------
+
+    void recurrentStatesAreHeldPerSequence() {
+        const std::shared_ptr<const Model> model = hybrid_model();
+        const KvModelShape shape = model->kv_shape();
+        QCOMPARE(shape.kind(0), KvLayerKind::recurrent);
+        QCOMPARE(shape.kind(3), KvLayerKind::full);
+        // The convolution's 3 earlier inputs of 256 channels and four 32 x 32 matrices, in f32.
+        const uint64_t state_bytes = 4 * (3 * 256 + 4 * 32 * 32);
+        QCOMPARE(shape.layers[0].state_bytes, state_bytes);
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(plain_config(), shape, backend_);
+        QVERIFY(kv.ok());
+        // Two sequences interleaved ubatch by ubatch give what caches of their own give.
+        const std::vector<int32_t> a(prompt_.begin(), prompt_.begin() + 100), b(prompt_.begin() + 50, prompt_.begin() + 150);
+        std::vector<float> got_a, got_b;
+        for (size_t at = 0; at < 100; at += 16) {
+            const size_t n = std::min<size_t>(16, 100 - at);
+            QVERIFY(graph->forward(**kv, 0, std::span(a).subspan(at, n), false, got_a).ok());
+            QVERIFY(graph->forward(**kv, 1, std::span(b).subspan(at, n), false, got_b).ok());
+        }
+        auto alone_a = KvCache::create(plain_config(), shape, backend_);
+        auto alone_b = KvCache::create(plain_config(), shape, backend_);
+        QCOMPARE(got_a, run(**alone_a, *graph, 0, a));
+        QCOMPARE(got_b, run(**alone_b, *graph, 0, b));
+        // The states are the recurrent row: fixed, whatever the length; no positions kept.
+        const KvStats s = (*kv)->stats();
+        const KvLayerKindStats & recurrent = kind_row(s, KvLayerKind::recurrent);
+        QCOMPARE(recurrent.n_layers, 3u);
+        QCOMPARE(recurrent.bytes, 2 * 3 * state_bytes);
+        QCOMPARE(recurrent.tokens_kept, 0u);
+        QCOMPARE(kind_row(s, KvLayerKind::full).n_layers, 1u);
+        QCOMPARE(kind_row(s, KvLayerKind::full).tokens_kept, 100u);
+        run(**kv, *graph, 0, std::span(prompt_).subspan(100, 50));
+        QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, 2 * 3 * state_bytes);
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+    }
+
+    void truncatingARecurrentSequenceStartsOver() {
+        const std::shared_ptr<const Model> model = hybrid_model();
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        run(**kv, *graph, 0, std::span(prompt_).first(120));
+        QCOMPARE((*kv)->truncate(0, 120), 120u);  // nothing to cut
+        QCOMPARE((*kv)->truncate(0, 119), 0u);    // a state cannot go back: start over
+        QCOMPARE((*kv)->n_tokens(0), 0u);
+        QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, uint64_t(0));
+        // Starting over begins from zero states: what a fresh cache gives.
+        auto fresh = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        const std::vector<float> want = run(**fresh, *graph, 0, std::span(prompt_).first(70));
+        QVERIFY(!want.empty());
+        QCOMPARE(run(**kv, *graph, 0, std::span(prompt_).first(70)), want);
+    }
+
+    void aSessionRecomputesAfterAnEdit() {
+        // Session::sync to an edited prompt: the cache starts over, the session follows, and
+        // the logits are a fresh session's.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        SessionConfig config{.n_ctx = 512, .chunk_tokens = 32};
+        config.kv.prefix_cache = false;
+        auto session = Session::create(model, config);
+        QVERIFY(session.ok());
+        QVERIFY((*session)->sync(std::span(prompt_).first(90)).ok());
+        std::vector<int32_t> edited(prompt_.begin(), prompt_.begin() + 60);
+        edited.insert(edited.end(), prompt_.begin() + 120, prompt_.begin() + 150);
+        QVERIFY((*session)->sync(edited).ok());
+        auto fresh = Session::create(model, config);
+        QVERIFY((*fresh)->sync(edited).ok());
+        auto logits = [](const Session & x) { return std::vector<float>(x.logits().begin(), x.logits().end()); };
+        QVERIFY(!logits(**session).empty());
+        QCOMPARE(logits(**session), logits(**fresh));
+    }
+
+    void aFailedUbatchStartsARecurrentSequenceOver() {
+        // A device tier of two blocks and nothing behind it: the third ubatch's block cannot
+        // be placed after layers 0-2 advanced their states. The sequence is lost from 0
+        // and starts over from zero states.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        KvCacheConfig c = plain_config();
+        c.settings.block_tokens = 16;
+        const KvBlockLayout layout{{16, model->hparams().n_head_kv, model->hparams().head_dim}, KvCodec::f16, KvCodec::f16};
+        c.capacities = {.device_bytes = 2 * layout.block_bytes(), .host_bytes = 0, .disk_bytes = 0};
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(c, model->kv_shape(), backend_);
+        QVERIFY(kv.ok());
+        std::vector<float> logits;
+        QVERIFY(graph->forward(**kv, 0, std::span(prompt_).first(16), false, logits).ok());
+        QVERIFY(graph->forward(**kv, 0, std::span(prompt_).subspan(16, 16), false, logits).ok());
+        QVERIFY(!graph->forward(**kv, 0, std::span(prompt_).subspan(32, 16), false, logits).ok());
+        QCOMPARE((*kv)->n_tokens(0), 0u);
+        QCOMPARE((*kv)->take_lost_position(0), std::optional<uint32_t>(0));
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+        auto fresh = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        const std::vector<float> want = run(**fresh, *graph, 0, std::span(prompt_).first(32));
+        QVERIFY(!want.empty());
+        QCOMPARE(run(**kv, *graph, 0, std::span(prompt_).first(32)), want);
+    }
+
+    void aSessionFollowsALostRecurrentSequence() {
+        // The cache lost the sequence (a plan discarded after a state was handed out, as a
+        // failed forward does): the next sync recomputes everything.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        SessionConfig config{.n_ctx = 512, .chunk_tokens = 32};
+        config.kv.prefix_cache = false;
+        auto session = Session::create(model, config);
+        QVERIFY((*session)->sync(std::span(prompt_).first(40)).ok());
+        KvCache & kv = (*session)->kv_cache();
+        auto plan = kv.plan(0, {.tokens = std::span(prompt_).subspan(40, 8), .max_tokens = 8});
+        QVERIFY(plan.ok());
+        QVERIFY(kv.recurrent_state(*plan, 0).ok());
+        kv.discard(*plan);
+        QCOMPARE(kv.n_tokens(0), 0u);
+        QVERIFY((*session)->sync(std::span(prompt_).first(60)).ok());
+        QCOMPARE((*session)->tokens().size(), size_t(60));
+        auto fresh = Session::create(model, config);
+        QVERIFY((*fresh)->sync(std::span(prompt_).first(60)).ok());
+        auto logits = [](const Session & x) { return std::vector<float>(x.logits().begin(), x.logits().end()); };
+        QCOMPARE(logits(**session), logits(**fresh));
+    }
+
+    void aLiveRecurrentPrefixIsNotShared() {
+        // Sharing a prefix's blocks would need the states at its end (snapshots): not yet.
+        const std::shared_ptr<const Model> model = hybrid_model();
+        KvCacheConfig c = plain_config();
+        c.settings.block_tokens = 16;
+        auto graph = LlamaGraph::create(*model, 16);
+        auto kv = KvCache::create(c, model->kv_shape(), backend_);
+        run(**kv, *graph, 0, std::span(prompt_).first(64));
+        QCOMPARE((*kv)->restore_prefix(1, std::span(prompt_).first(64), 1), 0u);
+    }
+
+    void thePlannerCountsTheStates() {
+        ModelMemoryShape shape{.n_layer = 8, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
+        shape.layers.assign(8, KvLayerSpec{});
+        for (uint32_t il = 0; il < 8; ++il) {
+            if ((il + 1) % 4 != 0) shape.layers[il] = {.kind = KvLayerKind::recurrent, .state_bytes = 19456};
+        }
+        KvSettings kv;
+        const KvTierCapacities big{.device_bytes = 1ull << 32, .host_bytes = 0, .disk_bytes = 0};
+        const MemoryPlan at4k = plan_memory(shape, 4096, 256, kv, big);
+        const MemoryPlan at32k = plan_memory(shape, 32768, 256, kv, big);
+        QCOMPARE(at4k.layer_kinds.size(), size_t(2));
+        QCOMPARE(at4k.layer_kinds[0].n_layers, 2u);
+        QCOMPARE(at4k.layer_kinds[1].kind, KvLayerKind::recurrent);
+        QCOMPARE(at4k.layer_kinds[1].n_layers, 6u);
+        QCOMPARE(at4k.layer_kinds[1].kv_bytes, uint64_t(6 * 19456));
+        QCOMPARE(at32k.layer_kinds[1].kv_bytes, at4k.layer_kinds[1].kv_bytes);      // one state, whatever the context
+        QCOMPARE(at32k.layer_kinds[0].kv_bytes, 8 * at4k.layer_kinds[0].kv_bytes);  // the attention layers grow
+        QCOMPARE(at4k.kv_bytes, at4k.layer_kinds[0].kv_bytes + at4k.layer_kinds[1].kv_bytes);
+        QCOMPARE(at4k.kv_bytes_per_token, kv_bytes_for_tokens(ModelMemoryShape{.n_layer = 2, .n_head_kv = 2, .head_dim = 64}, kv, 1));
     }
 
     void thePlannerBoundsTheWindows() {

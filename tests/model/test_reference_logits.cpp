@@ -202,7 +202,14 @@ private slots:
             {"tiny-gpt-oss-f32", 1e-3f},        // 3.2e-4 / 1.8e-5
             {"tiny-gpt-oss-MXFP4_MOE", 2e-2f},  // 1.7e-2 / 8.0e-3
         };
-        for (const auto & list : {std::span<const Tiny>(archs), std::span<const Tiny>(moe)}) {
+        // The hybrids: three Gated DeltaNet layers to one gated attention layer, the delta rule
+        // chunked (64) in the prefill and recurrent in the steps, with qwen3moe's experts and a
+        // shared expert in qwen35moe. Measured max |d| prompt / steps (AVX2):
+        const Tiny hybrid[] = {
+            {"tiny-qwen35-f32", 1e-3f},     // 1.2e-5 / 7.3e-6
+            {"tiny-qwen35moe-f32", 1e-3f},  // 8.7e-6 / 9.5e-6
+        };
+        for (const auto & list : {std::span<const Tiny>(archs), std::span<const Tiny>(moe), std::span<const Tiny>(hybrid)}) {
             for (const Tiny & t : list) {
                 QTest::newRow(t.name) << QString("models/tiny-2026/%1.gguf").arg(t.name)
                                       << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance;
@@ -235,6 +242,7 @@ private slots:
         QTest::newRow("tiny-qwen3moe-f32") << "tiny-2026/tiny-qwen3moe-f32" << 1e-3f;
         QTest::newRow("tiny-gpt-oss-f32") << "tiny-2026/tiny-gpt-oss-f32" << 1e-3f;
         QTest::newRow("tiny-gpt-oss-MXFP4_MOE") << "tiny-2026/tiny-gpt-oss-MXFP4_MOE" << 2e-2f;
+        QTest::newRow("tiny-qwen35-f32") << "tiny-2026/tiny-qwen35-f32" << 1e-3f;
         // llama.cpp's bits (February 2025), prompts and steps: its orders of the float products,
         // its f16 roundings of q and the weights, and its SiLU (ggml_expf per vector of 16).
         QTest::newRow("tiny-llama-f32") << "tiny/tiny-llama-f32" << 0.0f;
@@ -298,6 +306,12 @@ private slots:
         QTest::newRow("gemma3-one-token-ubatches") << "tiny-2026/tiny-gemma3-f32" << 1u << 32u << 1e-3f;
         QTest::newRow("gemma3-ubatch-7-block-5") << "tiny-2026/tiny-gemma3-f32" << 7u << 5u << 1e-3f;
         QTest::newRow("gemma3-ubatch-40-block-12") << "tiny-2026/tiny-gemma3-f32" << 40u << 12u << 1e-3f;
+        // The recurrent states carry across ubatches: prefills of 7 tokens (chunked form within
+        // each), and of one token (the recurrent form throughout). Measured 1.2e-5 / 7.3e-6,
+        // 1.2e-5 / 5.0e-6 and 1.3e-5 / 9.5e-6 (llama.cpp's own one-token ubatches: 1.3e-5).
+        QTest::newRow("qwen35-ubatch-7-block-5") << "tiny-2026/tiny-qwen35-f32" << 7u << 5u << 1e-3f;
+        QTest::newRow("qwen35-one-token-ubatches") << "tiny-2026/tiny-qwen35-f32" << 1u << 32u << 1e-3f;
+        QTest::newRow("qwen35moe-ubatch-7-block-5") << "tiny-2026/tiny-qwen35moe-f32" << 7u << 5u << 1e-3f;
     }
     void ubatchAndBlockSizesAgree() {
         QFETCH(QString, model);

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
+#include "engine/backend/cpu/delta_rule.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/backend/kv_codec_rows.h"
 #include "engine/common/assert.h"
@@ -190,6 +192,76 @@ void CpuBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const
 void CpuBackend::softcap(float * x, int64_t n, float cap) {
     const float inv = 1.0f / cap;
     for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
+}
+
+void CpuBackend::sigmoid_mul(float * x, const float * gate, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+}
+
+void CpuBackend::copy_rows(const float * src, int64_t src_stride, int64_t n_rows, int64_t n_cols, float * dst, int64_t dst_stride) {
+    for (int64_t r = 0; r < n_rows; ++r) std::memcpy(dst + r * dst_stride, src + r * src_stride, size_t(n_cols) * sizeof(float));
+}
+
+void CpuBackend::l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float * xr = x + r * n_cols;
+        double sum = 0.0;  // ggml_float
+        for (int64_t c = 0; c < n_cols; ++c) sum += double(xr[c] * xr[c]);
+        const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
+        for (int64_t c = 0; c < n_cols; ++c) out[r * n_cols + c] = xr[c] * scale;
+    }
+}
+
+void CpuBackend::causal_conv_silu(const float * x, int64_t n_tokens, const WeightView & kernel, float * state, float * out) {
+    LR_ASSERT(kernel.type == DType::F32 && kernel.n_cols >= 2);
+    const auto * w = static_cast<const float *>(kernel.data);
+    const int64_t n_ch = kernel.n_rows, width = kernel.n_cols, kept = width - 1;
+    auto conv_channels = [&](int64_t begin, int64_t end, int) {
+        std::vector<float> window(size_t(kept + n_tokens));
+        for (int64_t c = begin; c < end; ++c) {
+            float * st = state + c * kept;
+            std::copy(st, st + kept, window.begin());
+            for (int64_t t = 0; t < n_tokens; ++t) window[size_t(kept + t)] = x[t * n_ch + c];
+            const float * wc = w + c * width;
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                float sum = 0.0f;
+                for (int64_t i = 0; i < width; ++i) sum += window[size_t(t + i)] * wc[i];
+                out[t * n_ch + c] = sum;
+            }
+            std::copy(window.end() - kept, window.end(), st);
+        }
+    };
+    if (n_tokens * n_ch < kInlineElements) {
+        conv_channels(0, n_ch, 0);
+    } else {
+        pool_.parallel_for(n_ch, 64, conv_channels);
+    }
+    // SiLU as swiglu's kernel computes it, over rows of n_channels (ggml_silu's rows).
+    if (ones_.size() < size_t(n_ch)) ones_.assign(size_t(n_ch), 1.0f);
+    for (int64_t t = 0; t < n_tokens; ++t) activation_kernels_->swiglu(out + t * n_ch, ones_.data(), n_ch, out + t * n_ch);
+}
+
+void CpuBackend::gated_delta_rule(const float * q, const float * k, const float * v, const float * g_host, const float * beta_host,
+                                  int64_t n_tokens, const DeltaRuleParams & p, float * state, float * out) {
+    LR_ASSERT(p.n_k_heads > 0 && p.n_v_heads % p.n_k_heads == 0 && p.chunk_tokens >= 0);
+    const int64_t dk = p.head_k_dim, dv = p.head_v_dim;
+    pool_.parallel_for(p.n_v_heads, 1, [&](int64_t begin, int64_t end, int) {
+        for (int64_t h = begin; h < end; ++h) {
+            const int64_t kh = h % p.n_k_heads;  // tiled: v head h reads q/k head h % n_k_heads
+            const cpu::DeltaRuleHead head{.q = q + kh * dk,
+                                          .k = k + kh * dk,
+                                          .v = v + h * dv,
+                                          .g = g_host + h,
+                                          .beta = beta_host + h,
+                                          .state = state + h * dv * dk,
+                                          .out = out + h * dv};
+            if (p.chunk_tokens == 0) {
+                cpu::delta_rule_recurrent(head, n_tokens, p);
+            } else {
+                cpu::delta_rule_chunked(head, n_tokens, p);
+            }
+        }
+    });
 }
 
 void CpuBackend::moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) {

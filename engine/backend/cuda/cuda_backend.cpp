@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -407,6 +409,29 @@ void CudaBackend::scale(float * x, int64_t n, float s) { cuda::launch_scale(x, n
 void CudaBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) {
     const float * scale = impl_->uploads.upload(scale_host, size_t(n_tokens));
     cuda::launch_scale_tokens(x, n_tokens, n_cols, scale, impl_->op_stream());
+}
+
+std::string CudaBackend::missing_ops(BackendOpSet set) const {
+    switch (set) {
+        case BackendOpSet::gated_delta_net: return "sigmoid_mul, copy_rows, l2_norm, causal_conv_silu, gated_delta_rule";
+    }
+    return {};
+}
+
+namespace {
+[[noreturn]] void missing_op(const char * name) {
+    std::fprintf(stderr, "the CUDA backend has no %s op (the model should have been refused at load)\n", name);
+    std::abort();
+}
+}  // namespace
+
+void CudaBackend::sigmoid_mul(float *, const float *, int64_t) { missing_op("sigmoid_mul"); }
+void CudaBackend::copy_rows(const float *, int64_t, int64_t, int64_t, float *, int64_t) { missing_op("copy_rows"); }
+void CudaBackend::l2_norm(const float *, int64_t, int64_t, float, float *) { missing_op("l2_norm"); }
+void CudaBackend::causal_conv_silu(const float *, int64_t, const WeightView &, float *, float *) { missing_op("causal_conv_silu"); }
+void CudaBackend::gated_delta_rule(const float *, const float *, const float *, const float *, const float *, int64_t,
+                                   const DeltaRuleParams &, float *, float *) {
+    missing_op("gated_delta_rule");
 }
 
 void CudaBackend::softcap(float * x, int64_t n, float cap) { cuda::launch_softcap(x, n, cap, impl_->op_stream()); }

@@ -105,6 +105,15 @@ public:
     void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;
     void softcap(float * x, int64_t n, float cap) override;
     void moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) override;
+    // Gated DeltaNet's ops are not on the GPU yet: missing_ops names them, and the model
+    // refuses to load (the ops below are never reached; they abort).
+    std::string missing_ops(BackendOpSet set) const override;
+    void sigmoid_mul(float * x, const float * gate, int64_t n) override;
+    void copy_rows(const float * src, int64_t src_stride, int64_t n_rows, int64_t n_cols, float * dst, int64_t dst_stride) override;
+    void l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) override;
+    void causal_conv_silu(const float * x, int64_t n_tokens, const WeightView & kernel, float * state, float * out) override;
+    void gated_delta_rule(const float * q, const float * k, const float * v, const float * g_host, const float * beta_host,
+                          int64_t n_tokens, const DeltaRuleParams & p, float * state, float * out) override;
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos_host, const RopeParams & p) override;
     void kv_write(const PagedKvView & view, const float * k, const float * v, const int32_t * pos_host, int64_t n_tokens) override;
     void attention(const float * q, int64_t n_tokens, const int32_t * pos_host, const PagedKvView & view, const AttentionParams & p,
