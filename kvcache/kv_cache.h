@@ -96,6 +96,8 @@ public:
 private:
     KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend);
     KvSequence & sequence(SeqId seq);
+    Result<PagedKvView> shared_view(UbatchPlan & plan, uint32_t il);
+    Status lose_unreadable(SeqId seq, const Status & why, std::span<const BlockId> ids);
     Status clear_mass(UbatchPlan & plan);
     void fold_mass(UbatchPlan & plan);
     void select_prompt(SeqId seq);

@@ -1,13 +1,15 @@
 // The cache's ubatch protocol and its sequences, on the bundled model's real shape: a plan
 // changes nothing until it is applied; pins are released on every path (applied, discarded,
 // failed, lost); several sequences share one cache, and a common prefix is shared
-// copy-on-write — each sequence gives exactly what a cache of its own gives; layer kinds
-// the cache does not hold yet are refused with a message that names them.
+// copy-on-write — each sequence gives exactly what a cache of its own gives; sliding and
+// shared layers (each layer's blocks in its own shape); layer kinds the cache does not hold
+// yet are refused with a message that names them.
 #include <QtTest>
 
 #include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/common/fp16.h"
 #include "engine/model/llama_graph.h"
 #include "support/reference_data.h"
 #include "support/session_run.h"
@@ -379,6 +381,105 @@ private slots:
         QCOMPARE(at32k.layer_kinds[1].kv_bytes, at4k.layer_kinds[1].kv_bytes);      // flat past the window
         QCOMPARE(at32k.layer_kinds[0].kv_bytes, 8 * at4k.layer_kinds[0].kv_bytes);  // the two full layers grow
         QCOMPARE(at4k.kv_bytes, at4k.layer_kinds[0].kv_bytes + at4k.layer_kinds[1].kv_bytes);
+    }
+
+    // ---- Shared layers and per-layer shapes (Gemma 4) -------------------------------------
+
+    // A sliding layer of 2 heads of 32 values, a full layer of 1 head of 64, and two layers
+    // that read them.
+    static KvModelShape mixed_shape() {
+        KvModelShape shape{.n_layer = 4, .n_head_kv = 1, .head_dim = 64, .n_head = 4};
+        shape.layers = {
+            {.kind = KvLayerKind::sliding_window, .window = 32, .n_head_kv = 2, .head_dim = 32},
+            {.kind = KvLayerKind::full},
+            {.kind = KvLayerKind::shared, .source = 0, .n_head_kv = 2, .head_dim = 32},
+            {.kind = KvLayerKind::shared, .source = 1},
+        };
+        return shape;
+    }
+
+    void sharedLayersReadExactlyTheirSourcesKv() {
+        const KvModelShape shape = mixed_shape();
+        auto kv = KvCache::create(plain_config(), shape, backend_);
+        QVERIFY(kv.ok());
+        std::mt19937 rng(3);
+        std::normal_distribution<float> normal;
+        const uint32_t n = 20;
+        const std::vector<int32_t> tokens(n, 1);
+        std::vector<float> written_k0;  // layer 0's keys of head 1, as f16 keeps them
+        for (int ubatch = 0; ubatch < 3; ++ubatch) {
+            auto plan = (*kv)->plan(0, {.tokens = tokens, .max_tokens = n});
+            QVERIFY(plan.ok());
+            std::vector<std::vector<uint8_t *>> blocks(shape.n_layer);
+            for (uint32_t il = 0; il < shape.n_layer; ++il) {
+                auto view = (*kv)->layer_view(*plan, il, nullptr);
+                QVERIFY(view.ok());
+                QCOMPARE(view->shape.n_head_kv, shape.n_head_kv_of(il));
+                QCOMPARE(view->shape.head_dim, shape.head_dim_of(il));
+                for (const KvBlockRef & b : view->blocks) blocks[il].push_back(b.data);
+                if (shape.stores(il)) {
+                    QCOMPARE(view->write_slots.size(), size_t(n));
+                    std::vector<float> k(size_t(n) * shape.n_head_kv_of(il) * shape.head_dim_of(il)), v(k.size());
+                    for (float & x : k) x = normal(rng);
+                    for (float & x : v) x = normal(rng);
+                    backend_.kv_write(*view, k.data(), v.data(), plan->positions().data(), n);
+                    const uint32_t d = shape.head_dim_of(il), heads = shape.n_head_kv_of(il);
+                    for (uint32_t t = 0; t < n && il == 0; ++t) {
+                        for (uint32_t c = 0; c < d; ++c) written_k0.push_back(fp16_to_fp32(fp32_to_fp16(k[(t * heads + 1) * d + c])));
+                    }
+                } else {
+                    // Nothing to write: the very blocks of its source, this ubatch's included.
+                    QVERIFY(view->write_slots.empty());
+                    QCOMPARE(blocks[il], blocks[shape.source(il)]);
+                }
+            }
+            (*kv)->apply(*plan);
+        }
+        // What layer 2 reads is what layer 0 wrote.
+        auto rows = (*kv)->layer_rows(0, 2, 1, true);
+        QVERIFY(rows.ok());
+        QCOMPARE(*rows, written_k0);
+        // Each layer's blocks in its own shape; a shared layer holds no bytes of its own.
+        const KvStats s = (*kv)->stats();
+        const uint64_t sliding_block = KvBlockLayout{{32, 2, 32}, KvCodec::f16, KvCodec::f16}.block_bytes();
+        const uint64_t full_block = KvBlockLayout{{32, 1, 64}, KvCodec::f16, KvCodec::f16}.block_bytes();
+        QCOMPARE(kind_row(s, KvLayerKind::sliding_window).bytes, 2 * sliding_block);  // 60 positions, window 32
+        QCOMPARE(kind_row(s, KvLayerKind::full).bytes, 2 * full_block);
+        QCOMPARE(kind_row(s, KvLayerKind::shared).n_layers, 2u);
+        QCOMPARE(kind_row(s, KvLayerKind::shared).bytes, uint64_t(0));
+        QCOMPARE(kind_row(s, KvLayerKind::shared).tokens_kept, uint64_t(60));  // what their sources keep
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+    }
+
+    void sharedLayersNeedAnEarlierSourceOfTheirShape() {
+        KvModelShape shape = mixed_shape();
+        shape.layers[2].source = 1;  // the full layer's heads are not the sliding layer's
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
+        shape = mixed_shape();
+        shape.layers[0] = {.kind = KvLayerKind::shared, .source = 1, .n_head_kv = 1, .head_dim = 64};
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
+    }
+
+    void thePlannerCountsEachLayersShape() {
+        ModelMemoryShape shape{.n_layer = 5, .n_head_kv = 1, .head_dim = 64, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
+        const KvLayerSpec sliding{.kind = KvLayerKind::sliding_window, .window = 512, .n_head_kv = 2, .head_dim = 32};
+        shape.layers = {sliding,
+                        sliding,
+                        {.kind = KvLayerKind::full},
+                        {.kind = KvLayerKind::shared, .source = 1, .n_head_kv = 2, .head_dim = 32},
+                        {.kind = KvLayerKind::shared, .source = 2}};
+        KvSettings kv;
+        const MemoryPlan plan = plan_memory(shape, 4096, 256, kv, {.device_bytes = 1ull << 32, .host_bytes = 0, .disk_bytes = 0});
+        QCOMPARE(plan.layer_kinds.size(), size_t(3));
+        // One full layer: a head of 64 values (K, V in f16) and a position per token.
+        QCOMPARE(plan.layer_kinds[0].n_layers, 1u);
+        QCOMPARE(plan.layer_kinds[0].kv_bytes, uint64_t(4096) * (2 * 64 * 2 + 4));
+        // Two windows of 512 + a chunk + a block: 25 blocks of 32 positions, 2 heads of 32 values.
+        QCOMPARE(plan.layer_kinds[1].kv_bytes, uint64_t(2) * 25 * 32 * 2 * (2 * 32 * 2 + 4));
+        QCOMPARE(plan.layer_kinds[2].kind, KvLayerKind::shared);
+        QCOMPARE(plan.layer_kinds[2].n_layers, 2u);
+        QCOMPARE(plan.layer_kinds[2].kv_bytes, uint64_t(0));
+        QCOMPARE(plan.kv_bytes, plan.layer_kinds[0].kv_bytes + plan.layer_kinds[1].kv_bytes);
     }
 };
 
