@@ -460,6 +460,69 @@ private slots:
         QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
     }
 
+    // The tiny Gemma 4 (llama.cpp's reference model): its layer kinds and shapes, and with
+    // its shared layers the same logits over tiers, under a policy, and from the prefix cache.
+    void gemma4KeepsItsResultsOverTiersPoliciesAndPrefixes() {
+        auto m = Model::load(shared_path("models/tiny-2026/tiny-gemma4-f32.gguf").toStdString(), backend_);
+        QVERIFY2(m.ok(), m.ok() ? "" : m.status().message().c_str());
+        const KvModelShape shape = (*m)->kv_shape();
+        QCOMPARE(shape.kind(0), KvLayerKind::sliding_window);
+        QCOMPARE(shape.kind(2), KvLayerKind::full);
+        QCOMPARE(shape.kind(3), KvLayerKind::shared);
+        QCOMPARE(shape.source(3), 1u);
+        QCOMPARE(shape.source(4), 2u);
+        QCOMPARE(shape.n_head_kv_of(0), 2u);
+        QCOMPARE(shape.head_dim_of(0), 32u);
+        QCOMPARE(shape.n_head_kv_of(2), 1u);
+        QCOMPARE(shape.head_dim_of(2), 64u);
+        std::mt19937 rng(11);
+        const std::vector<int32_t> prompt = random_prompt(rng, 150, int32_t((*m)->hparams().n_vocab));
+        auto graph = LlamaGraph::create(**m, 16);
+        QVERIFY(graph.ok());
+
+        // Two sequences on a device tier that holds the windows' rings and one sequence's full
+        // layer: the other's full-layer blocks go to RAM and come back for its next ubatch.
+        KvCacheConfig h2o = plain_config();
+        h2o.settings.policy = KvPolicy::h2o;
+        h2o.settings.budget_tokens = 64;
+        KvCacheConfig tiered = h2o;
+        const uint64_t block = KvBlockLayout{{32, 2, 32}, KvCodec::f16, KvCodec::f16}.block_bytes();
+        tiered.capacities = {.device_bytes = 15 * block, .host_bytes = 1u << 30, .disk_bytes = 0};
+        const std::vector<int32_t> other = random_prompt(rng, 100, int32_t((*m)->hparams().n_vocab));
+        auto two_sequences = [&](KvCache & kv) {
+            run(kv, *graph, 0, std::span(prompt).first(100));
+            run(kv, *graph, 1, other);
+            return run(kv, *graph, 0, std::span(prompt).subspan(100));
+        };
+        auto all_ram = KvCache::create(h2o, shape, backend_);
+        auto small = KvCache::create(tiered, shape, backend_);
+        QVERIFY(all_ram.ok() && small.ok());
+        const std::vector<float> want = two_sequences(**all_ram);
+        QVERIFY(!want.empty());
+        QCOMPARE(two_sequences(**small), want);
+        QVERIFY((*small)->stats().demotions > 0);
+        QVERIFY((*small)->stats().evicted_tokens > 0);
+
+        QTemporaryDir dir;
+        KvCacheConfig c = plain_config();
+        c.settings.prefix_cache = true;
+        c.dir = dir.path().toStdString();
+        c.model_identity = (*m)->identity();
+        c.capacities = {.device_bytes = 0, .host_bytes = 0, .disk_bytes = 64u << 20};
+        const int32_t next = 13;
+        std::vector<float> fresh, restored;
+        {
+            auto first = KvCache::create(c, shape, backend_);
+            run(**first, *graph, 0, std::span(prompt).first(128));
+            QVERIFY(graph->forward(**first, 0, std::span(&next, 1), false, fresh).ok());
+            (*first)->flush();
+        }
+        auto second = KvCache::create(c, shape, backend_);
+        QCOMPARE((*second)->restore_prefix(0, std::span(prompt).first(129), 1), 128u);
+        QVERIFY(graph->forward(**second, 0, std::span(&next, 1), false, restored).ok());
+        QCOMPARE(restored, fresh);
+    }
+
     void thePlannerCountsEachLayersShape() {
         ModelMemoryShape shape{.n_layer = 5, .n_head_kv = 1, .head_dim = 64, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
         const KvLayerSpec sliding{.kind = KvLayerKind::sliding_window, .window = 512, .n_head_kv = 2, .head_dim = 32};
