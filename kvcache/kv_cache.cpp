@@ -16,7 +16,7 @@ Status data_loss(const std::string & what) { return error(StatusCode::corrupt_da
 Status check_policy(KvPolicy policy, const KvModelShape & shape, const RopeShiftParams & rope) {
     if (policy != KvPolicy::streaming) return {};
     if (rope.n_rot == 0) return error(StatusCode::invalid_argument, "the streaming policy needs the model's rope parameters");
-    if (shape.has(KvLayerKind::sliding_window)) {
+    if (shape.has(KvLayerKind::sliding_window) || shape.geometry_varies()) {
         return error(StatusCode::invalid_argument,
                      "the streaming policy renumbers positions, which this model's sliding-window layers cannot follow: "
                      "choose h2o, snapkv or quest");
@@ -35,25 +35,38 @@ Status validate(const KvCacheConfig & config, const KvModelShape & shape) {
         return error(StatusCode::invalid_argument, "the model's layer kinds do not cover its layers");
     }
     for (uint32_t il = 0; il < shape.n_layer; ++il) {
+        const std::string layer = "layer " + std::to_string(il);
         if (shape.kind(il) == KvLayerKind::sliding_window && shape.layers[il].window == 0) {
-            return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " is a sliding window of 0 positions");
+            return error(StatusCode::invalid_argument, layer + " is a sliding window of 0 positions");
         }
         if (shape.kind(il) == KvLayerKind::recurrent && shape.layers[il].state_bytes == 0) {
-            return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " is a recurrent layer with an empty state");
+            return error(StatusCode::invalid_argument, layer + " is a recurrent layer with an empty state");
         }
-        if (!shape.full(il) && shape.kind(il) != KvLayerKind::sliding_window && shape.kind(il) != KvLayerKind::recurrent) {
-            return error(StatusCode::invalid_argument, "layer " + std::to_string(il) + " keeps a " +
-                                                           std::string(kv_layer_kind_name(shape.kind(il))) +
-                                                           " memory, which this cache does not hold yet");
+        if (shape.kind(il) == KvLayerKind::shared) {
+            const uint32_t src = shape.layers[il].source;
+            if (src >= il || !shape.stores(src) || shape.n_head_kv_of(src) != shape.n_head_kv_of(il) ||
+                shape.head_dim_of(src) != shape.head_dim_of(il)) {
+                return error(StatusCode::invalid_argument, layer + " shares the KV of layer " + std::to_string(src) +
+                                                               ", which must be an earlier layer of the same shape with KV of its own");
+            }
+        }
+        if (shape.n_head_kv_of(il) == 0 || shape.head_dim_of(il) == 0)
+            return error(StatusCode::invalid_argument, layer + " has an empty KV shape");
+        // The policies rank the full-attention layers' blocks in one shape, the model's.
+        if (shape.full(il) && (shape.n_head_kv_of(il) != shape.n_head_kv || shape.head_dim_of(il) != shape.head_dim)) {
+            return error(StatusCode::invalid_argument, layer + " is a full-attention layer of another shape than the model's");
         }
     }
     const KvSettings & k = config.settings;
-    for (KvCodec c :
-         {k.k_codec(), k.v_codec(), KvSettings::narrowed(k.k_codec(), k.host_bits), KvSettings::narrowed(k.v_codec(), k.host_bits),
-          KvSettings::narrowed(k.k_codec(), k.disk_bits), KvSettings::narrowed(k.v_codec(), k.disk_bits)}) {
-        if (!kv_codec_supports(c, shape.head_dim)) {
-            return error(StatusCode::invalid_argument, "KV codec " + std::string(kv_codec_name(c)) + " cannot hold heads of " +
-                                                           std::to_string(shape.head_dim) + " values");
+    for (uint32_t il = 0; il < shape.n_layer; ++il) {
+        const uint32_t d = shape.head_dim_of(il);
+        for (KvCodec c :
+             {k.k_codec(), k.v_codec(), KvSettings::narrowed(k.k_codec(), k.host_bits), KvSettings::narrowed(k.v_codec(), k.host_bits),
+              KvSettings::narrowed(k.k_codec(), k.disk_bits), KvSettings::narrowed(k.v_codec(), k.disk_bits)}) {
+            if (!kv_codec_supports(c, d)) {
+                return error(StatusCode::invalid_argument,
+                             "KV codec " + std::string(kv_codec_name(c)) + " cannot hold heads of " + std::to_string(d) + " values");
+            }
         }
     }
     return check_policy(config.settings.policy, shape, config.rope);
@@ -197,27 +210,14 @@ Result<void *> KvCache::recurrent_state(UbatchPlan & p, uint32_t il) {
 Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float * q) {
     LR_ASSERT(state_.shape.kind(il) != KvLayerKind::recurrent);
     LR_RETURN_IF_ERROR(begin_layer(p, il));
+    if (!state_.shape.stores(il)) return shared_view(p, il);
     const SeqId seq = p.seq_;
     KvSequence & s = state_.seqs.at(seq);
-    const uint32_t bt = state_.block_shape.block_tokens, n_kv = state_.block_shape.n_head_kv;
+    const uint32_t bt = state_.block_shape.block_tokens, n_kv = state_.layer_shapes[il].n_head_kv;
     LayerBlocks & layer = s.layers[il];
     const size_t n_new = p.tokens_.size();
 
-    // A block that cannot be read back (a damaged prefix cache) loses the sequence from the
-    // earliest position it held: that is where recomputation starts.
-    auto lost = [&](const Status & st, std::span<const BlockId> ids) -> Status {
-        if (st.code() != StatusCode::corrupt_data) return st;
-        int32_t from = s.next_pos;
-        for (BlockId id : ids) {
-            const BlockMeta & m = state_.pool.meta(id);
-            if (m.place.home == BlockHome::device) continue;
-            for (int32_t pos : m.pos) {
-                if (pos != kInvalidPos) from = std::min(from, pos);
-            }
-        }
-        lose_sequence_from(seq, uint32_t(from), st);
-        return data_loss("recompute from position " + std::to_string(*s.lost_from));
-    };
+    auto lost = [&](const Status & st, std::span<const BlockId> ids) { return lose_unreadable(seq, st, ids); };
 
     if (p.renumber_) {
         if (Status st = editor_.renumber(seq, il); !st.ok()) return lost(st, layer.ids);
@@ -276,7 +276,7 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     }
     p.first_slot_[il] = first_new;
     layer.slots_used = first_new + uint32_t(n_new);
-    if (!p.policy_.query_aware && il + 1 < state_.shape.n_layer) placement_.prefetch_layer(seq, il + 1);
+    if (!p.policy_.query_aware && il + 1 < state_.shape.n_layer) placement_.prefetch_layer(seq, state_.shape.source(il + 1));
 
     p.view_blocks_.clear();
     for (BlockId id : p.view_ids_) {
@@ -284,7 +284,7 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
         p.view_blocks_.push_back({m.place.slot.data, m.k_codec, m.v_codec});
     }
     PagedKvView view;
-    view.shape = state_.block_shape;
+    view.shape = state_.layer_shapes[il];
     view.blocks = p.view_blocks_;
     view.write_slots = p.write_slots_;
     if (query_aware) {
@@ -295,6 +295,49 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
         state_.counters.rows_read += uint64_t(p.view_ids_.size()) * n_kv * bt;
     }
     if (p.policy_.collect_mass && full) view.attn_mass = mass_.as<float>() + p.mass_at_[il];
+    ++p.n_viewed_;
+    return view;
+}
+
+Status KvCache::lose_unreadable(SeqId seq, const Status & st, std::span<const BlockId> ids) {
+    // A block that cannot be read back (a damaged prefix cache) loses the sequence from the
+    // earliest position it held: that is where recomputation starts.
+    if (st.code() != StatusCode::corrupt_data) return st;
+    KvSequence & s = state_.seqs.at(seq);
+    int32_t from = s.next_pos;
+    for (BlockId id : ids) {
+        const BlockMeta & m = state_.pool.meta(id);
+        if (m.place.home == BlockHome::device) continue;
+        for (int32_t pos : m.pos) {
+            if (pos != kInvalidPos) from = std::min(from, pos);
+        }
+    }
+    lose_sequence_from(seq, uint32_t(from), st);
+    return data_loss("recompute from position " + std::to_string(*s.lost_from));
+}
+
+Result<PagedKvView> KvCache::shared_view(UbatchPlan & p, uint32_t il) {
+    // Every block of the source layer, which holds this ubatch's K/V already (its view came
+    // first); nothing is written, and no policy reads or evicts through this layer.
+    const uint32_t source = state_.shape.source(il);
+    const std::vector<BlockId> & ids = state_.seqs.at(p.seq_).layers[source].ids;
+    Result<PinnedBlocks> pins = placement_.pin_on_device(ids, p.seq_, source);
+    if (!pins.ok()) return lose_unreadable(p.seq_, pins.status(), ids);
+    p.pins_ = std::move(pins).value();
+    p.view_ids_.assign(ids.begin(), ids.end());
+    p.view_blocks_.clear();
+    for (BlockId id : ids) {
+        const BlockMeta & m = state_.pool.meta(id);
+        p.view_blocks_.push_back({m.place.slot.data, m.k_codec, m.v_codec});
+    }
+    p.write_slots_.clear();
+    p.read_pages_.clear();
+    if (il + 1 < state_.shape.n_layer) placement_.prefetch_layer(p.seq_, state_.shape.source(il + 1));
+    PagedKvView view;
+    view.shape = state_.layer_shapes[source];
+    view.blocks = p.view_blocks_;
+    view.write_slots = p.write_slots_;
+    state_.counters.rows_read += uint64_t(ids.size()) * view.shape.n_head_kv * view.shape.block_tokens;
     ++p.n_viewed_;
     return view;
 }
@@ -499,12 +542,13 @@ std::vector<std::pair<KvCodec, KvCodec>> KvCache::layer_codecs(SeqId seq, uint32
 
 Result<std::vector<float>> KvCache::layer_rows(SeqId seq, uint32_t il, uint32_t head, bool keys) {
     auto it = state_.seqs.find(seq);
-    if (it == state_.seqs.end() || il >= it->second.layers.size() || head >= state_.block_shape.n_head_kv) {
+    if (it == state_.seqs.end() || il >= it->second.layers.size() || head >= state_.layer_shapes[il].n_head_kv) {
         return error(StatusCode::invalid_argument, "no such sequence, layer or KV head");
     }
+    il = state_.shape.source(il);  // a shared layer holds its source's
     const std::vector<BlockId> & ids = it->second.layers[il].ids;
     LR_ASSIGN_OR_RETURN(PinnedBlocks pins, placement_.pin_on_device(ids, seq, il));
-    const uint32_t d = state_.block_shape.head_dim;
+    const uint32_t d = state_.layer_shapes[il].head_dim;
     std::vector<float> rows;
     std::vector<uint8_t> bytes;
     for (BlockId id : ids) {
@@ -558,10 +602,12 @@ std::vector<KvLayerKindStats> KvCache::layer_kind_stats() const {
         const uint32_t kept = n_kept(id);
         for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
             KvLayerKindStats & r = row(state_.shape.kind(il));
-            // A shared block counts once, in shares.
+            // A block several sequences hold counts once, in shares; a shared layer holds
+            // nothing of its own and reads what its source keeps.
             for (BlockId b : seq.layers[il].ids) r.bytes += state_.pool.meta(b).n_bytes / state_.pool.meta(b).ref_count;
+            const uint32_t source = state_.shape.source(il);
             r.bytes += states_.layer_bytes(id, il);
-            r.tokens_kept += state_.shape.full(il) ? kept : seq.layers[il].slots_used;
+            r.tokens_kept += state_.shape.full(source) ? kept : seq.layers[source].slots_used;
         }
     }
     // Positions one layer keeps per sequence, as a mean.

@@ -106,6 +106,8 @@ private:
     KvSequence & sequence(SeqId seq);
     // What every layer's view or state does first (layers are asked in order).
     Status begin_layer(UbatchPlan & plan, uint32_t il);
+    Result<PagedKvView> shared_view(UbatchPlan & plan, uint32_t il);
+    Status lose_unreadable(SeqId seq, const Status & why, std::span<const BlockId> ids);
     Status clear_mass(UbatchPlan & plan);
     void fold_mass(UbatchPlan & plan);
     void select_prompt(SeqId seq);

@@ -18,8 +18,9 @@
 namespace lr {
 
 // The KV shape of a model: heads and head size of its attention layers, and each layer's
-// kind (empty: every layer full attention). The cache holds full, sliding-window and
-// recurrent layers.
+// kind and, where layers differ, its own heads and head size (empty: every layer full
+// attention of the model's shape). The cache holds full, sliding-window, shared and
+// recurrent layers; the model's heads and head size are those of its full-attention layers.
 struct KvModelShape {
     uint32_t n_layer = 0;
     uint32_t n_head_kv = 0;
@@ -35,6 +36,25 @@ struct KvModelShape {
     bool has(KvLayerKind k) const {
         for (const KvLayerSpec & l : layers) {
             if (l.kind == k) return true;
+        }
+        return false;
+    }
+    // Whether layer il keeps KV blocks of its own (a shared layer reads its source's).
+    bool stores(uint32_t il) const { return kind(il) != KvLayerKind::shared; }
+    // The layer whose blocks layer il's attention reads.
+    uint32_t source(uint32_t il) const { return stores(il) ? il : layers[il].source; }
+    uint32_t n_storing_layers() const {
+        uint32_t n = 0;
+        for (uint32_t il = 0; il < n_layer; ++il) n += stores(il) ? 1 : 0;
+        return n;
+    }
+    // Layer il's KV heads and head size.
+    uint32_t n_head_kv_of(uint32_t il) const { return !layers.empty() && layers[il].n_head_kv ? layers[il].n_head_kv : n_head_kv; }
+    uint32_t head_dim_of(uint32_t il) const { return !layers.empty() && layers[il].head_dim ? layers[il].head_dim : head_dim; }
+    // Whether some layer has heads or a head size of its own.
+    bool geometry_varies() const {
+        for (uint32_t il = 0; il < n_layer; ++il) {
+            if (n_head_kv_of(il) != n_head_kv || head_dim_of(il) != head_dim) return true;
         }
         return false;
     }

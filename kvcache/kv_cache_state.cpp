@@ -13,9 +13,12 @@ KvCacheState::KvCacheState(const KvCacheConfig & c, const KvModelShape & s, Back
     // leaves the full-precision window.
     layout.k_codec = config.settings.k_bits == 32 ? KvCodec::f32 : KvCodec::f16;
     layout.v_codec = config.settings.v_bits == 32 ? KvCodec::f32 : KvCodec::f16;
-    empty_block.assign(layout.block_bytes(), 0);
-    auto * pos = reinterpret_cast<int32_t *>(empty_block.data() + layout.pos_offset());
-    std::fill_n(pos, layout.n_slots(), kInvalidPos);
+    for (uint32_t il = 0; il < shape.n_layer; ++il) {
+        layer_shapes.push_back({config.settings.block_tokens, shape.n_head_kv_of(il), shape.head_dim_of(il)});
+        const KvBlockLayout L = write_layout(il);
+        std::vector<uint8_t> & empty = empty_blocks.emplace_back(L.block_bytes(), 0);
+        std::fill_n(reinterpret_cast<int32_t *>(empty.data() + L.pos_offset()), L.n_slots(), kInvalidPos);
+    }
     counters.tiers[0].name = "device";
     counters.tiers[1].name = "host";
     counters.tiers[2].name = "disk";

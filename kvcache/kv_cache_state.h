@@ -21,15 +21,20 @@ struct KvCacheState {
 
     KvCacheConfig config;
     KvModelShape shape;
-    KvBlockShape block_shape;
-    KvBlockLayout layout;  // of the blocks new tokens are written to (f16, or f32)
+    KvBlockShape block_shape;  // of the full-attention layers (the blocks policies work on)
+    KvBlockLayout layout;      // of the blocks new tokens are written to (f16, or f32)
     Backend & backend;
     BlockPool pool;
     std::map<SeqId, KvSequence> seqs;
-    KvStats counters;                  // running totals
-    std::vector<uint8_t> empty_block;  // zero bytes and kInvalidPos positions, in `layout`
+    KvStats counters;  // running totals
+    // Per layer (a shared layer: its source's): its blocks' shape, and an empty block of
+    // it in `layout`'s codecs (zero bytes, kInvalidPos positions).
+    std::vector<KvBlockShape> layer_shapes;
+    std::vector<std::vector<uint8_t>> empty_blocks;
 
-    KvBlockLayout layout_of(const BlockMeta & m) const { return {block_shape, m.k_codec, m.v_codec}; }
+    KvBlockLayout layout_of(const BlockMeta & m) const { return {layer_shapes[m.layer], m.k_codec, m.v_codec}; }
+    // The layout new tokens of layer il are written in.
+    KvBlockLayout write_layout(uint32_t il) const { return {layer_shapes[il], layout.k_codec, layout.v_codec}; }
     // Counted, and the message kept for the stats (faults are handled where they happen).
     void report_fault(const Status & s);
 };

@@ -12,11 +12,12 @@ namespace lr {
 
 uint32_t KvLayerEditor::kept_in_layer(const KvSequence & s, uint32_t il) const {
     if (il >= s.layers.size()) return 0;
-    std::vector<uint32_t> per_head(state_.block_shape.n_head_kv, 0);
+    const uint32_t n_head_kv = state_.layer_shapes[il].n_head_kv;
+    std::vector<uint32_t> per_head(n_head_kv, 0);
     for (BlockId id : s.layers[il].ids) {
         const BlockMeta & m = state_.pool.meta(id);
         const KvBlockLayout L = state_.layout_of(m);
-        for (uint32_t g = 0; g < state_.block_shape.n_head_kv; ++g) {
+        for (uint32_t g = 0; g < n_head_kv; ++g) {
             for (uint32_t sl = 0; sl < state_.block_shape.block_tokens; ++sl) {
                 if (m.pos[L.pos_index(g, sl)] != kInvalidPos) ++per_head[g];
             }
@@ -309,7 +310,7 @@ bool KvLayerEditor::drop_positions_from(SeqId seq, int32_t from) {
             {
                 const BlockMeta & m = state_.pool.meta(layer.ids[b]);
                 const KvBlockLayout L = state_.layout_of(m);
-                for (uint32_t g = 0; g < state_.block_shape.n_head_kv; ++g) {
+                for (uint32_t g = 0; g < L.shape.n_head_kv; ++g) {
                     for (uint32_t sl = 0; sl < bt; ++sl) {
                         const int32_t p = m.pos[L.pos_index(g, sl)];
                         if (p == kInvalidPos) continue;

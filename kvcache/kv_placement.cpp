@@ -21,7 +21,8 @@ void KvPlacement::open() {
     device_ = MemoryTier::device(state_.backend, c.device_bytes > 0 ? c.device_bytes : kUnbounded);
     if (c.host_bytes > 0) host_ = MemoryTier::host(state_.backend, c.host_bytes);
     io_ = std::make_unique<IoThread>();
-    staging_.resize(state_.layout.block_bytes());
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il)
+        staging_.resize(std::max(staging_.size(), state_.write_layout(il).block_bytes()));
     if (state_.config.dir.empty() || c.disk_bytes == 0) return;
     Result<std::unique_ptr<DiskTier>> disk = DiskTier::create(state_.config.dir, c.disk_bytes, state_.config.io);
     if (disk.ok()) {
@@ -79,12 +80,12 @@ void KvPlacement::fill_tier_stats(KvStats & s) const {
 // ---- Blocks ---------------------------------------------------------------------------------
 
 Result<BlockId> KvPlacement::new_block(SeqId owner, uint32_t il, KvCodec k_codec, KvCodec v_codec) {
-    const KvBlockLayout layout{state_.block_shape, k_codec, v_codec};
+    const KvBlockLayout layout{state_.layer_shapes[il], k_codec, v_codec};
     const size_t n_bytes = layout.block_bytes();
     LR_RETURN_IF_ERROR(make_room(BlockHome::device, n_bytes, owner, il));
     LR_ASSIGN_OR_RETURN(TierSlot slot, device_->allocate(n_bytes));
-    if (layout == state_.layout) {
-        LR_RETURN_IF_ERROR(device_->write(slot, state_.empty_block.data(), n_bytes));
+    if (layout == state_.write_layout(il)) {
+        LR_RETURN_IF_ERROR(device_->write(slot, state_.empty_blocks[il].data(), n_bytes));
     }
     const BlockId id = state_.pool.allocate();
     BlockMeta & m = state_.pool.meta(id);
@@ -238,7 +239,7 @@ Status KvPlacement::narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out
     if (b == layer.size() || (b + 1) * state_.block_shape.block_tokens + k.residual_tokens > layer.slots_used) return {};
     std::vector<uint8_t> bytes(m.n_bytes);
     LR_RETURN_IF_ERROR(store(m.place.home)->read(m.place.slot, bytes.data(), m.n_bytes));
-    const KvBlockLayout L{state_.block_shape, out.k_codec, out.v_codec};
+    const KvBlockLayout L{state_.layer_shapes[m.layer], out.k_codec, out.v_codec};
     out.bytes.resize(L.block_bytes());
     kv_recode_block(state_.layout_of(m), bytes.data(), L, out.bytes.data());
     std::memcpy(out.bytes.data() + L.pos_offset(), m.pos.data(), m.pos.size() * sizeof(int32_t));

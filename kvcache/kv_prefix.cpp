@@ -101,13 +101,16 @@ void KvPrefixCache::collect(bool wait) {
 bool KvPrefixCache::share_live(SeqId seq, uint64_t chain, uint32_t depth, std::vector<BlockId> & out) const {
     for (const auto & [id, other] : state_.seqs) {
         if (id == seq || other.chains.size() <= depth || other.chains[depth] != chain) continue;
-        out.clear();
-        for (const LayerBlocks & layer : other.layers) {
-            const BlockId * held = layer.at_depth(depth);  // a sliding window may have let it go
+        out.assign(state_.shape.n_layer, 0);
+        uint32_t found = 0;
+        for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+            if (!state_.shape.stores(il)) continue;
+            const BlockId * held = other.layers[il].at_depth(depth);  // a sliding window may have let it go
             if (!held || state_.pool.meta(*held).chain != chain) break;
-            out.push_back(*held);
+            out[il] = *held;
+            ++found;
         }
-        if (out.size() == state_.shape.n_layer) return true;
+        if (found == state_.shape.n_storing_layers()) return true;
     }
     return false;
 }
@@ -120,6 +123,7 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
     if (!s.pure_prefix || s.n_tokens() % bt != 0) return 0;
     if (prefix) collect(true);  // our own pending writes may be what we are about to look up
     const size_t n_blocks = (upcoming.size() - keep_last) / bt;
+    const uint32_t n_storing = state_.shape.n_storing_layers();
     uint32_t restored = 0;
     uint64_t chain = s.chains.empty() ? chain_seed_ : s.chains.back();
     std::vector<BlockId> live;
@@ -130,15 +134,17 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
         ++state_.counters.prefix_lookups;
         if (share_live(seq, chain, depth, live)) {
             for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+                if (!state_.shape.stores(il)) continue;
                 state_.pool.retain(live[il]);
                 s.layers[il].push(live[il]);
                 s.layers[il].slots_used += bt;
             }
-            state_.counters.shared_blocks += state_.shape.n_layer;
-        } else if (prefix && prefix->contains(chain, state_.shape.n_layer)) {
+            state_.counters.shared_blocks += n_storing;
+        } else if (prefix && prefix->contains(chain, n_storing)) {
             const int32_t first_pos = int32_t(s.n_tokens());
-            const KvBlockLayout & L = state_.layout;
             for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+                if (!state_.shape.stores(il)) continue;
+                const KvBlockLayout L = state_.write_layout(il);
                 const BlockId id = state_.pool.allocate();
                 BlockMeta & m = state_.pool.meta(id);
                 m.owner = seq;
@@ -150,7 +156,7 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
                 m.chain = chain;
                 m.persisted = true;
                 m.pos.resize(L.n_slots());
-                for (uint32_t g = 0; g < state_.block_shape.n_head_kv; ++g) {
+                for (uint32_t g = 0; g < L.shape.n_head_kv; ++g) {
                     for (uint32_t sl = 0; sl < bt; ++sl) m.pos[L.pos_index(g, sl)] = first_pos + int32_t(sl);
                 }
                 s.layers[il].push(id);
@@ -160,7 +166,7 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
         } else {
             break;
         }
-        state_.counters.prefix_hits += state_.shape.n_layer;
+        state_.counters.prefix_hits += n_storing;
         s.tokens.insert(s.tokens.end(), block_tokens.begin(), block_tokens.end());
         s.chains.push_back(chain);
         s.next_pos += int32_t(bt);

@@ -53,14 +53,36 @@ KvTierCapacities resolve_capacities(const KvSettings & s, const MachineMemory & 
     return c;
 }
 
+namespace {
+
+// Layer il's KV heads and head size (ModelMemoryShape::layers may name its own).
+uint32_t heads_of(const ModelMemoryShape & model, const KvLayerSpec & l) { return l.n_head_kv ? l.n_head_kv : model.n_head_kv; }
+uint32_t dim_of(const ModelMemoryShape & model, const KvLayerSpec & l) { return l.head_dim ? l.head_dim : model.head_dim; }
+
+// Bytes one token takes in every full-attention layer, K and V in these codecs.
+uint64_t full_layers_bytes_per_token(const ModelMemoryShape & model, KvCodec k, KvCodec v) {
+    auto per_layer = [&](uint32_t heads, uint32_t d) {
+        return uint64_t(heads) * (kv_codec_row_bytes(k, d) + kv_codec_row_bytes(v, d) + sizeof(int32_t));
+    };
+    if (model.layers.empty()) return uint64_t(model.n_layer) * per_layer(model.n_head_kv, model.head_dim);
+    uint64_t bytes = 0;
+    for (const KvLayerSpec & l : model.layers) {
+        if (l.kind == KvLayerKind::full) bytes += per_layer(heads_of(model, l), dim_of(model, l));
+    }
+    return bytes;
+}
+
+uint32_t count_layers(const ModelMemoryShape & model, KvLayerKind kind) {
+    if (model.layers.empty()) return kind == KvLayerKind::full ? model.n_layer : 0;
+    return uint32_t(std::count_if(model.layers.begin(), model.layers.end(), [&](const KvLayerSpec & l) { return l.kind == kind; }));
+}
+
+}  // namespace
+
 uint64_t kv_bytes_for_tokens(const ModelMemoryShape & model, const KvSettings & settings, uint64_t n_tokens) {
     if (model.head_dim == 0) return 0;
-    auto per_token = [&](KvCodec k, KvCodec v) {
-        return uint64_t(model.n_layer) * model.n_head_kv *
-               (kv_codec_row_bytes(k, model.head_dim) + kv_codec_row_bytes(v, model.head_dim) + sizeof(int32_t));
-    };
-    const uint64_t full = per_token(KvCodec::f16, KvCodec::f16);
-    const uint64_t coded = per_token(settings.k_codec(), settings.v_codec());
+    const uint64_t full = full_layers_bytes_per_token(model, KvCodec::f16, KvCodec::f16);
+    const uint64_t coded = full_layers_bytes_per_token(model, settings.k_codec(), settings.v_codec());
     const uint64_t window = std::min<uint64_t>(n_tokens, settings.residual_tokens);
     const bool quantized = settings.k_codec() != KvCodec::f16 || settings.v_codec() != KvCodec::f16;
     if (!quantized) return n_tokens * coded;
@@ -109,15 +131,15 @@ struct SlidingPart {
 SlidingPart sliding_part(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & s) {
     SlidingPart part;
     const uint64_t bt = s.block_tokens;
-    const uint64_t row = kv_codec_row_bytes(KvCodec::f16, model.head_dim);
-    const uint64_t block_bytes = bt * model.n_head_kv * (2 * row + sizeof(int32_t));
     for (const KvLayerSpec & l : model.layers) {
         if (l.kind != KvLayerKind::sliding_window) continue;
+        const uint64_t heads = heads_of(model, l);
+        const uint64_t block_bytes = bt * heads * (2 * kv_codec_row_bytes(KvCodec::f16, dim_of(model, l)) + sizeof(int32_t));
         const uint64_t tokens = std::min<uint64_t>(n_ctx, uint64_t(l.window) + chunk_tokens + bt);
         const uint64_t blocks = (tokens + bt - 1) / bt;
         ++part.n_layers;
         part.bytes += blocks * block_bytes;
-        part.mirror_bytes += blocks * bt * model.n_head_kv * sizeof(int32_t);
+        part.mirror_bytes += blocks * bt * heads * sizeof(int32_t);
     }
     return part;
 }
@@ -143,12 +165,14 @@ RecurrentPart recurrent_part(const ModelMemoryShape & model) {
 MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
                        const KvTierCapacities & tier_capacities) {
     // The full-attention layers are planned over the tiers; the sliding ones and the
-    // recurrent states take their bounded share of the device tier first.
+    // recurrent states take their bounded share of the device tier first; shared layers hold
+    // nothing of their own.
     const SlidingPart sliding = sliding_part(shape, n_ctx, chunk_tokens, settings);
     const RecurrentPart recurrent = recurrent_part(shape);
     const uint64_t fixed_bytes = sliding.bytes + recurrent.bytes;
+    const uint32_t n_shared = count_layers(shape, KvLayerKind::shared);
     ModelMemoryShape model = shape;
-    model.n_layer -= sliding.n_layers + recurrent.n_layers;
+    model.n_layer = count_layers(shape, KvLayerKind::full);
     KvTierCapacities capacities = tier_capacities;
     capacities.device_bytes -= std::min(capacities.device_bytes, fixed_bytes);
     MemoryPlan plan;
@@ -172,6 +196,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     if (recurrent.n_layers > 0) {
         plan.layer_kinds.push_back({.kind = KvLayerKind::recurrent, .n_layers = recurrent.n_layers, .kv_bytes = recurrent.bytes});
     }
+    if (n_shared > 0) plan.layer_kinds.push_back({.kind = KvLayerKind::shared, .n_layers = n_shared, .kv_bytes = 0});
     plan.mirror_bytes = uint64_t((kept + settings.block_tokens - 1) / settings.block_tokens) * model.n_layer *
                             mirror_bytes_per_block(model, settings) +
                         sliding.mirror_bytes;

@@ -131,6 +131,16 @@ int run_info(const Argv & argv) {
             n_recurrent, hp.n_layer, hp.ssm_group_count, hp.ssm_time_step_rank, hp.ssm_state_size, hp.ssm_conv_kernel,
             format_bytes(hp.recurrent_state_bytes()).c_str());
     }
+    if (hp.kv_geometry_varies()) {
+        std::printf("KV per layer: ");
+        for (uint32_t il = 0; il < hp.n_layer; ++il) std::printf(" %ux%u", hp.n_head_kv_of(il), hp.head_dim_of(il));
+        std::printf(" (heads x head size)\n");
+    }
+    if (hp.n_layer_kv < hp.n_layer) {
+        std::printf("KV sharing:    layers %u-%u keep no KV and read that of layer %u (sliding) or %u (global)\n", hp.n_layer_kv,
+                    hp.n_layer - 1, hp.n_layer_kv - 2, hp.n_layer_kv - 1);
+    }
+    if (hp.n_embd_per_layer > 0) std::printf("per-layer inputs: %u values per layer and token\n", hp.n_embd_per_layer);
     std::printf("output:        %s\n", model.weights().tied_output ? "tied to the token embedding" : "own matrix");
     std::map<std::string, int> types;
     for (const gguf::TensorInfo & t : file.tensors()) ++types[std::string(dtype_name(t.type))];

@@ -23,8 +23,12 @@ std::string_view kv_layer_kind_name(KvLayerKind kind);
 struct KvLayerSpec {
     KvLayerKind kind = KvLayerKind::full;
     uint32_t window = 0;       // sliding_window: positions kept
-    uint32_t source = 0;       // shared: the layer whose KV it reads
+    uint32_t source = 0;       // shared: the layer whose KV it reads (an earlier one)
     uint64_t state_bytes = 0;  // recurrent: bytes of one sequence's state
+    // The layer's own KV heads and head size, where layers differ (gemma4's sliding layers
+    // have more, smaller heads); 0: the model's.
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;
 };
 
 }  // namespace lr

@@ -28,7 +28,17 @@ uint64_t fixed_weight_bytes(const ModelWeights & w) {
             n += view_bytes(m.router);
             for (const auto * v : {&m.router_bias, &m.shexp_gate, &m.shexp_up, &m.shexp_down, &m.shexp_gate_inp}) n += view_bytes(*v);
         }
+        if (L.per_layer_input)
+            n += view_bytes(L.per_layer_input->gate) + view_bytes(L.per_layer_input->proj) + view_bytes(L.per_layer_input->post_norm);
     }
+    if (w.per_layer_inputs) n += view_bytes(w.per_layer_inputs->model_proj) + view_bytes(w.per_layer_inputs->proj_norm);
+    return n;
+}
+
+// The embedding bytes one token reads: its row of token_embd and of the per-layer inputs.
+uint64_t embedding_bytes_per_token(const ModelWeights & w, uint32_t n_layer) {
+    uint64_t n = w.token_embd.row_bytes();
+    if (w.per_layer_inputs) n += uint64_t(w.per_layer_inputs->token_embd.row_bytes()) * n_layer;
     return n;
 }
 
@@ -56,11 +66,11 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
     const size_t n = max_tokens;
     const size_t f = sizeof(float);
     LR_ASSIGN_OR_RETURN(g.x_, b.alloc(n * hp.n_embd * f));
-    LR_ASSIGN_OR_RETURN(g.xn_, b.alloc(n * std::max(hp.n_embd, hp.n_embd_q()) * f));
-    LR_ASSIGN_OR_RETURN(g.q_, b.alloc(n * hp.n_embd_q() * f));
-    LR_ASSIGN_OR_RETURN(g.k_, b.alloc(n * hp.n_embd_kv() * f));
-    LR_ASSIGN_OR_RETURN(g.v_, b.alloc(n * hp.n_embd_kv() * f));
-    LR_ASSIGN_OR_RETURN(g.attn_, b.alloc(n * hp.n_embd_q() * f));
+    LR_ASSIGN_OR_RETURN(g.xn_, b.alloc(n * std::max(hp.n_embd, hp.max_n_embd_q()) * f));
+    LR_ASSIGN_OR_RETURN(g.q_, b.alloc(n * hp.max_n_embd_q() * f));
+    LR_ASSIGN_OR_RETURN(g.k_, b.alloc(n * hp.max_n_embd_kv() * f));
+    LR_ASSIGN_OR_RETURN(g.v_, b.alloc(n * hp.max_n_embd_kv() * f));
+    LR_ASSIGN_OR_RETURN(g.attn_, b.alloc(n * hp.max_n_embd_q() * f));
     LR_ASSIGN_OR_RETURN(g.gate_, b.alloc(n * dense_ffn_width(hp) * f));
     LR_ASSIGN_OR_RETURN(g.up_, b.alloc(n * dense_ffn_width(hp) * f));
     LR_ASSIGN_OR_RETURN(g.logits_, b.alloc(n * hp.n_vocab * f));
@@ -77,9 +87,21 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
         LR_ASSIGN_OR_RETURN(g.moe_out_, b.alloc(n * hp.n_embd * f));
         LR_ASSIGN_OR_RETURN(g.shexp_logit_, b.alloc(n * f));
     }
+    if (w.per_layer_inputs) {
+        LR_ASSIGN_OR_RETURN(PerLayerInputs inputs, PerLayerInputs::create(hp, b, max_tokens));
+        g.per_layer_inputs_.emplace(std::move(inputs));
+    }
     g.fixed_bytes_per_ubatch_ = fixed_weight_bytes(w);
+    g.embedding_bytes_per_token_ = embedding_bytes_per_token(w, hp.n_layer);
 
     g.features_ = model_features(hp);
+    if (g.features_.v_norm) {
+        // V's norm has no weight: ones, a multiplication that changes nothing.
+        g.ones_host_.assign(std::max(hp.head_dim, hp.head_dim_swa), 1.0f);
+        LR_ASSIGN_OR_RETURN(g.ones_,
+                            b.prepare_weight(
+                                {.type = DType::F32, .n_cols = int64_t(g.ones_host_.size()), .n_rows = 1, .data = g.ones_host_.data()}));
+    }
     // Frequency factors: llama 3's rope_freqs, or phi3's LongRoPE factors, long when the
     // context exceeds the original one (llama.cpp decides by n_ctx, not by the position).
     const WeightView * factors = w.rope_freqs ? &*w.rope_freqs : nullptr;
@@ -90,14 +112,16 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
     }
     const auto * ff = factors ? static_cast<const float *>(factors->data) : nullptr;
     g.features_.rope_full.freq_factors = ff;
-    g.features_.rope_sliding.freq_factors = ff;
+    g.features_.rope_sliding.freq_factors = g.features_.rope_freqs_full_only ? nullptr : ff;
     return g;
 }
 
 uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
-    // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up, logits.
-    uint64_t floats = uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.n_embd_q()) + 2 * uint64_t(hp.n_embd_q()) +
-                      2 * uint64_t(hp.n_embd_kv()) + 2 * uint64_t(dense_ffn_width(hp)) + hp.n_vocab;
+    // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up, logits (the widest
+    // layer's), and the per-layer inputs.
+    uint64_t floats = uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.max_n_embd_q()) + 2 * uint64_t(hp.max_n_embd_q()) +
+                      2 * uint64_t(hp.max_n_embd_kv()) + 2 * uint64_t(dense_ffn_width(hp)) + hp.n_vocab;
+    if (hp.n_embd_per_layer > 0) floats += PerLayerInputs::scratch_bytes_per_token(hp) / sizeof(float);
     if (hp.is_moe()) {
         // Router logits, the mixture's output and the shared gate; and the backend's
         // expert scratch: per chosen expert gate, up, down, and the converted activations
@@ -110,19 +134,22 @@ uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
     return sizeof(float) * floats + recurrent;
 }
 
-// x += attention(norm(x)) of layer il.
+// x += attention(norm(x)) of layer il. A layer without KV of its own (KV sharing) computes
+// q only and attends over the view of its source layer, which ran before it.
 Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il) {
     const ModelHParams & hp = model_->hparams();
     const LayerWeights & L = model_->weights().layers[il];
     const ModelFeatures & f = features_;
     Backend & b = model_->backend();
     const int32_t * pos = plan.positions().data();
+    const bool has_kv = hp.has_kv(il);
+    const uint32_t d = hp.head_dim_of(il), n_q = hp.n_embd_q_of(il), n_head_kv = hp.n_head_kv_of(il);
     float * x = x_.as<float>();        // [n][n_embd]
     float * xn = xn_.as<float>();      // [n][n_embd]
-    float * q = q_.as<float>();        // [n][n_head][head_dim]
-    float * k = k_.as<float>();        // [n][n_head_kv][head_dim]
-    float * v = v_.as<float>();        // [n][n_head_kv][head_dim]
-    float * attn = attn_.as<float>();  // [n][n_head][head_dim]
+    float * q = q_.as<float>();        // [n][n_head][d]
+    float * k = k_.as<float>();        // [n][n_head_kv][d]
+    float * v = v_.as<float>();        // [n][n_head_kv][d]
+    float * attn = attn_.as<float>();  // [n][n_head][d]
 
     b.rms_norm(x, L.attn_norm, hp.rms_eps, n, xn);
     if (f.attn_output_gate) {
@@ -134,25 +161,34 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
     } else {
         b.matmul(L.wq, xn, n, q);
     }
-    b.matmul(L.wk, xn, n, k);
-    b.matmul(L.wv, xn, n, v);
+    if (has_kv) {
+        b.matmul(L.wk, xn, n, k);
+        if (L.wv.data) {
+            b.matmul(L.wv, xn, n, v);
+        } else {
+            b.copy_on_device(v, k, size_t(n) * n_head_kv * d * sizeof(float));  // V is the raw K
+        }
+    }
     if (L.bq) b.add_bias(q, *L.bq, n);
     if (L.bk) b.add_bias(k, *L.bk, n);
     if (L.bv) b.add_bias(v, *L.bv, n);
     if (L.q_norm) b.rms_norm(q, *L.q_norm, hp.rms_eps, n * hp.n_head, q);  // each head
-    if (L.k_norm) b.rms_norm(k, *L.k_norm, hp.rms_eps, n * hp.n_head_kv, k);
+    if (L.k_norm) b.rms_norm(k, *L.k_norm, hp.rms_eps, n * n_head_kv, k);
+    if (has_kv && f.v_norm)
+        b.rms_norm(v, {.type = DType::F32, .n_cols = int64_t(d), .n_rows = 1, .data = ones_.data}, hp.rms_eps, n * n_head_kv, v);
     const RopeParams & rope = hp.is_sliding(il) ? f.rope_sliding : f.rope_full;
     b.rope(q, n, hp.n_head, pos, rope);
-    b.rope(k, n, hp.n_head_kv, pos, rope);
-    if (f.q_scale != 1.0f) b.scale(q, n * hp.n_embd_q(), f.q_scale);
-    if (f.attn_temp_scale != 0.0f) b.scale_tokens(q, n, hp.n_embd_q(), q_temp_.data());
+    if (has_kv) b.rope(k, n, n_head_kv, pos, rope);
+    if (f.q_scale != 1.0f) b.scale(q, n * n_q, f.q_scale);
+    if (f.attn_temp_scale != 0.0f) b.scale_tokens(q, n, n_q, q_temp_.data());
 
-    LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(plan, il, q + (n - 1) * hp.n_embd_q()));
-    b.kv_write(view, k, v, pos, n);
+    LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(plan, il, q + (n - 1) * n_q));
+    LR_ASSERT(view.shape.head_dim == d);
+    if (has_kv) b.kv_write(view, k, v, pos, n);
     const AttentionParams params{
         .n_head = int32_t(hp.n_head),
-        .n_head_kv = int32_t(hp.n_head_kv),
-        .head_dim = int32_t(hp.head_dim),
+        .n_head_kv = int32_t(view.shape.n_head_kv),
+        .head_dim = int32_t(d),
         .scale = f.kq_scale,
         .window = int32_t(hp.window(il)),
         .sinks = L.attn_sinks ? static_cast<const float *>(L.attn_sinks->data) : nullptr,
@@ -193,13 +229,14 @@ void LlamaGraph::ffn_block(int64_t n, uint32_t il) {
     float * gate = gate_.as<float>();  // [n][n_ff]
     float * up = up_.as<float>();      // [n][n_ff]
 
+    const uint32_t n_ff = hp.n_ff_of(il);
     b.rms_norm(x, L.ffn_norm, hp.rms_eps, n, xn);
     b.matmul(L.ffn_gate, xn, n, gate);
     b.matmul(L.ffn_up, xn, n, up);
     if (features_.ffn_act == FfnActivation::gelu_tanh) {
-        b.geglu(gate, up, n * hp.n_ff, gate);
+        b.geglu(gate, up, n * n_ff, gate);
     } else {
-        b.swiglu(gate, up, n, hp.n_ff, gate);
+        b.swiglu(gate, up, n, n_ff, gate);
     }
     b.matmul(L.ffn_down, gate, n, xn);
     if (L.ffn_post_norm) b.rms_norm(xn, *L.ffn_post_norm, hp.rms_eps, n, xn);
@@ -274,6 +311,7 @@ Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
 
     b.get_rows(w.token_embd, tokens_.data(), n, x);
     if (features_.embd_scale != 0.0f) b.scale(x, n * hp.n_embd, features_.embd_scale);
+    if (per_layer_inputs_) per_layer_inputs_->compute(*w.per_layer_inputs, tokens_.data(), x, n);
     if (features_.attn_temp_scale != 0.0f) {
         q_temp_.resize(size_t(n));
         for (int64_t t = 0; t < n; ++t) q_temp_[size_t(t)] = attention_temperature(features_, plan.positions()[size_t(t)]);
@@ -285,6 +323,9 @@ Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
             LR_RETURN_IF_ERROR(attention_block(kv, plan, n, il));
         }
         ffn_block(n, il);
+        const LayerWeights & L = w.layers[il];
+        if (L.per_layer_input) per_layer_inputs_->add_to_layer(*L.per_layer_input, il, x, xn_.as<float>(), n);
+        if (L.output_scale != 1.0f) b.scale(x, n * hp.n_embd, L.output_scale);
     }
     return {};
 }
@@ -305,7 +346,7 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
         }
     }
     tokens_.assign(plan.tokens().begin(), plan.tokens().end());
-    weight_bytes_read_ += fixed_bytes_per_ubatch_ + uint64_t(n) * model_->weights().token_embd.row_bytes();
+    weight_bytes_read_ += fixed_bytes_per_ubatch_ + uint64_t(n) * embedding_bytes_per_token_;
     if (Status s = run_layers(kv, plan, n); !s.ok()) {
         kv.discard(plan);
         return s;

@@ -1,8 +1,8 @@
 #pragma once
 // The forward pass of the transformer families (llama, qwen2, qwen3, mistral3, phi3, gemma3,
-// the mixtures of experts qwen3moe and gpt-oss, and the hybrids qwen35 and qwen35moe): one
-// ubatch of one sequence through every layer, reading and writing K/V through the views of
-// the cache's plan. What differs between the families is in ModelFeatures
+// gemma4, the mixtures of experts qwen3moe and gpt-oss, and the hybrids qwen35 and qwen35moe):
+// one ubatch of one sequence through every layer, reading and writing K/V through the views
+// of the cache's plan. What differs between the families is in ModelFeatures
 // (model_features.h), derived once from the hyper-parameters; a mixture-of-experts FFN
 // routes on the host (expert_router.h) and runs the chosen experts with Backend::moe_ffn; a
 // recurrent layer's mixer is a DeltaNetBlock over the state the cache holds for it.
@@ -14,6 +14,7 @@
 #include "engine/backend/backend.h"
 #include "engine/model/delta_net_block.h"
 #include "engine/model/model.h"
+#include "engine/model/per_layer_inputs.h"
 #include "kvcache/kv_cache.h"
 
 namespace lr {
@@ -54,31 +55,35 @@ private:
     const Model * model_;
     uint32_t max_tokens_;
     ModelFeatures features_;
-    uint64_t fixed_bytes_per_ubatch_ = 0;  // the weights every ubatch reads whole
+    uint64_t fixed_bytes_per_ubatch_ = 0;     // the weights every ubatch reads whole
+    uint64_t embedding_bytes_per_token_ = 0;  // and those each token reads
     uint64_t weight_bytes_read_ = 0;
     // Activations, backend memory.
-    DeviceBuffer x_;                          // [n][n_embd] residual stream
-    DeviceBuffer xn_;                         // [n][n_embd] normed
-    DeviceBuffer q_;                          // [n][n_head][head_dim]
-    DeviceBuffer k_;                          // [n][n_head_kv][head_dim]
-    DeviceBuffer v_;                          // [n][n_head_kv][head_dim]
-    DeviceBuffer attn_;                       // [n][n_head][head_dim]
-    DeviceBuffer q_gate_;                     // [n][n_head][2][head_dim] q and the output gate (attn_output_gate)
-    DeviceBuffer attn_gate_;                  // [n][n_head][head_dim] the output gate
-    DeviceBuffer gate_;                       // [n][n_ff] (mixtures of experts: n_ff_shexp)
-    DeviceBuffer up_;                         // [n][n_ff]
-    DeviceBuffer logits_;                     // [n][n_vocab]
-    DeviceBuffer router_logits_;              // [n][n_expert] (mixtures of experts)
-    DeviceBuffer moe_out_;                    // [n][n_embd]
-    DeviceBuffer shexp_logit_;                // [n] the shared expert's gate
-    std::vector<int32_t> tokens_;             // the ubatch's tokens (host)
-    std::vector<float> q_temp_;               // [n] attention temperature of each token (host)
-    std::vector<float> router_host_;          // [n][n_expert]
-    std::vector<int32_t> expert_ids_;         // [n][n_expert_used]
-    std::vector<float> expert_weights_;       // [n][n_expert_used]
-    std::vector<float> shexp_gate_host_;      // [n]
-    std::vector<uint8_t> expert_chosen_;      // [n_expert] scratch of the byte count
-    std::optional<DeltaNetBlock> delta_net_;  // the recurrent layers' mixer (qwen35)
+    DeviceBuffer x_;                                  // [n][n_embd] residual stream
+    DeviceBuffer xn_;                                 // [n][n_embd] normed
+    DeviceBuffer q_;                                  // [n][n_head][head_dim]
+    DeviceBuffer k_;                                  // [n][n_head_kv][head_dim]
+    DeviceBuffer v_;                                  // [n][n_head_kv][head_dim]
+    DeviceBuffer attn_;                               // [n][n_head][head_dim]
+    DeviceBuffer q_gate_;                             // [n][n_head][2][head_dim] q and the output gate (attn_output_gate)
+    DeviceBuffer attn_gate_;                          // [n][n_head][head_dim] the output gate
+    DeviceBuffer gate_;                               // [n][n_ff] (mixtures of experts: n_ff_shexp)
+    DeviceBuffer up_;                                 // [n][n_ff]
+    DeviceBuffer logits_;                             // [n][n_vocab]
+    DeviceBuffer router_logits_;                      // [n][n_expert] (mixtures of experts)
+    DeviceBuffer moe_out_;                            // [n][n_embd]
+    DeviceBuffer shexp_logit_;                        // [n] the shared expert's gate
+    std::vector<int32_t> tokens_;                     // the ubatch's tokens (host)
+    std::vector<float> q_temp_;                       // [n] attention temperature of each token (host)
+    std::vector<float> router_host_;                  // [n][n_expert]
+    std::vector<int32_t> expert_ids_;                 // [n][n_expert_used]
+    std::vector<float> expert_weights_;               // [n][n_expert_used]
+    std::vector<float> shexp_gate_host_;              // [n]
+    std::vector<uint8_t> expert_chosen_;              // [n_expert] scratch of the byte count
+    std::optional<DeltaNetBlock> delta_net_;          // the recurrent layers' mixer (qwen35)
+    std::optional<PerLayerInputs> per_layer_inputs_;  // gemma4
+    std::vector<float> ones_host_;                    // [head_dim] the weight of V's norm (v_norm)
+    WeightView ones_;                                 // ... as the backend reads it
 };
 
 }  // namespace lr

@@ -42,8 +42,8 @@ Result<std::shared_ptr<const Model>> Model::finish_load(gguf::GgufFile file, Bac
 }
 
 KvModelShape Model::kv_shape() const {
-    KvModelShape shape{hparams_.n_layer, hparams_.n_head_kv, hparams_.head_dim, kv_layer_specs(hparams_), hparams_.n_head};
-    return shape;
+    const uint32_t g = hparams_.kv_geometry_layer();
+    return {hparams_.n_layer, hparams_.n_head_kv_of(g), hparams_.head_dim_of(g), kv_layer_specs(hparams_), hparams_.n_head};
 }
 
 }  // namespace lr

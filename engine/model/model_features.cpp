@@ -19,11 +19,11 @@ float yarn_mscale(float scale, float mscale) { return scale <= 1.0f ? 1.0f : 0.1
 // The rope of one kind of layer, with the YaRN parameters llama.cpp's context derives
 // (llama_context's constructor: ext_factor 1 for yarn; the magnitude from the factor, the
 // log multiplier and rope.scaling.attn_factor; the kernel's own 1 + 0.1 ln(factor) cancelled).
-RopeParams layer_rope(const ModelHParams & hp, float freq_base, float freq_scale) {
+RopeParams layer_rope(const ModelHParams & hp, float freq_base, float freq_scale, uint32_t n_rot, uint32_t head_dim) {
     RopeParams r{
         .mode = hp.rope_mode,
-        .n_rot = int32_t(hp.n_rot),
-        .head_dim = int32_t(hp.head_dim),
+        .n_rot = int32_t(n_rot),
+        .head_dim = int32_t(head_dim),
         .freq_base = freq_base,
         .freq_scale = freq_scale,
     };
@@ -43,14 +43,24 @@ RopeParams layer_rope(const ModelHParams & hp, float freq_base, float freq_scale
     return r;
 }
 
+// What Gemma 3 and 4 share: q/k norms, post-norms, scaled embeddings, GELU, q.k unscaled.
+void set_gemma_features(const ModelHParams & hp, ModelFeatures & f) {
+    f.qk_norm = true;
+    f.post_norms = true;
+    f.embd_scale = std::sqrt(float(hp.n_embd));
+    f.ffn_act = FfnActivation::gelu_tanh;
+    f.kq_scale = 1.0f;
+}
+
 }  // namespace
 
 ModelFeatures model_features(const ModelHParams & hp) {
     ModelFeatures f;
     const float inv_sqrt_head = 1.0f / std::sqrt(float(hp.head_dim));
     f.kq_scale = hp.attention_scale != 0.0f ? hp.attention_scale : inv_sqrt_head;
-    f.rope_full = layer_rope(hp, hp.rope_freq_base, hp.rope_freq_scale);
-    f.rope_sliding = layer_rope(hp, hp.rope_freq_base_swa, hp.rope_freq_scale_swa);
+    f.rope_full = layer_rope(hp, hp.rope_freq_base, hp.rope_freq_scale, hp.n_rot, hp.head_dim);
+    f.rope_sliding = layer_rope(hp, hp.rope_freq_base_swa, hp.rope_freq_scale_swa, hp.n_rot_swa ? hp.n_rot_swa : hp.n_rot,
+                                hp.head_dim_swa ? hp.head_dim_swa : hp.head_dim);
     f.final_softcap = hp.final_logit_softcap;
     f.attn_temp_scale = hp.attn_temp_scale;
     f.attn_temp_floor = hp.attn_temp_floor;
@@ -68,12 +78,15 @@ ModelFeatures model_features(const ModelHParams & hp) {
             f.long_short_rope = true;
             break;
         case ModelArch::gemma3:
-            f.qk_norm = true;
-            f.post_norms = true;
-            f.embd_scale = std::sqrt(float(hp.n_embd));
-            f.ffn_act = FfnActivation::gelu_tanh;
+            set_gemma_features(hp, f);
             f.q_scale = hp.attention_scale;
-            f.kq_scale = 1.0f;
+            break;
+        case ModelArch::gemma4:
+            set_gemma_features(hp, f);  // with q.k at scale 1 (hp.attention_scale), q as it is
+            f.v_optional = true;
+            f.v_norm = true;
+            f.layer_output_scale = true;
+            f.rope_freqs_full_only = true;
             break;
         case ModelArch::qwen35:
         case ModelArch::qwen35moe:

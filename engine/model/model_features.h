@@ -11,6 +11,10 @@
 //             scaled by 1/sqrt(head_dim) before attention
 //   gemma3    embeddings x sqrt(n_embd), q/k norms, post-attention and post-FFN norms,
 //             GELU-tanh, q scaled before attention, sliding layers with their own rope
+//   gemma4    gemma3's norms and GELU; V RMS-normed too, and the raw K where a layer has no
+//             attn_v; scale 1 on q.k; sliding layers with their own head size and rope,
+//             rope_freqs on the global layers only; KV shared by the last layers; per-layer
+//             inputs and a scale on each layer's output
 //   qwen3moe  qwen3's attention; a mixture of SwiGLU experts for the FFN
 //   gpt-oss   q/k/v/o biases, attention sinks, YaRN on every layer, every other layer
 //             sliding; experts with biases, a router with a bias, the clamped SwiGLU
@@ -46,6 +50,8 @@ struct ModelFeatures {
     bool attn_output_gate = false;
     // The FFN's input norm is stored as post_attention_norm, not ffn_norm (gpt-oss, qwen35).
     bool ffn_norm_named_post_attention = false;
+    bool v_optional = false;          // a layer without attn_v uses its raw K projection as V (gemma4)
+    bool layer_output_scale = false;  // layer_output_scale [1]: each layer's output times it (gemma4)
 
     // Computation
     float embd_scale = 0.0f;  // token embeddings times this (0: as they are) [gemma: sqrt(n_embd)]
@@ -56,11 +62,13 @@ struct ModelFeatures {
     float attn_temp_scale = 0.0f;  // q times 1 + s ln(floor(pos / floor) + 1) after rope (0: off)
     uint32_t attn_temp_floor = 0;
     float final_softcap = 0.0f;  // logits = cap tanh(logits / cap) (0: off)
+    bool v_norm = false;         // each head of V RMS-normed without a weight (gemma4)
 
     // Rope of the full-attention and of the sliding layers (freq_factors left for the
     // graph to point at the weights).
     RopeParams rope_full;
     RopeParams rope_sliding;
+    bool rope_freqs_full_only = false;  // rope_freqs divides the global layers' frequencies only (gemma4)
 };
 
 // The features of the model `hp` describes.

@@ -1,5 +1,6 @@
 #include "model_hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lr {
@@ -40,6 +41,30 @@ public:
         return {};
     }
 
+    // `{arch}.suffix` as one unsigned integer for every layer, or as an array of n_layer
+    // (llama.cpp's get_key_or_arr): `out` takes the largest value, `per_layer` each layer's
+    // (left empty for a scalar).
+    Status get_u32_or_array(const std::string & suffix, uint32_t n_layer, uint32_t & out, std::vector<uint32_t> & per_layer,
+                            std::optional<uint32_t> fallback = std::nullopt) const {
+        const std::string key = prefix_ + suffix;
+        const gguf::MetaValue * v = file_.find(key);
+        if (!v || v->type != gguf::ValueType::array) return get_u32(suffix, out, fallback);
+        LR_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> values, file_.get_int_array(key));
+        const std::vector<int64_t> list = values.value_or(std::vector<int64_t>{});
+        if (list.size() != n_layer) {
+            return error(StatusCode::corrupt_data, file_.path() + ": key '" + key + "' has " + std::to_string(list.size()) +
+                                                       " values for " + std::to_string(n_layer) + " layers");
+        }
+        per_layer.clear();
+        for (int64_t value : list) {
+            if (value < 0 || value > INT32_MAX)
+                return error(StatusCode::corrupt_data, file_.path() + ": key '" + key + "' is out of range");
+            per_layer.push_back(uint32_t(value));
+        }
+        out = *std::max_element(per_layer.begin(), per_layer.end());
+        return {};
+    }
+
     bool has(const std::string & suffix) const { return file_.find(prefix_ + suffix) != nullptr; }
 
     Result<std::optional<std::string_view>> get_string(const std::string & suffix) const { return file_.get_string(prefix_ + suffix); }
@@ -60,11 +85,12 @@ struct ArchEntry {
     RopeMode rope_mode;
 };
 constexpr ArchEntry kArchs[] = {
-    {ModelArch::llama, "llama", RopeMode::normal},     {ModelArch::qwen2, "qwen2", RopeMode::neox},
-    {ModelArch::qwen3, "qwen3", RopeMode::neox},       {ModelArch::mistral3, "mistral3", RopeMode::normal},
-    {ModelArch::phi3, "phi3", RopeMode::neox},         {ModelArch::gemma3, "gemma3", RopeMode::neox},
-    {ModelArch::qwen3moe, "qwen3moe", RopeMode::neox}, {ModelArch::gpt_oss, "gpt-oss", RopeMode::neox},
-    {ModelArch::qwen35, "qwen35", RopeMode::neox},     {ModelArch::qwen35moe, "qwen35moe", RopeMode::neox},
+    {ModelArch::llama, "llama", RopeMode::normal},       {ModelArch::qwen2, "qwen2", RopeMode::neox},
+    {ModelArch::qwen3, "qwen3", RopeMode::neox},         {ModelArch::mistral3, "mistral3", RopeMode::normal},
+    {ModelArch::phi3, "phi3", RopeMode::neox},           {ModelArch::gemma3, "gemma3", RopeMode::neox},
+    {ModelArch::gemma4, "gemma4", RopeMode::neox},       {ModelArch::qwen3moe, "qwen3moe", RopeMode::neox},
+    {ModelArch::gpt_oss, "gpt-oss", RopeMode::neox},     {ModelArch::qwen35, "qwen35", RopeMode::neox},
+    {ModelArch::qwen35moe, "qwen35moe", RopeMode::neox},
 };
 
 // llama.cpp's LLAMA_MAX_EXPERTS.
@@ -104,6 +130,23 @@ Status read_rope_scaling(const gguf::GgufFile & file, const KeyReader & keys, Mo
     return {};
 }
 
+// A head size (key_length, which value_length must equal) and the dimensions rope turns, of
+// the full layers (suffix "") or the sliding ones ("_swa"); `fallback` nullopt: required.
+Status read_head_size(const gguf::GgufFile & file, const KeyReader & keys, const std::string & suffix, std::optional<uint32_t> fallback,
+                      uint32_t & head_dim, uint32_t & n_rot) {
+    LR_RETURN_IF_ERROR(keys.get_u32("attention.key_length" + suffix, head_dim, fallback));
+    uint32_t value_length = 0;
+    LR_RETURN_IF_ERROR(keys.get_u32("attention.value_length" + suffix, value_length,
+                                    fallback ? std::optional<uint32_t>(head_dim) : std::optional<uint32_t>()));
+    if (value_length != head_dim)
+        return error(StatusCode::unsupported, file.path() + ": different key and value head sizes are not supported");
+    if (head_dim == 0 || head_dim > 1024) return out_of_range(file, "attention head size out of range");
+    LR_RETURN_IF_ERROR(keys.get_u32("rope.dimension_count" + suffix, n_rot, head_dim));
+    if (n_rot > head_dim || n_rot % 2 != 0)
+        return out_of_range(file, "rope.dimension_count" + suffix + " must be even and at most the head size");
+    return {};
+}
+
 // Which layers slide: llama.cpp's set_swa_pattern(period): layer il is sliding iff
 // il % period < period - 1 (the last layer of each period is global); period 0: all.
 void set_swa_pattern(ModelHParams & hp, uint32_t period) {
@@ -133,6 +176,41 @@ Status read_delta_net_keys(const gguf::GgufFile & file, const KeyReader & keys, 
     if (uint64_t(hp.ssm_inner_size) != uint64_t(hp.ssm_state_size) * hp.ssm_time_step_rank) {
         return out_of_range(file, "ssm.inner_size must be ssm.state_size x ssm.time_step_rank");
     }
+    return {};
+}
+
+// Gemma 4: sliding layers with a head size and rope of their own, KV shared by the last
+// layers, per-layer inputs; every one of these keys but the shared layers is required, as
+// in llama.cpp.
+Status read_gemma4_keys(const gguf::GgufFile & file, const KeyReader & keys, ModelHParams & hp) {
+    LR_RETURN_IF_ERROR(keys.get_u32("attention.sliding_window", hp.n_swa));
+    if (hp.n_swa == 0) return out_of_range(file, "attention.sliding_window must be positive");
+    LR_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> pattern,
+                        file.get_int_array(hp.arch_name + ".attention.sliding_window_pattern"));
+    if (!pattern || pattern->size() != hp.n_layer) {
+        return out_of_range(file, "attention.sliding_window_pattern must name every layer (an array of " + std::to_string(hp.n_layer) +
+                                      " booleans)");
+    }
+    hp.swa_layers.assign(pattern->begin(), pattern->end());
+    LR_RETURN_IF_ERROR(keys.get_f32("rope.freq_base_swa", hp.rope_freq_base_swa, hp.rope_freq_base));
+    hp.rope_freq_scale_swa = hp.rope_freq_scale;
+    LR_RETURN_IF_ERROR(read_head_size(file, keys, "_swa", std::nullopt, hp.head_dim_swa, hp.n_rot_swa));
+    LR_RETURN_IF_ERROR(keys.get_u32("embedding_length_per_layer_input", hp.n_embd_per_layer));
+    uint32_t n_shared = 0;
+    LR_RETURN_IF_ERROR(keys.get_u32("attention.shared_kv_layers", n_shared, 0));
+    if (n_shared >= hp.n_layer) return out_of_range(file, "attention.shared_kv_layers leaves no layer with KV of its own");
+    hp.n_layer_kv = hp.n_layer - n_shared;
+    if (n_shared > 0) {
+        // llama.cpp's fixed sources: the shared sliding layers read layer n_layer_kv - 2, the
+        // global ones n_layer_kv - 1; a source of the other kind would have the wrong shape.
+        if (hp.n_layer_kv < 2 || !hp.is_sliding(hp.n_layer_kv - 2) || hp.is_sliding(hp.n_layer_kv - 1)) {
+            return error(StatusCode::unsupported, file.path() + ": the KV-shared layers read layers " + std::to_string(hp.n_layer_kv - 2) +
+                                                      " (sliding) and " + std::to_string(hp.n_layer_kv - 1) +
+                                                      " (global), which the sliding window pattern does not give those kinds");
+        }
+    }
+    LR_RETURN_IF_ERROR(keys.get_f32("final_logit_softcapping", hp.final_logit_softcap, 0.0f));
+    hp.attention_scale = 1.0f;  // Gemma 4 attends with a scale of 1 on its normed q and k
     return {};
 }
 
@@ -172,6 +250,7 @@ Status read_arch_keys(const gguf::GgufFile & file, const KeyReader & keys, Model
             hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
             return {};
         }
+        case ModelArch::gemma4: return read_gemma4_keys(file, keys, hp);
         case ModelArch::gpt_oss:
             // Every other layer slides, layer 0 first (llama.cpp's set_swa_pattern(2); the
             // files carry no pattern key). Both kinds share the rope, YaRN included.
@@ -266,8 +345,8 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
         return error(StatusCode::unsupported,
                      file.path() + ": model architecture '" + hp.arch_name +
                          "' is not supported (Longread runs llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, mistral3, "
-                         "phi3, gemma3 and gpt-oss models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Qwen3 MoE, "
-                         "Qwen3.5/3.6, Ministral 3, Phi-3/4, Gemma 3, gpt-oss)");
+                         "phi3, gemma3, gemma4 and gpt-oss models: Llama 2/3.x, Mistral, Qwen 2/2.5/3, Qwen3 MoE, "
+                         "Qwen3.5/3.6, Ministral 3, Phi-3/4, Gemma 3, Gemma 4, gpt-oss)");
     }
     hp.arch = entry->arch;
     hp.rope_mode = entry->rope_mode;
@@ -279,33 +358,26 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     LR_RETURN_IF_ERROR(keys.get_u32("block_count", hp.n_layer));
     // Mixture-of-experts files may have no dense FFN (and no width for one).
     const bool moe = is_moe_arch(hp.arch);
-    if (moe) {
-        LR_RETURN_IF_ERROR(keys.get_u32("feed_forward_length", hp.n_ff, 0));
-    } else {
-        LR_RETURN_IF_ERROR(keys.get_u32("feed_forward_length", hp.n_ff));
-    }
+    LR_RETURN_IF_ERROR(
+        keys.get_u32_or_array("feed_forward_length", hp.n_layer, hp.n_ff, hp.n_ff_layers, moe ? std::optional<uint32_t>(0) : std::nullopt));
     LR_RETURN_IF_ERROR(keys.get_u32("attention.head_count", hp.n_head));
-    LR_RETURN_IF_ERROR(keys.get_u32("attention.head_count_kv", hp.n_head_kv, hp.n_head));
+    LR_RETURN_IF_ERROR(keys.get_u32_or_array("attention.head_count_kv", hp.n_layer, hp.n_head_kv, hp.n_head_kv_layers, hp.n_head));
     LR_RETURN_IF_ERROR(keys.get_u32("context_length", hp.n_ctx_train, 2048));
     if (hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 || (hp.n_ff == 0 && !moe) || hp.n_layer > 1024 || hp.n_head > 4096) {
         return out_of_range(file, "hyper-parameters out of range (embedding_length, block_count, head_count, feed_forward_length)");
     }
-    if (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
-        return out_of_range(file, "attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
-                                      std::to_string(hp.n_head_kv));
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const uint32_t n_kv = hp.n_head_kv_of(il);
+        if (n_kv == 0 || hp.n_head % n_kv != 0) {
+            return out_of_range(file, "attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
+                                          std::to_string(n_kv));
+        }
+        if (hp.n_ff_of(il) == 0 && !moe) return out_of_range(file, "feed_forward_length must be positive");
     }
     if (!file.find(hp.arch_name + ".attention.key_length") && hp.n_embd % hp.n_head != 0) {
         return out_of_range(file, "embedding_length is not a multiple of head_count");
     }
-    LR_RETURN_IF_ERROR(keys.get_u32("attention.key_length", hp.head_dim, hp.n_embd / hp.n_head));
-    uint32_t value_length = 0;
-    LR_RETURN_IF_ERROR(keys.get_u32("attention.value_length", value_length, hp.head_dim));
-    if (value_length != hp.head_dim)
-        return error(StatusCode::unsupported, file.path() + ": different key and value head sizes are not supported");
-    if (hp.head_dim == 0 || hp.head_dim > 1024) return out_of_range(file, "attention head size out of range");
-    LR_RETURN_IF_ERROR(keys.get_u32("rope.dimension_count", hp.n_rot, hp.head_dim));
-    if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
-        return out_of_range(file, "rope.dimension_count must be even and at most the head size");
+    LR_RETURN_IF_ERROR(read_head_size(file, keys, "", hp.n_embd / hp.n_head, hp.head_dim, hp.n_rot));
     // llama.cpp requires the epsilon of the newer families; older llama files may lack it.
     const bool eps_required = hp.arch != ModelArch::llama && hp.arch != ModelArch::qwen2;
     if (eps_required && !file.find(hp.arch_name + ".attention.layer_norm_rms_epsilon")) {
@@ -316,6 +388,7 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     LR_RETURN_IF_ERROR(keys.get_f32("rope.freq_base", hp.rope_freq_base, 10000.0f));
     if (!(hp.rms_eps > 0) || !(hp.rope_freq_base > 0)) return out_of_range(file, "rms epsilon and rope.freq_base must be positive");
     LR_RETURN_IF_ERROR(read_rope_scaling(file, keys, hp));
+    hp.n_layer_kv = hp.n_layer;
     LR_RETURN_IF_ERROR(read_arch_keys(file, keys, hp));
     LR_RETURN_IF_ERROR(read_expert_keys(file, keys, hp));
     if (!(hp.rope_freq_base_swa > 0)) return out_of_range(file, "rope.freq_base_swa must be positive");
@@ -332,13 +405,50 @@ Result<ModelHParams> read_hparams(const gguf::GgufFile & file) {
     return hp;
 }
 
+uint32_t ModelHParams::max_n_embd_q() const {
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < n_layer; ++il) n = std::max(n, n_embd_q_of(il));
+    return n;
+}
+
+uint32_t ModelHParams::max_n_embd_kv() const {
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < n_layer; ++il) n = std::max(n, n_embd_kv_of(il));
+    return n;
+}
+
+bool ModelHParams::kv_geometry_varies() const {
+    for (uint32_t il = 1; il < n_layer; ++il) {
+        if (n_head_kv_of(il) != n_head_kv_of(0) || head_dim_of(il) != head_dim_of(0)) return true;
+    }
+    return false;
+}
+
+uint32_t ModelHParams::kv_geometry_layer() const {
+    for (uint32_t il = 0; il < n_layer_kv; ++il) {
+        if (!is_sliding(il)) return il;
+    }
+    return 0;
+}
+
 std::vector<KvLayerSpec> kv_layer_specs(const ModelHParams & hp) {
     std::vector<KvLayerSpec> layers;
-    if (hp.n_swa == 0 && hp.full_attention_interval == 0) return layers;
+    const bool varies = hp.kv_geometry_varies();
+    if (hp.n_swa == 0 && hp.n_layer_kv == hp.n_layer && !varies && hp.full_attention_interval == 0) return layers;
     layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        if (hp.is_sliding(il)) layers[il] = {.kind = KvLayerKind::sliding_window, .window = hp.n_swa};
-        if (hp.is_recurrent(il)) layers[il] = {.kind = KvLayerKind::recurrent, .state_bytes = hp.recurrent_state_bytes()};
+        KvLayerSpec & l = layers[il];
+        if (hp.is_recurrent(il)) {
+            l = {.kind = KvLayerKind::recurrent, .state_bytes = hp.recurrent_state_bytes()};
+        } else if (!hp.has_kv(il)) {
+            l = {.kind = KvLayerKind::shared, .source = hp.kv_source(il)};
+        } else if (hp.is_sliding(il)) {
+            l = {.kind = KvLayerKind::sliding_window, .window = hp.n_swa};
+        }
+        if (varies) {
+            l.n_head_kv = hp.n_head_kv_of(hp.kv_source(il));
+            l.head_dim = hp.head_dim_of(hp.kv_source(il));
+        }
     }
     return layers;
 }

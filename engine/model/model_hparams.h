@@ -17,7 +17,7 @@
 namespace lr {
 
 // The families Longread runs; files name them by arch_name (general.architecture).
-enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3, qwen3moe, gpt_oss, qwen35, qwen35moe };
+enum class ModelArch { llama, qwen2, qwen3, mistral3, phi3, gemma3, gemma4, qwen3moe, gpt_oss, qwen35, qwen35moe };
 
 // The file's name of an architecture ("llama", "qwen3", ...).
 std::string_view arch_name(ModelArch arch);
@@ -35,9 +35,13 @@ struct ModelHParams {
     uint32_t n_embd = 0;
     uint32_t n_layer = 0;
     uint32_t n_head = 0;
-    uint32_t n_head_kv = 0;
-    uint32_t head_dim = 0;  // attention.key_length (= value_length), default n_embd / n_head
-    uint32_t n_ff = 0;      // the dense FFN's width (0 in mixture-of-experts files that have none)
+    uint32_t n_head_kv = 0;  // the most KV heads of any layer (n_head_kv_of: each layer's)
+    uint32_t head_dim = 0;   // attention.key_length (= value_length), default n_embd / n_head
+    uint32_t n_ff = 0;       // the widest dense FFN (0 in mixture-of-experts files that have none)
+    // Per layer, when the file gives head_count_kv or feed_forward_length as an array
+    // (gemma4); empty: the scalars above for every layer.
+    std::vector<uint32_t> n_head_kv_layers;
+    std::vector<uint32_t> n_ff_layers;
     float rms_eps = 1e-5f;
 
     // Mixture of experts (n_expert > 0): each layer's FFN is the weighted sum of n_expert_used
@@ -70,6 +74,15 @@ struct ModelHParams {
     std::vector<uint8_t> swa_layers;  // [n_layer] 1: sliding
     float rope_freq_base_swa = 10000.0f;
     float rope_freq_scale_swa = 1.0f;
+    uint32_t head_dim_swa = 0;  // attention.key_length_swa: the sliding layers' head size (0: head_dim)
+    uint32_t n_rot_swa = 0;     // rope.dimension_count_swa (0: n_rot)
+
+    // KV sharing (gemma4's attention.shared_kv_layers): the layers from n_layer_kv on keep no
+    // KV of their own and attend over an earlier layer's (kv_source).
+    uint32_t n_layer_kv = 0;
+    // Per-layer inputs (gemma4's embedding_length_per_layer_input): each layer adds a
+    // projection of a token's own n_embd_per_layer-wide input (per_layer_inputs.h); 0: none.
+    uint32_t n_embd_per_layer = 0;
 
     // Gated DeltaNet layers (qwen35, qwen35moe): every full_attention_interval-th layer is
     // attention, the others recurrent (is_recurrent). Their q/k heads have head_k_dim =
@@ -108,6 +121,28 @@ struct ModelHParams {
     }
     // The attention window of layer il (0: full attention).
     uint32_t window(uint32_t il) const { return is_sliding(il) ? n_swa : 0; }
+
+    // Layer il's geometry.
+    uint32_t n_head_kv_of(uint32_t il) const { return il < n_head_kv_layers.size() ? n_head_kv_layers[il] : n_head_kv; }
+    uint32_t n_ff_of(uint32_t il) const { return il < n_ff_layers.size() ? n_ff_layers[il] : n_ff; }
+    uint32_t head_dim_of(uint32_t il) const { return is_sliding(il) && head_dim_swa ? head_dim_swa : head_dim; }
+    uint32_t n_rot_of(uint32_t il) const { return is_sliding(il) && n_rot_swa ? n_rot_swa : n_rot; }
+    uint32_t n_embd_q_of(uint32_t il) const { return n_head * head_dim_of(il); }
+    uint32_t n_embd_kv_of(uint32_t il) const { return n_head_kv_of(il) * head_dim_of(il); }
+    // The widest layer's q (or K, V) row: what the graph's buffers hold.
+    uint32_t max_n_embd_q() const;
+    uint32_t max_n_embd_kv() const;
+    // Whether layers differ in KV heads or head size.
+    bool kv_geometry_varies() const;
+    // The layer whose KV heads and head size a model's KV shape names: the first global
+    // one (the layers the cache's policies work on), else layer 0.
+    uint32_t kv_geometry_layer() const;
+
+    // Whether layer il computes and keeps K/V, and the layer whose K/V it reads: itself, or
+    // for a shared layer llama.cpp's choice, the last layer with KV but one when it slides
+    // and the last when it is global (n_layer_kv - 2, n_layer_kv - 1).
+    bool has_kv(uint32_t il) const { return il < n_layer_kv; }
+    uint32_t kv_source(uint32_t il) const { return has_kv(il) ? il : n_layer_kv - (is_sliding(il) ? 2 : 1); }
 };
 
 // What each layer keeps (empty when every layer is full attention).

@@ -1,6 +1,7 @@
 #include "model_weights.h"
 
 #include <array>
+#include <cstring>
 
 #include "engine/quant/quant.h"
 
@@ -50,6 +51,20 @@ public:
         return backend_.prepare_weight(host);
     }
 
+    // A one-value F32 tensor read on the host (a scale the graph passes as a number).
+    Result<std::optional<float>> get_scalar(const std::string & name) {
+        const gguf::TensorInfo * t = file_.find_tensor(name);
+        if (!t) return std::optional<float>{};
+        if (t->type != DType::F32 || t->n_elements() != 1) {
+            return error(StatusCode::corrupt_data, file_.path() + ": tensor '" + name + "' must be one F32 value");
+        }
+        out_.n_params += 1;
+        out_.n_bytes += t->n_bytes;
+        float value = 0.0f;
+        std::memcpy(&value, t->data, sizeof value);
+        return std::optional<float>(value);
+    }
+
     Result<std::optional<WeightView>> get_optional(const std::string & name, uint64_t ne0, uint64_t ne1) {
         if (!file_.find_tensor(name)) return std::optional<WeightView>{};
         LR_ASSIGN_OR_RETURN(WeightView w, get(name, ne0, ne1));
@@ -73,10 +88,11 @@ WeightView weight_rows(const WeightView & w, int64_t r0, int64_t r1) {
 
 namespace {
 
-// q, k and v: three tensors, or the rows of a fused attn_qkv.
-Status load_qkv(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, const std::string & p,
-                LayerWeights & L) {
-    const uint64_t n_q = hp.n_embd_q() * (f.attn_output_gate ? 2 : 1), n_kv = hp.n_embd_kv();
+// q, k and v: three tensors, or the rows of a fused attn_qkv. A layer that reads an earlier
+// layer's KV has q only; with v_optional a missing attn_v leaves wv empty.
+Status load_qkv(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, uint32_t il,
+                const std::string & p, LayerWeights & L) {
+    const uint64_t n_q = hp.n_embd_q_of(il) * (f.attn_output_gate ? 2 : 1), n_kv = hp.n_embd_kv_of(il);
     if (file.find_tensor(p + "attn_qkv.weight")) {
         LR_ASSIGN_OR_RETURN(const WeightView qkv, load.get(p + "attn_qkv.weight", hp.n_embd, n_q + 2 * n_kv));
         L.wq = weight_rows(qkv, 0, int64_t(n_q));
@@ -85,22 +101,53 @@ Status load_qkv(WeightLoader & load, const gguf::GgufFile & file, const ModelHPa
         return {};
     }
     LR_ASSIGN_OR_RETURN(L.wq, load.get(p + "attn_q.weight", hp.n_embd, n_q));
+    if (!hp.has_kv(il)) return {};
     LR_ASSIGN_OR_RETURN(L.wk, load.get(p + "attn_k.weight", hp.n_embd, n_kv));
+    if (f.v_optional) {
+        LR_ASSIGN_OR_RETURN(std::optional<WeightView> wv, load.get_optional(p + "attn_v.weight", hp.n_embd, n_kv));
+        if (wv) L.wv = *wv;
+        return {};
+    }
     LR_ASSIGN_OR_RETURN(L.wv, load.get(p + "attn_v.weight", hp.n_embd, n_kv));
     return {};
 }
 
 // gate and up: two tensors, or the halves of a fused ffn_up.
-Status load_gate_up(WeightLoader & load, const ModelHParams & hp, const ModelFeatures & f, const std::string & p, LayerWeights & L) {
+Status load_gate_up(WeightLoader & load, uint32_t n_embd, uint32_t n_ff, const ModelFeatures & f, const std::string & p, LayerWeights & L) {
     if (f.fused_gate_up) {
-        LR_ASSIGN_OR_RETURN(const WeightView gate_up, load.get(p + "ffn_up.weight", hp.n_embd, 2 * uint64_t(hp.n_ff)));
-        L.ffn_gate = weight_rows(gate_up, 0, hp.n_ff);
-        L.ffn_up = weight_rows(gate_up, hp.n_ff, 2 * int64_t(hp.n_ff));
+        LR_ASSIGN_OR_RETURN(const WeightView gate_up, load.get(p + "ffn_up.weight", n_embd, 2 * uint64_t(n_ff)));
+        L.ffn_gate = weight_rows(gate_up, 0, n_ff);
+        L.ffn_up = weight_rows(gate_up, n_ff, 2 * int64_t(n_ff));
         return {};
     }
-    LR_ASSIGN_OR_RETURN(L.ffn_gate, load.get(p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
-    LR_ASSIGN_OR_RETURN(L.ffn_up, load.get(p + "ffn_up.weight", hp.n_embd, hp.n_ff));
+    LR_ASSIGN_OR_RETURN(L.ffn_gate, load.get(p + "ffn_gate.weight", n_embd, n_ff));
+    LR_ASSIGN_OR_RETURN(L.ffn_up, load.get(p + "ffn_up.weight", n_embd, n_ff));
     return {};
+}
+
+// Gemma 4's per-layer inputs: the model's tensors, per_layer_token_embd seen as one row per
+// (token, layer), which its type allows when a layer's part of a row is whole blocks.
+Result<PerLayerInputWeights> load_per_layer_inputs(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp) {
+    const uint64_t width = hp.n_embd_per_layer, n_layer = hp.n_layer;
+    PerLayerInputWeights w;
+    LR_ASSIGN_OR_RETURN(const WeightView embd, load.get("per_layer_token_embd.weight", width * n_layer, hp.n_vocab));
+    w.token_embd = {.type = embd.type, .n_cols = int64_t(width), .n_rows = int64_t(hp.n_vocab * n_layer), .data = embd.data};
+    if (w.token_embd.row_bytes() * n_layer != embd.row_bytes()) {
+        return error(StatusCode::unsupported, file.path() + ": per_layer_token_embd in " + std::string(dtype_name(embd.type)) +
+                                                  " does not split into layers of " + std::to_string(width) + " values");
+    }
+    LR_ASSIGN_OR_RETURN(w.model_proj, load.get("per_layer_model_proj.weight", hp.n_embd, width * n_layer));
+    LR_ASSIGN_OR_RETURN(w.proj_norm, load.get("per_layer_proj_norm.weight", width, 1));
+    return w;
+}
+
+// One layer's part of them.
+Result<PerLayerInputLayerWeights> load_per_layer_input(WeightLoader & load, const ModelHParams & hp, const std::string & p) {
+    PerLayerInputLayerWeights w;
+    LR_ASSIGN_OR_RETURN(w.gate, load.get(p + "inp_gate.weight", hp.n_embd, hp.n_embd_per_layer));
+    LR_ASSIGN_OR_RETURN(w.proj, load.get(p + "proj.weight", hp.n_embd_per_layer, hp.n_embd));
+    LR_ASSIGN_OR_RETURN(w.post_norm, load.get(p + "post_norm.weight", hp.n_embd, 1));
+    return w;
 }
 
 // A tensor the family requires (`required`), or may carry.
@@ -164,16 +211,17 @@ Result<DeltaNetWeights> load_delta_net(WeightLoader & load, const gguf::GgufFile
     return d;
 }
 
-// The attention of layer prefix p.
-Status load_attention(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f,
+// The attention of layer il (prefix p).
+Status load_attention(WeightLoader & load, const gguf::GgufFile & file, const ModelHParams & hp, const ModelFeatures & f, uint32_t il,
                       const std::string & p, LayerWeights & L) {
-    LR_RETURN_IF_ERROR(load_qkv(load, file, hp, f, p, L));
-    LR_ASSIGN_OR_RETURN(L.bq, get_if(load, f.qkv_biases, p + "attn_q.bias", hp.n_embd_q()));
-    LR_ASSIGN_OR_RETURN(L.bk, get_if(load, f.qkv_biases, p + "attn_k.bias", hp.n_embd_kv()));
-    LR_ASSIGN_OR_RETURN(L.bv, get_if(load, f.qkv_biases, p + "attn_v.bias", hp.n_embd_kv()));
-    LR_ASSIGN_OR_RETURN(L.q_norm, get_if(load, f.qk_norm, p + "attn_q_norm.weight", hp.head_dim));
-    LR_ASSIGN_OR_RETURN(L.k_norm, get_if(load, f.qk_norm, p + "attn_k_norm.weight", hp.head_dim));
-    LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q(), hp.n_embd));
+    const bool has_kv = hp.has_kv(il);
+    LR_RETURN_IF_ERROR(load_qkv(load, file, hp, f, il, p, L));
+    LR_ASSIGN_OR_RETURN(L.bq, get_if(load, f.qkv_biases, p + "attn_q.bias", hp.n_embd_q_of(il)));
+    LR_ASSIGN_OR_RETURN(L.bk, get_if(load, f.qkv_biases && has_kv, p + "attn_k.bias", hp.n_embd_kv_of(il)));
+    LR_ASSIGN_OR_RETURN(L.bv, get_if(load, f.qkv_biases && has_kv, p + "attn_v.bias", hp.n_embd_kv_of(il)));
+    LR_ASSIGN_OR_RETURN(L.q_norm, get_if(load, f.qk_norm, p + "attn_q_norm.weight", hp.head_dim_of(il)));
+    LR_ASSIGN_OR_RETURN(L.k_norm, get_if(load, f.qk_norm && has_kv, p + "attn_k_norm.weight", hp.head_dim_of(il)));
+    LR_ASSIGN_OR_RETURN(L.wo, load.get(p + "attn_output.weight", hp.n_embd_q_of(il), hp.n_embd));
     LR_ASSIGN_OR_RETURN(L.bo, load.get_optional(p + "attn_output.bias", hp.n_embd, 1));
     // gpt-oss's and qwen35's post_attention_norm is their FFN's input norm (below), not a gemma post-norm.
     if (!f.ffn_norm_named_post_attention) {
@@ -190,17 +238,24 @@ Status load_layer(WeightLoader & load, const gguf::GgufFile & file, const ModelH
     if (hp.is_recurrent(il)) {
         LR_ASSIGN_OR_RETURN(L.delta_net, load_delta_net(load, file, hp, p));
     } else {
-        LR_RETURN_IF_ERROR(load_attention(load, file, hp, f, p, L));
+        LR_RETURN_IF_ERROR(load_attention(load, file, hp, f, il, p, L));
     }
     const char * ffn_norm = f.ffn_norm_named_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight";
     LR_ASSIGN_OR_RETURN(L.ffn_norm, load.get(p + ffn_norm, hp.n_embd, 1));
     if (hp.is_moe()) {
         LR_ASSIGN_OR_RETURN(L.moe, load_moe(load, file, hp, f, p));
     } else {
-        LR_RETURN_IF_ERROR(load_gate_up(load, hp, f, p, L));
-        LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+        LR_RETURN_IF_ERROR(load_gate_up(load, hp.n_embd, hp.n_ff_of(il), f, p, L));
+        LR_ASSIGN_OR_RETURN(L.ffn_down, load.get(p + "ffn_down.weight", hp.n_ff_of(il), hp.n_embd));
     }
     LR_ASSIGN_OR_RETURN(L.ffn_post_norm, get_if(load, f.post_norms, p + "post_ffw_norm.weight", hp.n_embd));
+    if (hp.n_embd_per_layer > 0) {
+        LR_ASSIGN_OR_RETURN(L.per_layer_input, load_per_layer_input(load, hp, p));
+    }
+    if (f.layer_output_scale) {
+        LR_ASSIGN_OR_RETURN(std::optional<float> scale, load.get_scalar(p + "layer_output_scale.weight"));
+        L.output_scale = scale.value_or(1.0f);
+    }
     if (!f.qk_norm && (L.q_norm || L.k_norm)) {
         return error(StatusCode::unsupported,
                      file.path() + ": layer " + std::to_string(il) + " has q/k norms, which " + hp.arch_name + " models do not use");
@@ -223,6 +278,10 @@ Result<ModelWeights> load_weights(const gguf::GgufFile & file, const ModelHParam
     if (f.long_short_rope) {
         LR_ASSIGN_OR_RETURN(w.rope_long, load.get_optional("rope_factors_long.weight", hp.n_rot / 2, 1));
         LR_ASSIGN_OR_RETURN(w.rope_short, load.get_optional("rope_factors_short.weight", hp.n_rot / 2, 1));
+    }
+
+    if (hp.n_embd_per_layer > 0) {
+        LR_ASSIGN_OR_RETURN(w.per_layer_inputs, load_per_layer_inputs(load, file, hp));
     }
 
     w.layers.resize(hp.n_layer);

@@ -13,6 +13,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_features.h"
 #include "engine/model/model_hparams.h"
+#include "engine/model/per_layer_inputs.h"
 
 namespace lr {
 
@@ -44,23 +45,28 @@ struct DeltaNetWeights {
     std::array<const WeightView *, 9> all() const { return {&qkv, &gate, &conv, &beta, &alpha, &dt_bias, &a, &norm, &out}; }
 };
 
+// Widths are the layer's own (ModelHParams::n_embd_q_of, n_embd_kv_of, n_ff_of).
 struct LayerWeights {
-    WeightView attn_norm;                      // [n_embd]
-    std::optional<DeltaNetWeights> delta_net;  // a recurrent layer's mixer; then no q/k/v/o
-    WeightView wq, wk, wv;                     // [n_embd_q | n_embd_kv][n_embd] (rows of attn_qkv when fused;
-                                               // with an output gate wq is [2 n_embd_q]: [q_h | gate_h] per head)
-    std::optional<WeightView> bq, bk, bv;      // [n_embd_q | n_embd_kv] biases (qwen2)
-    std::optional<WeightView> q_norm;          // [head_dim] per-head RMS norm of q (qwen3, gemma3)
-    std::optional<WeightView> k_norm;          // [head_dim]
-    WeightView wo;                             // [n_embd][n_embd_q]
-    std::optional<WeightView> bo;              // [n_embd]
-    std::optional<WeightView> attn_post_norm;  // [n_embd] on the attention output (gemma3)
-    std::optional<WeightView> attn_sinks;      // [n_head] a logit per head joining the softmax (gpt-oss)
-    WeightView ffn_norm;                       // [n_embd] (gpt-oss: post_attention_norm)
-    WeightView ffn_gate, ffn_up;               // [n_ff][n_embd] (halves of ffn_up when fused); empty with moe
-    WeightView ffn_down;                       // [n_embd][n_ff]; empty with moe
-    std::optional<MoeWeights> moe;             // the FFN of a mixture-of-experts layer
-    std::optional<WeightView> ffn_post_norm;   // [n_embd] on the FFN output (gemma3)
+    WeightView attn_norm;                                      // [n_embd]
+    std::optional<DeltaNetWeights> delta_net;                  // a recurrent layer's mixer; then no q/k/v/o
+    WeightView wq, wk, wv;                                     // [n_embd_q | n_embd_kv][n_embd] (rows of attn_qkv when fused;
+                                                               // with an output gate wq is [2 n_embd_q]: [q_h | gate_h] per head);
+                                                               // wk, wv empty in a layer reading an earlier layer's KV,
+                                                               // wv empty where V is the raw K (gemma4)
+    std::optional<WeightView> bq, bk, bv;                      // [n_embd_q | n_embd_kv] biases (qwen2)
+    std::optional<WeightView> q_norm;                          // [head_dim] per-head RMS norm of q (qwen3, gemma3)
+    std::optional<WeightView> k_norm;                          // [head_dim]
+    WeightView wo;                                             // [n_embd][n_embd_q]
+    std::optional<WeightView> bo;                              // [n_embd]
+    std::optional<WeightView> attn_post_norm;                  // [n_embd] on the attention output (gemma3)
+    std::optional<WeightView> attn_sinks;                      // [n_head] a logit per head joining the softmax (gpt-oss)
+    WeightView ffn_norm;                                       // [n_embd] (gpt-oss: post_attention_norm)
+    WeightView ffn_gate, ffn_up;                               // [n_ff][n_embd] (halves of ffn_up when fused); empty with moe
+    WeightView ffn_down;                                       // [n_embd][n_ff]; empty with moe
+    std::optional<MoeWeights> moe;                             // the FFN of a mixture-of-experts layer
+    std::optional<WeightView> ffn_post_norm;                   // [n_embd] on the FFN output (gemma3)
+    std::optional<PerLayerInputLayerWeights> per_layer_input;  // gemma4
+    float output_scale = 1.0f;                                 // layer_output_scale (gemma4)
 };
 
 struct ModelWeights {
@@ -68,9 +74,10 @@ struct ModelWeights {
     WeightView output_norm;  // [n_embd]
     WeightView output;       // [n_vocab][n_embd]; token_embd when tied
     bool tied_output = false;
-    std::optional<WeightView> rope_freqs;  // [n_rot / 2] (llama 3)
-    std::optional<WeightView> rope_long;   // [n_rot / 2] phi3's LongRoPE factors past the original context
-    std::optional<WeightView> rope_short;  // [n_rot / 2] and within it
+    std::optional<WeightView> rope_freqs;                  // [n_rot / 2] (llama 3)
+    std::optional<WeightView> rope_long;                   // [n_rot / 2] phi3's LongRoPE factors past the original context
+    std::optional<WeightView> rope_short;                  // [n_rot / 2] and within it
+    std::optional<PerLayerInputWeights> per_layer_inputs;  // gemma4
     std::vector<LayerWeights> layers;
     uint64_t n_params = 0;
     uint64_t n_bytes = 0;

@@ -8,9 +8,10 @@ namespace lr {
 ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes) {
     // A token reads n_expert_used of each layer's n_expert experts.
     const uint64_t active_experts = hp.is_moe() ? expert_bytes / hp.n_expert * hp.n_expert_used : expert_bytes;
+    const uint32_t g = hp.kv_geometry_layer();  // the full-attention layers' (kv_layer_specs: the others')
     return {.n_layer = hp.n_layer,
-            .n_head_kv = hp.n_head_kv,
-            .head_dim = hp.head_dim,
+            .n_head_kv = hp.n_head_kv_of(g),
+            .head_dim = hp.head_dim_of(g),
             .n_ctx_train = hp.n_ctx_train,
             .weight_bytes = weight_bytes,
             .expert_weight_bytes = expert_bytes,

@@ -1,14 +1,16 @@
 // The cache's ubatch protocol and its sequences, on the bundled model's real shape: a plan
 // changes nothing until it is applied; pins are released on every path (applied, discarded,
 // failed, lost); several sequences share one cache, and a common prefix is shared
-// copy-on-write — each sequence gives exactly what a cache of its own gives; layer kinds
-// the cache does not hold yet are refused with a message that names them; sliding windows
-// stop growing, and recurrent layers keep a state per sequence that truncation starts over.
+// copy-on-write — each sequence gives exactly what a cache of its own gives; sliding and
+// shared layers (each layer's blocks in its own shape); layer kinds the cache does not hold
+// yet are refused with a message that names them; sliding windows stop growing, and
+// recurrent layers keep a state per sequence that truncation starts over.
 #include <QtTest>
 
 #include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/common/fp16.h"
 #include "engine/model/llama_graph.h"
 #include "support/reference_data.h"
 #include "support/session_run.h"
@@ -246,15 +248,15 @@ private slots:
 
     // ---- Layer kinds ----------------------------------------------------------------------------
 
-    void layerKindsItDoesNotHoldAreRefused() {
+    // Every kind is held now; a kind whose parameters make no sense is refused by name.
+    void invalidLayerKindsAreRefused() {
         KvModelShape shape = model_->kv_shape();
         shape.layers.assign(shape.n_layer, KvLayerSpec{});
         QVERIFY(KvCache::create(plain_config(), shape, backend_).ok());
-        shape.layers[1] = {.kind = KvLayerKind::shared, .source = 0};
+        shape.layers[1] = {.kind = KvLayerKind::shared, .source = 2};  // a later layer
         auto refused = KvCache::create(plain_config(), shape, backend_);
         QCOMPARE(refused.status().code(), StatusCode::invalid_argument);
-        QVERIFY(refused.status().message().find("layer 1") != std::string::npos);
-        QVERIFY(refused.status().message().find("shared") != std::string::npos);
+        QVERIFY(refused.status().message().find("layer 1 shares the KV of layer 2") != std::string::npos);
         shape.layers[1] = {.kind = KvLayerKind::recurrent, .state_bytes = 0};
         QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
         shape.layers[1] = {.kind = KvLayerKind::sliding_window, .window = 0};
@@ -541,6 +543,168 @@ private slots:
         QCOMPARE(at32k.layer_kinds[1].kv_bytes, at4k.layer_kinds[1].kv_bytes);      // flat past the window
         QCOMPARE(at32k.layer_kinds[0].kv_bytes, 8 * at4k.layer_kinds[0].kv_bytes);  // the two full layers grow
         QCOMPARE(at4k.kv_bytes, at4k.layer_kinds[0].kv_bytes + at4k.layer_kinds[1].kv_bytes);
+    }
+
+    // ---- Shared layers and per-layer shapes (Gemma 4) -------------------------------------
+
+    // A sliding layer of 2 heads of 32 values, a full layer of 1 head of 64, and two layers
+    // that read them.
+    static KvModelShape mixed_shape() {
+        KvModelShape shape{.n_layer = 4, .n_head_kv = 1, .head_dim = 64, .n_head = 4};
+        shape.layers = {
+            {.kind = KvLayerKind::sliding_window, .window = 32, .n_head_kv = 2, .head_dim = 32},
+            {.kind = KvLayerKind::full},
+            {.kind = KvLayerKind::shared, .source = 0, .n_head_kv = 2, .head_dim = 32},
+            {.kind = KvLayerKind::shared, .source = 1},
+        };
+        return shape;
+    }
+
+    void sharedLayersReadExactlyTheirSourcesKv() {
+        const KvModelShape shape = mixed_shape();
+        auto kv = KvCache::create(plain_config(), shape, backend_);
+        QVERIFY(kv.ok());
+        std::mt19937 rng(3);
+        std::normal_distribution<float> normal;
+        const uint32_t n = 20;
+        const std::vector<int32_t> tokens(n, 1);
+        std::vector<float> written_k0;  // layer 0's keys of head 1, as f16 keeps them
+        for (int ubatch = 0; ubatch < 3; ++ubatch) {
+            auto plan = (*kv)->plan(0, {.tokens = tokens, .max_tokens = n});
+            QVERIFY(plan.ok());
+            std::vector<std::vector<uint8_t *>> blocks(shape.n_layer);
+            for (uint32_t il = 0; il < shape.n_layer; ++il) {
+                auto view = (*kv)->layer_view(*plan, il, nullptr);
+                QVERIFY(view.ok());
+                QCOMPARE(view->shape.n_head_kv, shape.n_head_kv_of(il));
+                QCOMPARE(view->shape.head_dim, shape.head_dim_of(il));
+                for (const KvBlockRef & b : view->blocks) blocks[il].push_back(b.data);
+                if (shape.stores(il)) {
+                    QCOMPARE(view->write_slots.size(), size_t(n));
+                    std::vector<float> k(size_t(n) * shape.n_head_kv_of(il) * shape.head_dim_of(il)), v(k.size());
+                    for (float & x : k) x = normal(rng);
+                    for (float & x : v) x = normal(rng);
+                    backend_.kv_write(*view, k.data(), v.data(), plan->positions().data(), n);
+                    const uint32_t d = shape.head_dim_of(il), heads = shape.n_head_kv_of(il);
+                    for (uint32_t t = 0; t < n && il == 0; ++t) {
+                        for (uint32_t c = 0; c < d; ++c) written_k0.push_back(fp16_to_fp32(fp32_to_fp16(k[(t * heads + 1) * d + c])));
+                    }
+                } else {
+                    // Nothing to write: the very blocks of its source, this ubatch's included.
+                    QVERIFY(view->write_slots.empty());
+                    QCOMPARE(blocks[il], blocks[shape.source(il)]);
+                }
+            }
+            (*kv)->apply(*plan);
+        }
+        // What layer 2 reads is what layer 0 wrote.
+        auto rows = (*kv)->layer_rows(0, 2, 1, true);
+        QVERIFY(rows.ok());
+        QCOMPARE(*rows, written_k0);
+        // Each layer's blocks in its own shape; a shared layer holds no bytes of its own.
+        const KvStats s = (*kv)->stats();
+        const uint64_t sliding_block = KvBlockLayout{{32, 2, 32}, KvCodec::f16, KvCodec::f16}.block_bytes();
+        const uint64_t full_block = KvBlockLayout{{32, 1, 64}, KvCodec::f16, KvCodec::f16}.block_bytes();
+        QCOMPARE(kind_row(s, KvLayerKind::sliding_window).bytes, 2 * sliding_block);  // 60 positions, window 32
+        QCOMPARE(kind_row(s, KvLayerKind::full).bytes, 2 * full_block);
+        QCOMPARE(kind_row(s, KvLayerKind::shared).n_layers, 2u);
+        QCOMPARE(kind_row(s, KvLayerKind::shared).bytes, uint64_t(0));
+        QCOMPARE(kind_row(s, KvLayerKind::shared).tokens_kept, uint64_t(60));  // what their sources keep
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+    }
+
+    void sharedLayersNeedAnEarlierSourceOfTheirShape() {
+        KvModelShape shape = mixed_shape();
+        shape.layers[2].source = 1;  // the full layer's heads are not the sliding layer's
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
+        shape = mixed_shape();
+        shape.layers[0] = {.kind = KvLayerKind::shared, .source = 1, .n_head_kv = 1, .head_dim = 64};
+        QCOMPARE(KvCache::create(plain_config(), shape, backend_).status().code(), StatusCode::invalid_argument);
+    }
+
+    // The tiny Gemma 4 (llama.cpp's reference model): its layer kinds and shapes, and with
+    // its shared layers the same logits over tiers, under a policy, and from the prefix cache.
+    void gemma4KeepsItsResultsOverTiersPoliciesAndPrefixes() {
+        auto m = Model::load(shared_path("models/tiny-2026/tiny-gemma4-f32.gguf").toStdString(), backend_);
+        QVERIFY2(m.ok(), m.ok() ? "" : m.status().message().c_str());
+        const KvModelShape shape = (*m)->kv_shape();
+        QCOMPARE(shape.kind(0), KvLayerKind::sliding_window);
+        QCOMPARE(shape.kind(2), KvLayerKind::full);
+        QCOMPARE(shape.kind(3), KvLayerKind::shared);
+        QCOMPARE(shape.source(3), 1u);
+        QCOMPARE(shape.source(4), 2u);
+        QCOMPARE(shape.n_head_kv_of(0), 2u);
+        QCOMPARE(shape.head_dim_of(0), 32u);
+        QCOMPARE(shape.n_head_kv_of(2), 1u);
+        QCOMPARE(shape.head_dim_of(2), 64u);
+        std::mt19937 rng(11);
+        const std::vector<int32_t> prompt = random_prompt(rng, 150, int32_t((*m)->hparams().n_vocab));
+        auto graph = LlamaGraph::create(**m, 16);
+        QVERIFY(graph.ok());
+
+        // Two sequences on a device tier that holds the windows' rings and one sequence's full
+        // layer: the other's full-layer blocks go to RAM and come back for its next ubatch.
+        KvCacheConfig h2o = plain_config();
+        h2o.settings.policy = KvPolicy::h2o;
+        h2o.settings.budget_tokens = 64;
+        KvCacheConfig tiered = h2o;
+        const uint64_t block = KvBlockLayout{{32, 2, 32}, KvCodec::f16, KvCodec::f16}.block_bytes();
+        tiered.capacities = {.device_bytes = 15 * block, .host_bytes = 1u << 30, .disk_bytes = 0};
+        const std::vector<int32_t> other = random_prompt(rng, 100, int32_t((*m)->hparams().n_vocab));
+        auto two_sequences = [&](KvCache & kv) {
+            run(kv, *graph, 0, std::span(prompt).first(100));
+            run(kv, *graph, 1, other);
+            return run(kv, *graph, 0, std::span(prompt).subspan(100));
+        };
+        auto all_ram = KvCache::create(h2o, shape, backend_);
+        auto small = KvCache::create(tiered, shape, backend_);
+        QVERIFY(all_ram.ok() && small.ok());
+        const std::vector<float> want = two_sequences(**all_ram);
+        QVERIFY(!want.empty());
+        QCOMPARE(two_sequences(**small), want);
+        QVERIFY((*small)->stats().demotions > 0);
+        QVERIFY((*small)->stats().evicted_tokens > 0);
+
+        QTemporaryDir dir;
+        KvCacheConfig c = plain_config();
+        c.settings.prefix_cache = true;
+        c.dir = dir.path().toStdString();
+        c.model_identity = (*m)->identity();
+        c.capacities = {.device_bytes = 0, .host_bytes = 0, .disk_bytes = 64u << 20};
+        const int32_t next = 13;
+        std::vector<float> fresh, restored;
+        {
+            auto first = KvCache::create(c, shape, backend_);
+            run(**first, *graph, 0, std::span(prompt).first(128));
+            QVERIFY(graph->forward(**first, 0, std::span(&next, 1), false, fresh).ok());
+            (*first)->flush();
+        }
+        auto second = KvCache::create(c, shape, backend_);
+        QCOMPARE((*second)->restore_prefix(0, std::span(prompt).first(129), 1), 128u);
+        QVERIFY(graph->forward(**second, 0, std::span(&next, 1), false, restored).ok());
+        QCOMPARE(restored, fresh);
+    }
+
+    void thePlannerCountsEachLayersShape() {
+        ModelMemoryShape shape{.n_layer = 5, .n_head_kv = 1, .head_dim = 64, .n_ctx_train = 32768, .weight_bytes = 1 << 20};
+        const KvLayerSpec sliding{.kind = KvLayerKind::sliding_window, .window = 512, .n_head_kv = 2, .head_dim = 32};
+        shape.layers = {sliding,
+                        sliding,
+                        {.kind = KvLayerKind::full},
+                        {.kind = KvLayerKind::shared, .source = 1, .n_head_kv = 2, .head_dim = 32},
+                        {.kind = KvLayerKind::shared, .source = 2}};
+        KvSettings kv;
+        const MemoryPlan plan = plan_memory(shape, 4096, 256, kv, {.device_bytes = 1ull << 32, .host_bytes = 0, .disk_bytes = 0});
+        QCOMPARE(plan.layer_kinds.size(), size_t(3));
+        // One full layer: a head of 64 values (K, V in f16) and a position per token.
+        QCOMPARE(plan.layer_kinds[0].n_layers, 1u);
+        QCOMPARE(plan.layer_kinds[0].kv_bytes, uint64_t(4096) * (2 * 64 * 2 + 4));
+        // Two windows of 512 + a chunk + a block: 25 blocks of 32 positions, 2 heads of 32 values.
+        QCOMPARE(plan.layer_kinds[1].kv_bytes, uint64_t(2) * 25 * 32 * 2 * (2 * 32 * 2 + 4));
+        QCOMPARE(plan.layer_kinds[2].kind, KvLayerKind::shared);
+        QCOMPARE(plan.layer_kinds[2].n_layers, 2u);
+        QCOMPARE(plan.layer_kinds[2].kv_bytes, uint64_t(0));
+        QCOMPARE(plan.kv_bytes, plan.layer_kinds[0].kv_bytes + plan.layer_kinds[1].kv_bytes);
     }
 };
 
