@@ -98,9 +98,11 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
     while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
         const auto t0 = Clock::now();
-        LR_ASSIGN_OR_RETURN(UbatchPlan plan,
-                            kv_->plan(kSeq,
-                                      {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = tokens.size() > 1}));
+        // A prompt ends a turn: the cache keeps the recurrent states after it.
+        const bool prompt = tokens.size() > 1;
+        LR_ASSIGN_OR_RETURN(
+            UbatchPlan plan,
+            kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = prompt, .ends_turn = prompt}));
         const size_t n = plan.n_tokens();
         Status s = graph_.forward(plan, all_logits != nullptr, *kv_, chunk_logits_);
         if (s.code() == StatusCode::corrupt_data) {
@@ -127,7 +129,7 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
 
 Status Session::sync(std::span<const int32_t> tokens, const ProgressFn & progress, std::stop_token stop) {
     // A failed ubatch can cost the cache more than its own tokens (a recurrent state left
-    // half-advanced starts the sequence over): the session holds what the cache holds.
+    // half-advanced goes back to a snapshot): the session holds what the cache holds.
     tokens_.resize(std::min<size_t>(tokens_.size(), kv_->n_tokens(kSeq)));
     size_t common = 0;
     while (common < tokens_.size() && common < tokens.size() && tokens_[common] == tokens[common]) ++common;
