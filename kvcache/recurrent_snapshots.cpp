@@ -23,7 +23,7 @@ uint32_t snapshot_interval(std::span<const KvLayerSpec> layers, uint32_t n_head_
 
 Status RecurrentSnapshots::take(SeqId seq, uint32_t n_tokens, const void * states, uint32_t interval) {
     std::map<uint32_t, DeviceBuffer> & mine = by_seq_[seq];
-    std::erase_if(mine, [&](const auto & s) { return s.first % interval != 0 && s.first < n_tokens; });
+    if (n_tokens % interval != 0) std::erase_if(mine, [&](const auto & s) { return s.first % interval != 0 && s.first < n_tokens; });
     auto it = mine.find(n_tokens);
     if (it == mine.end()) {
         LR_ASSIGN_OR_RETURN(DeviceBuffer copy, backend_.alloc(size_t(bytes_)));

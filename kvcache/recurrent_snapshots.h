@@ -28,7 +28,7 @@ public:
     RecurrentSnapshots(uint64_t bytes_per_sequence, Backend & backend) : backend_(backend), bytes_(bytes_per_sequence) {}
 
     // Copies `states` (a sequence's block of states) as `seq`'s snapshot after `n_tokens`.
-    // An earlier snapshot off an interval boundary (a turn's end) goes: one is kept.
+    // A turn's end (off an interval boundary) replaces the previous one: one is kept.
     Status take(SeqId seq, uint32_t n_tokens, const void * states, uint32_t interval);
     // The latest snapshot of `seq` at or before n_tokens whose token count is a multiple
     // of `align`: its token count (0 when none: zero states).

@@ -270,12 +270,13 @@ private slots:
 
     void aHybridNewTurnRecomputesNoOldToken_data() { hybrid_rows(); }
     void aHybridNewTurnRecomputesNoOldToken() {
-        // The prompt's end is a snapshot: regenerating the reply returns there and computes
-        // nothing; a new turn after another reply computes only its own tokens.
+        // The prompt's end is a snapshot (kept while the reply crosses the interval at 384):
+        // regenerating the reply returns there and computes nothing; a new turn after
+        // another reply computes only its own tokens.
         QFETCH(QString, name);
         auto session = hybrid_session(name);
         std::mt19937 rng(22);
-        const std::vector<int32_t> prompt = random_prompt(rng, 300, int32_t(session->model().hparams().n_vocab));
+        const std::vector<int32_t> prompt = random_prompt(rng, 380, int32_t(session->model().hparams().n_vocab));
         QVERIFY(session->sync(prompt).ok());
         const std::vector<float> after_prompt(session->logits().begin(), session->logits().end());
         auto reply = [&] {
@@ -298,7 +299,7 @@ private slots:
         qInfo("max |d| against a fresh session: %g", double(r.max_diff));
         QVERIFY(r.max_diff < 1e-5f);
         const KvLayerKindStats recurrent = kind_row(session->kv_stats(), KvLayerKind::recurrent);
-        QCOMPARE(recurrent.snapshots, uint64_t(300 / 128 + 1));  // the intervals and the prompt's end
+        QCOMPARE(recurrent.snapshots, uint64_t(390 / 128 + 1));  // the intervals and the turn's end
     }
 };
 
