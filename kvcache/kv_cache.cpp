@@ -82,6 +82,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig & config, c
 
 KvCache::KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend)
     : state_(config, shape, backend), placement_(state_), prefix_(state_, placement_), editor_(state_, placement_), states_(shape, backend),
+      snapshots_(states_.bytes_per_sequence(), backend),
+      snapshot_interval_(lr::snapshot_interval(shape.layers, shape.n_head_kv, shape.head_dim, state_.block_shape.block_tokens)),
       renumbers_by_default_(SelectionPolicy::create(config.settings, state_.block_shape, config.max_tokens)->renumbers()) {}
 
 KvCache::~KvCache() = default;
@@ -156,9 +158,12 @@ uint32_t KvCache::restore_prefix(SeqId seq, std::span<const int32_t> upcoming, u
 Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
     LR_ASSERT(!request.tokens.empty() && request.max_tokens > 0);
     KvSequence & s = sequence(seq);
-    const uint32_t n = s.policy->ubatch_tokens(uint32_t(request.tokens.size()), request.max_tokens, request.prompt);
+    uint32_t n = s.policy->ubatch_tokens(uint32_t(request.tokens.size()), request.max_tokens, request.prompt);
+    // The states are copied between ubatches: a recurrent sequence's end at each snapshot.
+    if (states_.any()) n = std::min(n, snapshot_interval_ - s.n_tokens() % snapshot_interval_);
     UbatchPlan p;
     p.seq_ = seq;
+    p.ends_turn_ = request.ends_turn && n == request.tokens.size();
     int32_t first = s.next_pos;
     if (s.policy->renumbers()) {
         // Past the trained context the kept window is renumbered (sinks, then consecutive
@@ -408,6 +413,11 @@ void KvCache::apply(UbatchPlan & p) {
     const uint32_t n_full_before = s.n_tokens() / state_.block_shape.block_tokens;
     s.tokens.insert(s.tokens.end(), p.tokens_.begin(), p.tokens_.end());
     s.next_pos = p.positions_.back() + 1;
+    if (p.states_advanced_ && (s.n_tokens() % snapshot_interval_ == 0 || p.ends_turn_)) {
+        if (Status st = snapshots_.take(seq, s.n_tokens(), states_.sequence_states(seq), snapshot_interval_); !st.ok()) {
+            state_.report_fault(st);
+        }
+    }
     prefix_.note_full_blocks(seq, n_full_before);
     prefix_.collect(false);
     editor_.slide(seq);
@@ -430,8 +440,18 @@ void KvCache::discard(UbatchPlan & p) {
     auto it = state_.seqs.find(p.seq_);
     if (it == state_.seqs.end() || p.positions_.empty()) return;
     if (p.states_advanced_) {
-        lose_sequence_from(p.seq_, 0, error(StatusCode::corrupt_data, "a failed ubatch left recurrent states half-advanced"));
-        states_.reset(p.seq_);
+        // The states went past the sequence's tokens: back to its latest snapshot, and the
+        // caller recomputes from there.
+        KvSequence & s = it->second;
+        const uint32_t back = rollback_point(s, p.seq_, s.n_tokens(), 1);
+        const Status why = error(StatusCode::corrupt_data, "a failed ubatch left recurrent states half-advanced");
+        if (!cut_to(p.seq_, back)) {
+            lose_sequence_from(p.seq_, back, why);
+        } else {
+            state_.report_fault(why);
+            s.lost_from = std::min(s.lost_from.value_or(back), back);
+        }
+        publish_stats();
         return;
     }
     const int32_t from = p.positions_.front();
@@ -451,14 +471,8 @@ uint32_t KvCache::truncate(SeqId seq, uint32_t n_keep) {
     // Positions are token indices unless streaming renumbered them: then start over; so
     // too when a sliding window has let go of what the cut needs.
     const bool renumbered = s.next_pos != int32_t(s.n_tokens());
-    const uint32_t cut = renumbered ? 0 : editor_.resumable(s, n_keep);
-    const bool ok = editor_.drop_positions_from(seq, int32_t(cut));
-    states_.reset(seq);  // a recurrent model's cut is always 0
-    const uint32_t bt = state_.block_shape.block_tokens;
-    s.next_pos = int32_t(cut);
-    s.tokens.resize(cut);
-    s.chains.resize(std::min<size_t>(s.chains.size(), cut / bt));
-    if (!ok) {
+    const uint32_t cut = renumbered ? 0 : rollback_point(s, seq, n_keep, 1);
+    if (!cut_to(seq, cut)) {
         lose_sequence_from(seq, cut, error(StatusCode::corrupt_data, "a KV block could not be read back"));
         return n_tokens(seq);
     }
@@ -471,6 +485,37 @@ uint32_t KvCache::truncate(SeqId seq, uint32_t n_keep) {
     }
     publish_stats();
     return cut;
+}
+
+uint32_t KvCache::rollback_point(const KvSequence & s, SeqId seq, uint32_t n_keep, uint32_t align) const {
+    uint32_t at = editor_.resumable(s, n_keep);
+    if (!states_.any()) return at;
+    // A snapshot the sliding windows can continue from (0 always is one).
+    for (;;) {
+        const uint32_t snapshot = snapshots_.at_or_before(seq, at, align);
+        at = editor_.resumable(s, snapshot);
+        if (at == snapshot) return at;
+    }
+}
+
+bool KvCache::cut_to(SeqId seq, uint32_t n) {
+    KvSequence & s = state_.seqs.at(seq);
+    const bool ok = editor_.drop_positions_from(seq, int32_t(n));
+    roll_back_states(seq, n);
+    s.next_pos = int32_t(n);
+    s.tokens.resize(n);
+    s.chains.resize(std::min<size_t>(s.chains.size(), n / state_.block_shape.block_tokens));
+    return ok;
+}
+
+void KvCache::roll_back_states(SeqId seq, uint32_t n) {
+    if (!states_.any()) return;
+    if (n == 0) {
+        states_.reset(seq);
+    } else {
+        snapshots_.restore(seq, n, states_.sequence_states(seq));
+    }
+    snapshots_.drop_after(seq, n);
 }
 
 std::optional<uint32_t> KvCache::take_lost_position(SeqId seq) {
@@ -491,7 +536,8 @@ void KvCache::lose_sequence_from(SeqId seq, uint32_t position, const Status & wh
     const uint32_t bt = state_.block_shape.block_tokens;
     // Recomputation restarts at a block boundary so that the prefix stays block-aligned.
     // After eviction blocks no longer follow positions: then everything is recomputed.
-    const uint32_t cut = editor_.resumable(s, s.pure_prefix ? std::min(s.n_tokens(), position / bt * bt) : 0);
+    // A recurrent sequence goes back to a block-aligned snapshot.
+    const uint32_t cut = rollback_point(s, seq, s.pure_prefix ? std::min(s.n_tokens(), position / bt * bt) : 0, bt);
     s.lost_from = std::min(s.lost_from.value_or(cut), cut);
     // Drop every block from the cut on (their bytes may be unreadable), then truncate.
     for (LayerBlocks & layer : s.layers) {
@@ -503,7 +549,8 @@ void KvCache::lose_sequence_from(SeqId seq, uint32_t position, const Status & wh
         if (layer.size() == 0) layer.clear();
         layer.slots_used = std::min<uint32_t>(layer.slots_used, uint32_t(layer.size()) * bt);
     }
-    if (cut < s.n_tokens()) states_.reset(seq);  // a recurrent model's cut is always 0
+    // The states may have gone past the tokens (a failed ubatch): back to the snapshot.
+    roll_back_states(seq, cut);
     s.tokens.resize(std::min(s.n_tokens(), cut));
     s.next_pos = int32_t(s.n_tokens());
     s.chains.resize(std::min<size_t>(s.chains.size(), s.n_tokens() / bt));
@@ -608,6 +655,12 @@ std::vector<KvLayerKindStats> KvCache::layer_kind_stats() const {
             const uint32_t source = state_.shape.source(il);
             r.bytes += states_.layer_bytes(id, il);
             r.tokens_kept += state_.shape.full(source) ? kept : seq.layers[source].slots_used;
+        }
+        if (states_.any()) {
+            KvLayerKindStats & r = row(KvLayerKind::recurrent);
+            r.snapshots += snapshots_.count(id);
+            r.snapshot_bytes += snapshots_.bytes(id);
+            r.bytes += snapshots_.bytes(id);
         }
     }
     // Positions one layer keeps per sequence, as a mean.

@@ -40,6 +40,7 @@
 #include "kvcache/kv_layer_edits.h"
 #include "kvcache/kv_placement.h"
 #include "kvcache/kv_prefix.h"
+#include "kvcache/recurrent_snapshots.h"
 #include "kvcache/recurrent_state.h"
 #include "kvcache/ubatch_plan.h"
 
@@ -69,9 +70,13 @@ public:
     // the tokens taken, which are part of the sequence now.
     uint32_t restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last = 1);
     // Keeps the positions below n_keep (edit, regenerate); 0 drops the sequence. Returns
-    // the tokens kept: fewer when streaming renumbered, a sliding window moved past the
-    // cut, or the model has recurrent layers (then 0; the prefix cache may restore them).
+    // the tokens kept: fewer when streaming renumbered (then 0), a sliding window moved past
+    // the cut, or the model has recurrent layers (then the latest snapshot at or before
+    // n_keep: at most snapshot_interval() tokens fewer).
     uint32_t truncate(SeqId seq, uint32_t n_keep);
+    // Tokens between two snapshots of the recurrent states (recurrent_snapshots.h); a
+    // recurrent sequence's ubatches end at each multiple of it.
+    uint32_t snapshot_interval() const { return snapshot_interval_; }
     // After a data loss: the position `seq` was cut back to (once), for recomputation.
     std::optional<uint32_t> take_lost_position(SeqId seq);
 
@@ -83,8 +88,8 @@ public:
     Result<PagedKvView> layer_view(UbatchPlan & plan, uint32_t il, const float * q);
     // Recurrent layer il's state of the plan's sequence, in backend memory (state_bytes of
     // it); the graph advances it over the ubatch's tokens. A plan discarded after this
-    // starts its sequence over (a half-advanced state cannot be undone): take_lost_position
-    // then says 0.
+    // cuts its sequence back to its latest snapshot (a half-advanced state cannot be
+    // undone): take_lost_position then says where.
     Result<void *> recurrent_state(UbatchPlan & plan, uint32_t il);
     void apply(UbatchPlan & plan);
     void discard(UbatchPlan & plan);
@@ -112,6 +117,15 @@ private:
     void fold_mass(UbatchPlan & plan);
     void select_prompt(SeqId seq);
     void lose_sequence_from(SeqId seq, uint32_t position, const Status & why);
+    // The most tokens of at most n_keep that `s` can continue from: what its sliding
+    // windows still cover and, with recurrent layers, a snapshot's token count (one whose
+    // count is a multiple of `align`) or 0.
+    uint32_t rollback_point(const KvSequence & s, SeqId seq, uint32_t n_keep, uint32_t align) const;
+    // Cuts `seq` to its first n tokens (a rollback_point): KV, states and tokens. False
+    // when a KV block could not be read back.
+    bool cut_to(SeqId seq, uint32_t n);
+    // The recurrent states of `seq` go back to the snapshot after n tokens (zero for 0).
+    void roll_back_states(SeqId seq, uint32_t n);
     void publish_stats();
     std::vector<KvLayerKindStats> layer_kind_stats() const;
 
@@ -120,6 +134,8 @@ private:
     KvPrefixCache prefix_;
     KvLayerEditor editor_;
     RecurrentStates states_;
+    RecurrentSnapshots snapshots_;
+    uint32_t snapshot_interval_;
     bool renumbers_by_default_;  // the cache's policy runs past the context (streaming)
     DeviceBuffer mass_;          // attention mass of one ubatch, every layer's view
     std::vector<float> zeros_;   // host zeros to clear it

@@ -388,8 +388,6 @@ void KvLayerEditor::slide(SeqId seq) {
 }
 
 uint32_t KvLayerEditor::resumable(const KvSequence & s, uint32_t n_keep) const {
-    // A recurrent layer's state has every token folded in: it continues from the end only.
-    if (n_keep < s.n_tokens() && state_.shape.has(KvLayerKind::recurrent)) return 0;
     const uint32_t bt = state_.block_shape.block_tokens;
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
         const uint32_t first_held = s.layers[il].dropped * bt;

@@ -41,8 +41,8 @@ public:
     // on can see: their memory stops growing at the window.
     void slide(SeqId seq);
     // The longest prefix of at most n_keep tokens every sliding layer can continue from (it
-    // still holds the window before it): n_keep, or 0 when a window has moved past it, or
-    // when a recurrent layer's state would have to go back.
+    // still holds the window before it): n_keep, or 0 when a window has moved past it
+    // (recurrent states are the cache's: it cuts back to a snapshot).
     uint32_t resumable(const KvSequence & s, uint32_t n_keep) const;
     // Quest: widens the key bounds of slots [first, first + n) of layer il by their rows.
     Status widen_key_bounds(SeqId seq, uint32_t il, uint32_t first, uint32_t n);

@@ -65,8 +65,10 @@ std::string to_json(const KvStats & s) {
            ",\"layer_kinds\":[";
     for (size_t i = 0; i < s.layer_kinds.size(); ++i) {
         const KvLayerKindStats & k = s.layer_kinds[i];
-        std::snprintf(buf, sizeof buf, "%s{\"kind\":\"%s\",\"layers\":%u,\"bytes\":%llu,\"tokens_kept\":%llu}", i ? "," : "",
-                      kv_layer_kind_name(k.kind).data(), k.n_layers, (unsigned long long)k.bytes, (unsigned long long)k.tokens_kept);
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"kind\":\"%s\",\"layers\":%u,\"bytes\":%llu,\"tokens_kept\":%llu,\"snapshots\":%llu,\"snapshot_bytes\":%llu}",
+                      i ? "," : "", kv_layer_kind_name(k.kind).data(), k.n_layers, (unsigned long long)k.bytes,
+                      (unsigned long long)k.tokens_kept, (unsigned long long)k.snapshots, (unsigned long long)k.snapshot_bytes);
         out += buf;
     }
     out += "],\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"}";
@@ -102,8 +104,10 @@ std::string to_text(const KvStats & s) {
     out += buf;
     for (const KvLayerKindStats & k : s.layer_kinds) {
         if (k.kind == KvLayerKind::recurrent) {
-            std::snprintf(buf, sizeof buf, "  %s layers: %u, %.2f MiB, a fixed-size state per layer and sequence\n",
-                          kv_layer_kind_name(k.kind).data(), k.n_layers, double(k.bytes) / (1 << 20));
+            std::snprintf(buf, sizeof buf,
+                          "  %s layers: %u, %.2f MiB, a fixed-size state per layer and sequence, %llu snapshots (%.2f MiB)\n",
+                          kv_layer_kind_name(k.kind).data(), k.n_layers, double(k.bytes) / (1 << 20), (unsigned long long)k.snapshots,
+                          double(k.snapshot_bytes) / (1 << 20));
         } else {
             std::snprintf(buf, sizeof buf, "  %s layers: %u, %.2f MiB, %llu positions kept per layer\n", kv_layer_kind_name(k.kind).data(),
                           k.n_layers, double(k.bytes) / (1 << 20), (unsigned long long)k.tokens_kept);

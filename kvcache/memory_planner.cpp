@@ -1,6 +1,7 @@
 #include "engine/api/memory_plan.h"
 
 #include "engine/backend/kv_block_layout.h"
+#include "kvcache/recurrent_snapshots.h"
 
 #include <sys/statvfs.h>
 
@@ -144,19 +145,22 @@ SlidingPart sliding_part(const ModelMemoryShape & model, uint32_t n_ctx, uint32_
     return part;
 }
 
-// The recurrent layers: one sequence's fixed-size states, on the device tier.
+// The recurrent layers: one sequence's fixed-size states and their snapshots (one per
+// interval of the context and the latest turn's end), on the device tier.
 struct RecurrentPart {
     uint32_t n_layers = 0;
     uint64_t bytes = 0;
 };
 
-RecurrentPart recurrent_part(const ModelMemoryShape & model) {
+RecurrentPart recurrent_part(const ModelMemoryShape & model, uint32_t n_ctx, const KvSettings & s) {
     RecurrentPart part;
     for (const KvLayerSpec & l : model.layers) {
         if (l.kind != KvLayerKind::recurrent) continue;
         ++part.n_layers;
         part.bytes += l.state_bytes;
     }
+    const uint64_t snapshots = n_ctx / snapshot_interval(model.layers, model.n_head_kv, model.head_dim, s.block_tokens) + 1;
+    part.bytes *= 1 + snapshots;
     return part;
 }
 
@@ -168,7 +172,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     // recurrent states take their bounded share of the device tier first; shared layers hold
     // nothing of their own.
     const SlidingPart sliding = sliding_part(shape, n_ctx, chunk_tokens, settings);
-    const RecurrentPart recurrent = recurrent_part(shape);
+    const RecurrentPart recurrent = recurrent_part(shape, n_ctx, settings);
     const uint64_t fixed_bytes = sliding.bytes + recurrent.bytes;
     const uint32_t n_shared = count_layers(shape, KvLayerKind::shared);
     ModelMemoryShape model = shape;

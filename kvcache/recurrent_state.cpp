@@ -47,6 +47,11 @@ void RecurrentStates::reset(SeqId seq) {
     if (it != states_.end()) zero(it->second);
 }
 
+void * RecurrentStates::sequence_states(SeqId seq) {
+    auto it = states_.find(seq);
+    return it == states_.end() ? nullptr : it->second.data();
+}
+
 void RecurrentStates::drop(SeqId seq) { states_.erase(seq); }
 
 uint64_t RecurrentStates::layer_bytes(SeqId seq, uint32_t il) const { return states_.contains(seq) ? bytes_[il] : 0; }

@@ -7,7 +7,7 @@
 // the cache only keeps them with the sequence and starts them over.
 //
 // A state holds every token of its sequence folded in: it cannot be cut back to an earlier
-// position (that takes snapshots), so the cache starts a sequence over when it is truncated.
+// position; the cache cuts back to a copy taken there (recurrent_snapshots.h).
 
 #include <cstdint>
 #include <map>
@@ -34,6 +34,8 @@ public:
     void reset(SeqId seq);
     // `seq` is gone: its states are freed.
     void drop(SeqId seq);
+    // The whole block of `seq`'s states (every layer's; nullptr when it holds none).
+    void * sequence_states(SeqId seq);
     // Bytes layer il holds for `seq` (0 when it holds no state yet).
     uint64_t layer_bytes(SeqId seq, uint32_t il) const;
 

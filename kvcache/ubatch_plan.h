@@ -21,6 +21,9 @@ struct UbatchRequest {
     std::span<const int32_t> tokens;
     uint32_t max_tokens = 0;  // the graph's ubatch capacity
     bool prompt = false;      // the call evaluates a prompt (more than one token), not one decode step
+    // The tokens end a document or a turn: the cache snapshots the recurrent states after
+    // the last of them, so that a cut there (regenerate, edit after it) recomputes nothing.
+    bool ends_turn = false;
 };
 
 class UbatchPlan {
@@ -56,6 +59,7 @@ private:
     std::vector<uint32_t> write_slots_;
     std::vector<uint32_t> read_pages_;
     bool states_advanced_ = false;  // a recurrent layer's state was handed to the graph
+    bool ends_turn_ = false;        // it takes the last tokens of a request that ends a turn
 };
 
 }  // namespace lr

@@ -30,6 +30,9 @@ struct KvLayerKindStats {
     uint32_t n_layers = 0;
     uint64_t bytes = 0;        // KV (or state) bytes these layers hold, over every tier
     uint64_t tokens_kept = 0;  // positions one layer holds per sequence (mean; 0 for recurrent)
+    // Recurrent: the copies of the states a cut goes back to (in `bytes` too).
+    uint64_t snapshots = 0;
+    uint64_t snapshot_bytes = 0;
 };
 
 struct KvStats {

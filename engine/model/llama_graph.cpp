@@ -373,8 +373,17 @@ Status LlamaGraph::forward(KvCache & kv, SeqId seq, std::span<const int32_t> tok
         return error(StatusCode::invalid_argument,
                      "ubatch of " + std::to_string(tokens.size()) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
     }
-    LR_ASSIGN_OR_RETURN(UbatchPlan plan, kv.plan(seq, {.tokens = tokens, .max_tokens = uint32_t(tokens.size())}));
-    return forward(plan, all_logits, kv, logits_out);
+    // The cache may end a ubatch early (a recurrent sequence's snapshot): the rest follows.
+    std::vector<float> part;
+    logits_out.clear();
+    for (size_t at = 0; at < tokens.size();) {
+        LR_ASSIGN_OR_RETURN(UbatchPlan plan, kv.plan(seq, {.tokens = tokens.subspan(at), .max_tokens = uint32_t(tokens.size() - at)}));
+        at += plan.n_tokens();
+        LR_RETURN_IF_ERROR(forward(plan, all_logits, kv, part));
+        if (!all_logits) logits_out.clear();
+        logits_out.insert(logits_out.end(), part.begin(), part.end());
+    }
+    return {};
 }
 
 }  // namespace lr

@@ -40,7 +40,8 @@ public:
     // last). A KV data loss (corrupt_data) leaves the sequence cut back to
     // KvCache::take_lost_position(), for the caller to recompute.
     Status forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std::vector<float> & logits_out);
-    // Plans `tokens` as one ubatch of `seq` and runs it (tests, benchmarks).
+    // Plans `tokens` as ubatches of `seq` (one, unless the cache ends one at a recurrent
+    // snapshot) and runs them (tests, benchmarks).
     Status forward(KvCache & kv, SeqId seq, std::span<const int32_t> tokens, bool all_logits, std::vector<float> & logits_out);
 
 private:

@@ -62,7 +62,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
 }
 
 Session::Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph)
-    : model_(std::move(model)), config_(config), kv_(std::move(kv)), graph_(std::move(graph)) {}
+    : model_(std::move(model)), config_(config), kv_(std::move(kv)), graph_(std::move(graph)),
+      keeps_prompt_end_(model_->kv_shape().has(KvLayerKind::recurrent)) {}
 
 Status Session::append(std::span<const int32_t> tokens, const ProgressFn & progress, std::stop_token stop) {
     return evaluate(tokens, nullptr, progress, stop);
@@ -99,16 +100,18 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
     while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
         const auto t0 = Clock::now();
-        LR_ASSIGN_OR_RETURN(UbatchPlan plan,
-                            kv_->plan(kSeq,
-                                      {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = tokens.size() > 1}));
+        // A prompt ends a turn: the cache keeps the recurrent states after it.
+        const bool prompt = tokens.size() > 1;
+        LR_ASSIGN_OR_RETURN(
+            UbatchPlan plan,
+            kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = prompt, .ends_turn = prompt}));
         const size_t n = plan.n_tokens();
         Status s = graph_.forward(plan, all_logits != nullptr, *kv_, chunk_logits_);
         if (s.code() == StatusCode::corrupt_data) {
             if (const std::optional<uint32_t> lost = kv_->take_lost_position(kSeq)) {
                 // A KV block could not be read back: recompute what was lost, then retry.
                 std::vector<int32_t> redo(tokens_.begin() + *lost, tokens_.end());
-                tokens_.resize(*lost);
+                keep_tokens(*lost);
                 LR_RETURN_IF_ERROR(evaluate(redo, nullptr, {}, stop));
                 continue;
             }
@@ -118,7 +121,10 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         const std::span<const int32_t> part = tokens.subspan(at, n);
         tokens_.insert(tokens_.end(), part.begin(), part.end());
         if (all_logits) all_logits->insert(all_logits->end(), chunk_logits_.begin(), chunk_logits_.end());
-        if (at + n == tokens.size()) last_logits_.assign(chunk_logits_.end() - n_vocab, chunk_logits_.end());
+        if (at + n == tokens.size()) {
+            last_logits_.assign(chunk_logits_.end() - n_vocab, chunk_logits_.end());
+            if (prompt && keeps_prompt_end_) prompt_end_ = {uint32_t(tokens_.size()), last_logits_};
+        }
         at += n;
         p.n_done += static_cast<uint32_t>(n);
         if (progress) progress(p);
@@ -128,13 +134,19 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
 
 Status Session::sync(std::span<const int32_t> tokens, const ProgressFn & progress, std::stop_token stop) {
     // A failed ubatch can cost the cache more than its own tokens (a recurrent state left
-    // half-advanced starts the sequence over): the session holds what the cache holds.
-    tokens_.resize(std::min<size_t>(tokens_.size(), kv_->n_tokens(kSeq)));
+    // half-advanced goes back to a snapshot): the session holds what the cache holds.
+    keep_tokens(std::min<size_t>(tokens_.size(), kv_->n_tokens(kSeq)));
     size_t common = 0;
     while (common < tokens_.size() && common < tokens.size() && tokens_[common] == tokens[common]) ++common;
-    // Re-evaluate at least the last token, so that logits() belongs to `tokens`.
-    if (common == tokens.size() && common > 0) --common;
+    // Re-evaluate at least the last token, so that logits() belongs to `tokens`, unless
+    // they end where the last prompt ended (regenerate): its logits are kept.
+    const bool at_prompt_end = common == tokens.size() && common == prompt_end_.n_tokens && !prompt_end_.logits.empty();
+    if (common == tokens.size() && common > 0 && !at_prompt_end) --common;
     truncate(static_cast<uint32_t>(common));
+    if (at_prompt_end && tokens_.size() == common) {
+        last_logits_ = prompt_end_.logits;
+        return {};
+    }
     return evaluate(tokens.subspan(tokens_.size()), nullptr, progress, stop);
 }
 
@@ -142,8 +154,13 @@ void Session::truncate(uint32_t n_keep) {
     if (n_keep >= tokens_.size()) return;
     // The cache may keep less than asked (a sliding window moved past the cut, streaming
     // renumbered): the session holds what the cache holds.
-    tokens_.resize(kv_->truncate(kSeq, n_keep));
+    keep_tokens(kv_->truncate(kSeq, n_keep));
     last_logits_.clear();
+}
+
+void Session::keep_tokens(size_t n) {
+    tokens_.resize(n);
+    if (n < prompt_end_.n_tokens) prompt_end_ = {};
 }
 
 }  // namespace lr

@@ -74,6 +74,8 @@ public:
 
 private:
     Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph);
+    // The session holds its first n tokens (what the cache kept).
+    void keep_tokens(size_t n);
     Status evaluate(std::span<const int32_t> tokens, std::vector<float> * all_logits, const ProgressFn & progress, std::stop_token stop);
 
     std::shared_ptr<const Model> model_;
@@ -83,6 +85,14 @@ private:
     std::vector<int32_t> tokens_;
     std::vector<float> last_logits_;
     std::vector<float> chunk_logits_;
+    // Where the last prompt ended (the cache snapshots recurrent states there) and the
+    // logits after it: a regenerate returns to it without recomputing a token. Only with
+    // recurrent layers: the others re-evaluate the prompt's last token alone.
+    bool keeps_prompt_end_;
+    struct PromptEnd {
+        uint32_t n_tokens = 0;
+        std::vector<float> logits;
+    } prompt_end_;
     static constexpr SeqId kSeq = 0;
 };
 

@@ -2,9 +2,9 @@
 // changes nothing until it is applied; pins are released on every path (applied, discarded,
 // failed, lost); several sequences share one cache, and a common prefix is shared
 // copy-on-write — each sequence gives exactly what a cache of its own gives; sliding and
-// shared layers (each layer's blocks in its own shape); layer kinds the cache does not hold
-// yet are refused with a message that names them; sliding windows stop growing, and
-// recurrent layers keep a state per sequence that truncation starts over.
+// shared layers (each layer's blocks in its own shape); layer kinds with parameters that
+// make no sense are refused by name; sliding windows stop growing, and recurrent layers keep
+// a state per sequence that truncation rolls back to a snapshot of it.
 #include <QtTest>
 
 #include <random>
@@ -281,13 +281,6 @@ private slots:
         return shape;
     }
 
-    static const KvLayerKindStats & kind_row(const KvStats & s, KvLayerKind kind) {
-        for (const KvLayerKindStats & r : s.layer_kinds) {
-            if (r.kind == kind) return r;
-        }
-        qFatal("no row for the layer kind");
-    }
-
     void slidingLayersStopGrowingAtTheWindow() {
         auto graph = LlamaGraph::create(*model_, 16);
         auto kv = KvCache::create(plain_config(), sliding_shape(), backend_);
@@ -410,25 +403,76 @@ private slots:
         QCOMPARE(recurrent.tokens_kept, 0u);
         QCOMPARE(kind_row(s, KvLayerKind::full).n_layers, 1u);
         QCOMPARE(kind_row(s, KvLayerKind::full).tokens_kept, 100u);
+        // Past 128 tokens sequence 0 holds one snapshot of its states as well.
         run(**kv, *graph, 0, std::span(prompt_).subspan(100, 50));
-        QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, 2 * 3 * state_bytes);
+        QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, 3 * 3 * state_bytes);
         QCOMPARE((*kv)->pinned_blocks(), size_t(0));
     }
 
-    void truncatingARecurrentSequenceStartsOver() {
+    void truncatingARecurrentSequenceRollsBackToASnapshot() {
+        // tiny-qwen35: three states of 19456 bytes against 512 bytes of f16 KV per token in
+        // the one full-attention layer: a snapshot every 128 tokens (its 57 KiB against the
+        // interval's 64 KiB of KV).
         const std::shared_ptr<const Model> model = hybrid_model();
         auto graph = LlamaGraph::create(*model, 16);
-        auto kv = KvCache::create(plain_config(), model->kv_shape(), backend_);
-        run(**kv, *graph, 0, std::span(prompt_).first(120));
-        QCOMPARE((*kv)->truncate(0, 120), 120u);  // nothing to cut
-        QCOMPARE((*kv)->truncate(0, 119), 0u);    // a state cannot go back: start over
-        QCOMPARE((*kv)->n_tokens(0), 0u);
+        std::mt19937 rng(11);
+        const std::vector<int32_t> tokens = random_prompt(rng, 600, int32_t(model->hparams().n_vocab));
+        auto kv = KvCache::create(plain_config(1024), model->kv_shape(), backend_);
+        const uint32_t interval = (*kv)->snapshot_interval();
+        QCOMPARE(interval, 128u);
+        const uint64_t snapshot_bytes = 3 * 19456;
+        for (uint32_t n = 100; n <= 600; n += 100) {
+            run(**kv, *graph, 0, std::span(tokens).subspan(n - 100, 100));
+            // Snapshot memory grows by one snapshot per interval, no more.
+            const KvLayerKindStats recurrent = kind_row((*kv)->stats(), KvLayerKind::recurrent);
+            QCOMPARE(recurrent.snapshots, uint64_t(n / interval));
+            QCOMPARE(recurrent.snapshot_bytes, n / interval * snapshot_bytes);
+            QCOMPARE(recurrent.bytes, (n / interval + 1) * snapshot_bytes);
+        }
+        QCOMPARE((*kv)->truncate(0, 600), 600u);  // nothing to cut
+        // Random cuts: back to the snapshot at or before the cut, and continuing from there
+        // gives a fresh run's logits bit for bit (its ubatches split where the fresh run's do).
+        for (int trial = 0; trial < 6; ++trial) {
+            const uint32_t n_keep = 1 + uint32_t(rng() % 598);
+            const uint32_t kept = (*kv)->truncate(0, n_keep);
+            QCOMPARE(kept, n_keep / interval * interval);
+            QCOMPARE((*kv)->n_tokens(0), kept);
+            QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).snapshots, uint64_t(kept / interval));
+            std::vector<int32_t> edited(tokens.begin(), tokens.begin() + n_keep);
+            edited.insert(edited.end(), {5, 6, 7});
+            const std::vector<float> got = run(**kv, *graph, 0, std::span(edited).subspan(kept));
+            auto fresh = KvCache::create(plain_config(1024), model->kv_shape(), backend_);
+            const std::vector<float> want = run(**fresh, *graph, 0, edited);
+            QVERIFY(!want.empty());
+            QCOMPARE(got, want);
+            // Back to the whole prompt for the next cut.
+            QCOMPARE((*kv)->truncate(0, n_keep), kept);
+            run(**kv, *graph, 0, std::span(tokens).subspan(kept));
+        }
+        QCOMPARE((*kv)->truncate(0, 0), 0u);
         QCOMPARE(kind_row((*kv)->stats(), KvLayerKind::recurrent).bytes, uint64_t(0));
-        // Starting over begins from zero states: what a fresh cache gives.
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+    }
+
+    void aFailedUbatchRollsBackToTheLatestSnapshot() {
+        const std::shared_ptr<const Model> model = hybrid_model();
+        auto graph = LlamaGraph::create(*model, 16);
+        std::mt19937 rng(12);
+        const std::vector<int32_t> tokens = random_prompt(rng, 300, int32_t(model->hparams().n_vocab));
+        auto kv = KvCache::create(plain_config(), model->kv_shape(), backend_);
+        run(**kv, *graph, 0, std::span(tokens).first(200));
+        auto plan = (*kv)->plan(0, {.tokens = std::span(tokens).subspan(200, 8), .max_tokens = 8});
+        QVERIFY(plan.ok());
+        QVERIFY((*kv)->recurrent_state(*plan, 0).ok());
+        (*kv)->discard(*plan);
+        QCOMPARE((*kv)->n_tokens(0), 128u);
+        QCOMPARE((*kv)->take_lost_position(0), std::optional<uint32_t>(128));
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
+        const std::vector<float> got = run(**kv, *graph, 0, std::span(tokens).subspan(128, 112));
         auto fresh = KvCache::create(plain_config(), model->kv_shape(), backend_);
-        const std::vector<float> want = run(**fresh, *graph, 0, std::span(prompt_).first(70));
+        const std::vector<float> want = run(**fresh, *graph, 0, std::span(tokens).first(240));
         QVERIFY(!want.empty());
-        QCOMPARE(run(**kv, *graph, 0, std::span(prompt_).first(70)), want);
+        QCOMPARE(got, want);
     }
 
     void aSessionRecomputesAfterAnEdit() {
@@ -476,8 +520,9 @@ private slots:
     }
 
     void aSessionFollowsALostRecurrentSequence() {
-        // The cache lost the sequence (a plan discarded after a state was handed out, as a
-        // failed forward does): the next sync recomputes everything.
+        // The cache rolled the sequence back (a plan discarded after a state was handed out,
+        // as a failed forward does) to the prompt's end, where the session's prompt left a
+        // snapshot: the next sync recomputes from there.
         const std::shared_ptr<const Model> model = hybrid_model();
         SessionConfig config{.n_ctx = 512, .chunk_tokens = 32};
         config.kv.prefix_cache = false;
@@ -488,13 +533,15 @@ private slots:
         QVERIFY(plan.ok());
         QVERIFY(kv.recurrent_state(*plan, 0).ok());
         kv.discard(*plan);
-        QCOMPARE(kv.n_tokens(0), 0u);
+        QCOMPARE(kv.n_tokens(0), 40u);
         QVERIFY((*session)->sync(std::span(prompt_).first(60)).ok());
         QCOMPARE((*session)->tokens().size(), size_t(60));
         auto fresh = Session::create(model, config);
         QVERIFY((*fresh)->sync(std::span(prompt_).first(60)).ok());
-        auto logits = [](const Session & x) { return std::vector<float>(x.logits().begin(), x.logits().end()); };
-        QCOMPARE(logits(**session), logits(**fresh));
+        // Its ubatches split at 40 where the fresh run's do not: the delta rule's chunks
+        // round differently (measured max |d| 5.4e-7).
+        const std::vector<float> want((*fresh)->logits().begin(), (*fresh)->logits().end());
+        QVERIFY(max_abs_diff((*session)->logits().data(), want) < 1e-5f);
     }
 
     void aLiveRecurrentPrefixIsNotShared() {
@@ -522,8 +569,11 @@ private slots:
         QCOMPARE(at4k.layer_kinds[0].n_layers, 2u);
         QCOMPARE(at4k.layer_kinds[1].kind, KvLayerKind::recurrent);
         QCOMPARE(at4k.layer_kinds[1].n_layers, 6u);
-        QCOMPARE(at4k.layer_kinds[1].kv_bytes, uint64_t(6 * 19456));
-        QCOMPARE(at32k.layer_kinds[1].kv_bytes, at4k.layer_kinds[1].kv_bytes);      // one state, whatever the context
+        // One state and its snapshots: 114 KiB against 1 KiB of KV per token, one every 128
+        // tokens and one at the latest turn's end.
+        QCOMPARE(snapshot_interval(shape.layers, 2, 64, 32), 128u);
+        QCOMPARE(at4k.layer_kinds[1].kv_bytes, uint64_t(6 * 19456) * (1 + 4096 / 128 + 1));
+        QCOMPARE(at32k.layer_kinds[1].kv_bytes - at4k.layer_kinds[1].kv_bytes, uint64_t(6 * 19456) * (32768 - 4096) / 128);
         QCOMPARE(at32k.layer_kinds[0].kv_bytes, 8 * at4k.layer_kinds[0].kv_bytes);  // the attention layers grow
         QCOMPARE(at4k.kv_bytes, at4k.layer_kinds[0].kv_bytes + at4k.layer_kinds[1].kv_bytes);
         QCOMPARE(at4k.kv_bytes_per_token, kv_bytes_for_tokens(ModelMemoryShape{.n_layer = 2, .n_head_kv = 2, .head_dim = 64}, kv, 1));

@@ -1,11 +1,14 @@
 // Session and generation on the real stories260K model: 200 greedy tokens as llama.cpp
 // produced them, chunked prefill equal to one-batch prefill, sync/truncate, context limits
-// and stopping.
+// and stopping; on the tiny hybrids, edits that recompute at most one snapshot interval.
 #include <QtTest>
+
+#include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/runtime/generator.h"
 #include "support/reference_data.h"
+#include "support/session_run.h"
 
 using namespace lr;
 using namespace lr::test;
@@ -20,6 +23,39 @@ class TestSession : public QObject {
         auto s = Session::create(model_, config);
         if (!s.ok()) qFatal("%s", s.status().message().c_str());
         return std::move(s).value();
+    }
+
+    // A tiny hybrid (tiny-qwen35*: three Gated DeltaNet layers, one full attention) in a
+    // session of 32-token chunks, without a prefix cache.
+    std::unique_ptr<Session> hybrid_session(const QString & name) {
+        auto m = Model::load(shared_path("models/tiny-2026/" + name + ".gguf").toStdString(), backend_);
+        if (!m.ok()) qFatal("%s", m.status().message().c_str());
+        SessionConfig config{.n_ctx = 1024, .chunk_tokens = 32};
+        config.kv.prefix_cache = false;
+        auto s = Session::create(*m, config);
+        if (!s.ok()) qFatal("%s", s.status().message().c_str());
+        return std::move(s).value();
+    }
+
+    // Syncs `session` to `tokens`: the tokens it evaluated, and how far its logits are from a
+    // fresh session's on the same tokens.
+    struct Synced {
+        uint32_t computed = 0;
+        float max_diff = 0;
+    };
+    Synced sync_against_fresh(Session & session, const QString & name, const std::vector<int32_t> & tokens) {
+        Synced r;
+        if (!session.sync(tokens, [&](const PrefillProgress & p) { r.computed = p.n_total; }).ok()) qFatal("sync failed");
+        auto fresh = hybrid_session(name);
+        if (!fresh->sync(tokens).ok()) qFatal("sync failed");
+        r.max_diff = max_abs_diff(session.logits().data(), std::vector<float>(fresh->logits().begin(), fresh->logits().end()));
+        return r;
+    }
+
+    static void hybrid_rows() {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("qwen35") << "tiny-qwen35-f32";
+        QTest::newRow("qwen35moe") << "tiny-qwen35moe-f32";
     }
 
 private slots:
@@ -196,6 +232,74 @@ private slots:
         Status s = session->append(bad);
         QCOMPARE(s.code(), StatusCode::invalid_argument);
         QVERIFY(session->tokens().empty());
+    }
+
+    // ---- Hybrids: rolling back to snapshots of the recurrent states ------------------------
+
+    void aHybridEditRecomputesAtMostOneInterval_data() { hybrid_rows(); }
+    void aHybridEditRecomputesAtMostOneInterval() {
+        // Generate, cut at random positions, continue: the logits are a fresh session's on
+        // the edited tokens (within 1e-5: the ubatches split elsewhere than a fresh run's, so
+        // the delta rule's chunks round differently), and the old tokens recomputed are
+        // those after the latest snapshot before the cut.
+        QFETCH(QString, name);
+        auto session = hybrid_session(name);
+        std::mt19937 rng(21);
+        std::vector<int32_t> held = random_prompt(rng, 500, int32_t(session->model().hparams().n_vocab));
+        QVERIFY(session->sync(held).ok());
+        for (int i = 0; i < 8; ++i) {
+            held.push_back(argmax(session->logits(), session->logits().size()));
+            QVERIFY(session->append(std::span(&held.back(), 1)).ok());
+        }
+        const uint32_t interval = session->kv_cache().snapshot_interval();
+        QCOMPARE(interval, 128u);
+        float worst = 0;
+        for (int trial = 0; trial < 5; ++trial) {
+            std::vector<int32_t> edited(held.begin(), held.begin() + 1 + rng() % (held.size() - 1));
+            edited.insert(edited.end(), {7, 8, 9});
+            size_t common = 0;
+            while (common < session->tokens().size() && session->tokens()[common] == edited[common]) ++common;
+            const Synced r = sync_against_fresh(*session, name, edited);
+            const uint32_t recomputed = r.computed - uint32_t(edited.size() - common);
+            QVERIFY2(recomputed <= interval, qPrintable(QString("%1 old tokens recomputed").arg(recomputed)));
+            worst = std::max(worst, r.max_diff);
+        }
+        qInfo("max |d| against fresh sessions: %g", double(worst));
+        QVERIFY(worst < 1e-5f);
+    }
+
+    void aHybridNewTurnRecomputesNoOldToken_data() { hybrid_rows(); }
+    void aHybridNewTurnRecomputesNoOldToken() {
+        // The prompt's end is a snapshot (kept while the reply crosses the interval at 384):
+        // regenerating the reply returns there and computes nothing; a new turn after
+        // another reply computes only its own tokens.
+        QFETCH(QString, name);
+        auto session = hybrid_session(name);
+        std::mt19937 rng(22);
+        const std::vector<int32_t> prompt = random_prompt(rng, 380, int32_t(session->model().hparams().n_vocab));
+        QVERIFY(session->sync(prompt).ok());
+        const std::vector<float> after_prompt(session->logits().begin(), session->logits().end());
+        auto reply = [&] {
+            for (int i = 0; i < 6; ++i) {
+                const int32_t next = argmax(session->logits(), session->logits().size());
+                QVERIFY(session->append(std::span(&next, 1)).ok());
+            }
+        };
+        reply();
+        uint32_t computed = 0;
+        QVERIFY(session->sync(prompt, [&](const PrefillProgress & p) { computed = p.n_total; }).ok());
+        QCOMPARE(computed, 0u);
+        QCOMPARE(session->tokens().size(), prompt.size());
+        QCOMPARE(std::vector<float>(session->logits().begin(), session->logits().end()), after_prompt);
+        reply();
+        std::vector<int32_t> turn = prompt;
+        turn.insert(turn.end(), {3, 4, 5, 6, 20, 21, 22, 23, 24, 25});  // another reply, then the user
+        const Synced r = sync_against_fresh(*session, name, turn);
+        QCOMPARE(r.computed, uint32_t(turn.size() - prompt.size()));
+        qInfo("max |d| against a fresh session: %g", double(r.max_diff));
+        QVERIFY(r.max_diff < 1e-5f);
+        const KvLayerKindStats recurrent = kind_row(session->kv_stats(), KvLayerKind::recurrent);
+        QCOMPARE(recurrent.snapshots, uint64_t(390 / 128 + 1));  // the intervals and the turn's end
     }
 };
 

@@ -54,6 +54,14 @@ inline SessionRun run_session(std::shared_ptr<const Model> model, const std::vec
     return r;
 }
 
+// The stats' row of one layer kind (an empty row when the model has none).
+inline KvLayerKindStats kind_row(const KvStats & s, KvLayerKind kind) {
+    for (const KvLayerKindStats & r : s.layer_kinds) {
+        if (r.kind == kind) return r;
+    }
+    return {.kind = kind};
+}
+
 // Every logit bit for bit.
 inline bool identical(const SessionRun & a, const SessionRun & b) {
     if (a.logits.size() != b.logits.size()) return false;
