@@ -6,15 +6,6 @@
 
 #include "app/cli/commands.h"
 
-namespace lr::cli {
-
-int fail(const std::string & message) {
-    std::fprintf(stderr, "error: %s\n", message.c_str());
-    return 1;
-}
-
-}  // namespace lr::cli
-
 namespace {
 
 struct Command {
