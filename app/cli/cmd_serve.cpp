@@ -23,7 +23,8 @@ Result<server::KvFlags> server_kv_flags(const Args & args) {
         return error(StatusCode::invalid_argument, "give --kv-policy or --kv-cache-policy, not both");
     }
     if (args.has("--h2o-keep-ratio") && (args.has("--kv-policy") || args.has("--kv-cache-policy") || args.has("--keep-ratio"))) {
-        return error(StatusCode::invalid_argument, "--h2o-keep-ratio sets the policy and the ratio: give neither --kv-policy nor --keep-ratio");
+        return error(StatusCode::invalid_argument,
+                     "--h2o-keep-ratio sets the policy and the ratio: give neither --kv-policy nor --keep-ratio");
     }
     server::KvFlags flags;
     for (const FlagSpec & spec : kv_flags()) {
@@ -39,7 +40,8 @@ Result<server::KvFlags> server_kv_flags(const Args & args) {
 }
 
 Result<std::string> api_key(const Args & args) {
-    if (args.has("--api-key") && args.has("--api-key-file")) return error(StatusCode::invalid_argument, "give --api-key or --api-key-file, not both");
+    if (args.has("--api-key") && args.has("--api-key-file"))
+        return error(StatusCode::invalid_argument, "give --api-key or --api-key-file, not both");
     if (!args.has("--api-key-file")) return args.get_or("--api-key", "");
     LR_ASSIGN_OR_RETURN(std::string key, read_text_file(*args.get("--api-key-file")));
     while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
@@ -58,21 +60,22 @@ std::string model_id(const Engine & engine) {
 }  // namespace
 
 int run_serve(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(),
-                                              session_flags(),
-                                              sampling_flags(),
-                                              kv_flags(),
-                                              {
-                                                  {"--kv-cache-policy", "", true, false, "same as --kv-policy"},
-                                                  {"--h2o-keep-ratio", "", true, false, "same as --kv-policy h2o --keep-ratio R"},
-                                                  {"--host", "", true, false, "address to listen on (default 127.0.0.1)"},
-                                                  {"--port", "", true, false, "port to listen on (default 8080)"},
-                                                  {"--api-key", "", true, false, "the key clients must send (Authorization: Bearer KEY)"},
-                                                  {"--api-key-file", "", true, false, "read the API key from this file"},
-                                                  {"--insecure", "", false, false, "allow another address than loopback without an API key"},
-                                                  {"--cors", "", true, false, "allow browser pages of this origin (default: no CORS)"},
-                                                  {"-h", "--help", false, false, "this help"},
-                                              }});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         session_flags(),
+         sampling_flags(),
+         kv_flags(),
+         {
+             {"--kv-cache-policy", "", true, false, "same as --kv-policy"},
+             {"--h2o-keep-ratio", "", true, false, "same as --kv-policy h2o --keep-ratio R"},
+             {"--host", "", true, false, "address to listen on (default 127.0.0.1)"},
+             {"--port", "", true, false, "port to listen on (default 8080)"},
+             {"--api-key", "", true, false, "the key clients must send (Authorization: Bearer KEY)"},
+             {"--api-key-file", "", true, false, "read the API key from this file"},
+             {"--insecure", "", false, false, "allow another address than loopback without an API key"},
+             {"--cors", "", true, false, "allow browser pages of this origin (default: no CORS)"},
+             {"-h", "--help", false, false, "this help"},
+         }});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [options]", exit_code);
     if (!args) return exit_code;
@@ -83,7 +86,8 @@ int run_serve(const Argv & argv) {
     const std::string host = args->get_or("--host", "127.0.0.1");
     if (!loopback(host) && key->empty()) {
         if (!args->has("--insecure")) return fail("serving on " + host + " needs an API key (--api-key or --api-key-file), or --insecure");
-        std::fprintf(stderr, "warning: serving on %s without an API key: anyone who can reach this address can use the model\n", host.c_str());
+        std::fprintf(stderr, "warning: serving on %s without an API key: anyone who can reach this address can use the model\n",
+                     host.c_str());
     }
     auto sampler = sampler_params(*args);
     if (!sampler.ok()) return fail(sampler.status().message());

@@ -6,9 +6,7 @@ ApiError invalid_request(std::string message, std::string param) {
     return {.http_status = 400, .message = std::move(message), .param = std::move(param)};
 }
 
-ApiError server_error(std::string message) {
-    return {.http_status = 500, .message = std::move(message), .type = "server_error"};
-}
+ApiError server_error(std::string message) { return {.http_status = 500, .message = std::move(message), .type = "server_error"}; }
 
 nlohmann::json to_json(const ApiError & error) {
     nlohmann::json body = error.extra;

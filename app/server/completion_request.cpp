@@ -26,8 +26,8 @@ struct FieldReader {
         }
         const double x = v->get<double>();
         if (x < min || x > max) {
-            error = invalid_request(std::string(name) + " must be between " + json(min).dump() + " and " + json(max).dump() +
-                                        ", got " + v->dump(),
+            error = invalid_request(std::string(name) + " must be between " + json(min).dump() + " and " + json(max).dump() + ", got " +
+                                        v->dump(),
                                     name);
             return std::nullopt;
         }

@@ -15,9 +15,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 ApiError context_exceeded(uint64_t prompt_tokens, uint32_t n_ctx) {
-    ApiError e = invalid_request("This model's maximum context length is " + std::to_string(n_ctx) + " tokens, but the prompt has " +
-                                     std::to_string(prompt_tokens) + " tokens. Shorten the messages, or use a cache policy that runs past it ({\"longread\": {\"kv_policy\": \"streaming\"}}).",
-                                 "messages");
+    ApiError e = invalid_request(
+        "This model's maximum context length is " + std::to_string(n_ctx) + " tokens, but the prompt has " + std::to_string(prompt_tokens) +
+            " tokens. Shorten the messages, or use a cache policy that runs past it ({\"longread\": {\"kv_policy\": \"streaming\"}}).",
+        "messages");
     e.code = "context_length_exceeded";
     e.extra = {{"n_prompt_tokens", prompt_tokens}, {"n_ctx", n_ctx}};
     return e;
@@ -45,7 +46,8 @@ public:
         send(JobEvent::Kind::answer, stops_.flush());
         const Usage usage{prompt_tokens, result.tokens.size()};
         metrics_.add_tokens(usage.prompt_tokens, usage.completion_tokens);
-        job_.channel.push({.kind = JobEvent::Kind::finished, .finish_reason = stops_.stopped() ? "stop" : finish_reason(result.reason), .usage = usage});
+        job_.channel.push(
+            {.kind = JobEvent::Kind::finished, .finish_reason = stops_.stopped() ? "stop" : finish_reason(result.reason), .usage = usage});
     }
 
 private:
@@ -182,7 +184,8 @@ void GenerationQueue::run_chat(Job & job) {
     ReplyParams params{.generate = r.generate};
     params.thinking_sink = [&](std::string_view piece) { stream.thinking(piece); };
     const Result<GenerateResult> result = engine_.reply(
-        r.conversation, r.user_text, params, {}, [&](int32_t, std::string_view piece) { return stream.answer(piece); }, job.stop.get_token());
+        r.conversation, r.user_text, params, {}, [&](int32_t, std::string_view piece) { return stream.answer(piece); },
+        job.stop.get_token());
     if (!result.ok()) return fail(job, true, result.status());
     stream.finish(*result, measure->prompt_tokens);
 }
@@ -200,8 +203,8 @@ void GenerationQueue::run_text(Job & job) {
     job.channel.push({.kind = JobEvent::Kind::admitted, .usage = {prompt.size(), 0}});
     if (Status s = session.sync(prompt, {}, job.stop.get_token()); !s.ok()) return fail(job, true, s);
     ReplyStream stream(job, metrics_);
-    const Result<GenerateResult> result =
-        generate(session, r.generate, [&](int32_t, std::string_view piece) { return stream.answer(piece); }, job.stop.get_token());
+    const Result<GenerateResult> result = generate(
+        session, r.generate, [&](int32_t, std::string_view piece) { return stream.answer(piece); }, job.stop.get_token());
     if (!result.ok()) return fail(job, true, result.status());
     stream.finish(*result, prompt.size());
 }

@@ -37,9 +37,7 @@ std::string reply_id(const char * prefix) {
     return buf;
 }
 
-int64_t unix_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+int64_t unix_now() { return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -77,7 +75,8 @@ void HttpRoutes::install() {
         if (res.status == 413) e.message = "The request body is larger than the server accepts";
         send_error(res, e);
     });
-    http_.set_logger([this](const httplib::Request & req, const httplib::Response & res) { metrics_.count_request(endpoint_of(req.path), res.status); });
+    http_.set_logger(
+        [this](const httplib::Request & req, const httplib::Response & res) { metrics_.count_request(endpoint_of(req.path), res.status); });
     if (!options_.cors_origin.empty()) {
         http_.Options(R"(/.*)", [](const httplib::Request &, httplib::Response & res) {
             res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
@@ -95,7 +94,8 @@ void HttpRoutes::install() {
     });
     http_.Post("/v1/chat/completions",
                [this](const httplib::Request & req, httplib::Response & res) { complete(CompletionKind::chat, req, res); });
-    http_.Post("/v1/completions", [this](const httplib::Request & req, httplib::Response & res) { complete(CompletionKind::text, req, res); });
+    http_.Post("/v1/completions",
+               [this](const httplib::Request & req, httplib::Response & res) { complete(CompletionKind::text, req, res); });
 }
 
 void HttpRoutes::complete(CompletionKind kind, const httplib::Request & req, httplib::Response & res) {
@@ -126,8 +126,9 @@ void HttpRoutes::wait_reply(const std::shared_ptr<Job> & job, const ReplyIdentit
             case JobEvent::Kind::thinking: thinking += e->text; break;
             case JobEvent::Kind::failed: return send_error(res, e->error);
             case JobEvent::Kind::finished:
-                res.set_content(dump(job->request.kind == CompletionKind::chat ? chat_completion(who, text, thinking, e->finish_reason, e->usage)
-                                                                               : text_completion(who, text, e->finish_reason, e->usage)),
+                res.set_content(dump(job->request.kind == CompletionKind::chat
+                                         ? chat_completion(who, text, thinking, e->finish_reason, e->usage)
+                                         : text_completion(who, text, e->finish_reason, e->usage)),
                                 kJson);
                 return;
             default: break;
@@ -156,7 +157,8 @@ void HttpRoutes::stream_reply(const std::shared_ptr<Job> & job, const ReplyIdent
                 }
                 switch (e->kind) {
                     case JobEvent::Kind::answer:
-                        if (!write(sse_event(chat ? chat_chunk(who, {{"content", e->text}}, std::nullopt) : text_chunk(who, e->text, std::nullopt))))
+                        if (!write(sse_event(chat ? chat_chunk(who, {{"content", e->text}}, std::nullopt)
+                                                  : text_chunk(who, e->text, std::nullopt))))
                             return false;
                         break;
                     case JobEvent::Kind::thinking:

@@ -65,7 +65,8 @@ std::variant<KvSettings, ApiError> kv_settings_for_request(const KvFlags & serve
                 flag = "--keep-ratio";
             }
             if (flag.empty()) {
-                return invalid_request("unknown setting longread." + member + " (known: " + per_request_names() + ")", "longread." + member);
+                return invalid_request("unknown setting longread." + member + " (known: " + per_request_names() + ")",
+                                       "longread." + member);
             }
             auto text = value_text(member, value);
             if (auto * e = std::get_if<ApiError>(&text)) return *e;

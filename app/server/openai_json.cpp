@@ -21,7 +21,8 @@ json usage_json(const Usage & usage) {
 }
 
 json model_list(const std::string & model, int64_t created) {
-    return {{"object", "list"}, {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "longread"}}})}};
+    return {{"object", "list"},
+            {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "longread"}}})}};
 }
 
 json chat_completion(const ReplyIdentity & who, const std::string & text, const std::string & reasoning, const std::string & finish_reason,

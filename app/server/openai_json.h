@@ -29,8 +29,7 @@ nlohmann::json model_list(const std::string & model, int64_t created);
 // Non-streaming replies. `reasoning` goes to message.reasoning_content when not empty.
 nlohmann::json chat_completion(const ReplyIdentity & who, const std::string & text, const std::string & reasoning,
                                const std::string & finish_reason, const Usage & usage);
-nlohmann::json text_completion(const ReplyIdentity & who, const std::string & text, const std::string & finish_reason,
-                               const Usage & usage);
+nlohmann::json text_completion(const ReplyIdentity & who, const std::string & text, const std::string & finish_reason, const Usage & usage);
 
 // Streaming chunks. A chat delta is {"role"}, {"content"} or {"reasoning_content"}; the
 // last chunk has an empty delta and the finish reason; the usage chunk has no choices.

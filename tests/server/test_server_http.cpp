@@ -326,8 +326,8 @@ private slots:
         const std::string first = round_trip(fd, stream_request);
         QVERIFY2(first.starts_with("HTTP/1.1 200"), first.c_str());
         QVERIFY(first.find("data: [DONE]") != std::string::npos);
-        const std::string second =
-            round_trip(fd, "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kKey + "\r\n\r\n");
+        const std::string second = round_trip(fd,
+                                              "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kKey + "\r\n\r\n");
         QVERIFY2(second.starts_with("HTTP/1.1 200"), second.c_str());
         QVERIFY(second.find("stories260K") != std::string::npos);
         ::close(fd);

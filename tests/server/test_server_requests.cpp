@@ -68,7 +68,7 @@ private slots:
         defaults.sampler.top_k = 7;
         const CompletionRequest r = ok(chat(R"({)" + kHello + R"(,"temperature":0,"top_p":0.5,"seed":42,
             "presence_penalty":1.5,"frequency_penalty":-0.5,"max_tokens":9})",
-                                           defaults));
+                                            defaults));
         QCOMPARE(r.generate.sampler.temperature, 0.0f);
         QCOMPARE(r.generate.sampler.top_p, 0.5f);
         QCOMPARE(r.generate.sampler.seed, uint64_t(42));
@@ -104,8 +104,8 @@ private slots:
     }
 
     void unknownFieldsAreIgnored() {
-        const CompletionRequest r =
-            ok(chat(R"({)" + kHello + R"(,"logit_bias":{"1":2},"user":"u","tools":[],"response_format":{"type":"text"},"whatever":null})"));
+        const CompletionRequest r = ok(
+            chat(R"({)" + kHello + R"(,"logit_bias":{"1":2},"user":"u","tools":[],"response_format":{"type":"text"},"whatever":null})"));
         QCOMPARE(r.user_text, std::string("hello"));
     }
 
@@ -119,7 +119,8 @@ private slots:
     }
 
     void theLongreadObjectSetsTheCachePolicy() {
-        const CompletionRequest r = ok(chat(R"({)" + kHello + R"(,"longread":{"kv_policy":"h2o","keep_ratio":0.25,"k_bits":8,"sink_tokens":"2"}})"));
+        const CompletionRequest r = ok(
+            chat(R"({)" + kHello + R"(,"longread":{"kv_policy":"h2o","keep_ratio":0.25,"k_bits":8,"sink_tokens":"2"}})"));
         QCOMPARE(r.kv.policy, KvPolicy::h2o);
         QCOMPARE(r.kv.keep_ratio, 0.25);
         QCOMPARE(r.kv.k_bits, 8u);
