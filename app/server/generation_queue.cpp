@@ -69,10 +69,20 @@ private:
     Clock::time_point last_;
 };
 
+// An engine error as the API tells it: bad settings and a prompt that does not fit (the
+// measure leaves out the few tokens of the generation prompt) are the client's.
+ApiError api_error_of(const Status & status) {
+    if (status.code() == StatusCode::invalid_argument) return invalid_request(status.message(), "longread");
+    if (status.code() == StatusCode::context_full) {
+        ApiError e = invalid_request("This model's maximum context length is exceeded: " + status.message(), "messages");
+        e.code = "context_length_exceeded";
+        return e;
+    }
+    return server_error(status.message());
+}
+
 void fail(Job & job, bool admitted, const Status & status) {
-    JobEvent e{.kind = admitted ? JobEvent::Kind::failed : JobEvent::Kind::rejected, .error = server_error(status.message())};
-    if (status.code() == StatusCode::invalid_argument) e.error = invalid_request(status.message(), "longread");
-    job.channel.push(std::move(e));
+    job.channel.push({.kind = admitted ? JobEvent::Kind::failed : JobEvent::Kind::rejected, .error = api_error_of(status)});
 }
 
 }  // namespace
