@@ -6,11 +6,10 @@
 #include <random>
 
 #include "app/server/api_key.h"
+#include "app/server/event_stream.h"
 
 namespace lr::server {
 namespace {
-
-using nlohmann::json;
 
 constexpr const char * kJson = "application/json";
 
@@ -137,48 +136,14 @@ void HttpRoutes::wait_reply(const std::shared_ptr<Job> & job, const ReplyIdentit
 }
 
 void HttpRoutes::stream_reply(const std::shared_ptr<Job> & job, const ReplyIdentity & who, httplib::Response & res) {
-    const bool chat = job->request.kind == CompletionKind::chat;
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, job, who, chat](size_t, httplib::DataSink & sink) {
-            // A failed write means the client left: cancel its generation.
-            auto write = [&](std::string_view data) {
-                if (sink.write(data.data(), data.size())) return true;
-                job->stop.request_stop();
-                return false;
-            };
-            if (chat && !write(sse_event(chat_chunk(who, {{"role", "assistant"}, {"content", ""}}, std::nullopt)))) return false;
-            for (;;) {
-                const std::optional<JobEvent> e = job->channel.next(options_.ping_interval);
-                if (!e) {
-                    if (!write(kSsePing)) return false;
-                    continue;
-                }
-                switch (e->kind) {
-                    case JobEvent::Kind::answer:
-                        if (!write(sse_event(chat ? chat_chunk(who, {{"content", e->text}}, std::nullopt)
-                                                  : text_chunk(who, e->text, std::nullopt))))
-                            return false;
-                        break;
-                    case JobEvent::Kind::thinking:
-                        if (!write(sse_event(chat_chunk(who, {{"reasoning_content", e->text}}, std::nullopt)))) return false;
-                        break;
-                    case JobEvent::Kind::failed:
-                        write(sse_event(to_json(e->error)));
-                        sink.done();
-                        return true;
-                    case JobEvent::Kind::finished: {
-                        const json last = chat ? chat_chunk(who, json::object(), e->finish_reason) : text_chunk(who, "", e->finish_reason);
-                        if (!write(sse_event(last))) return false;
-                        if (job->request.include_usage && !write(sse_event(usage_chunk(who, chat, e->usage)))) return false;
-                        if (!write(kSseDone)) return false;
-                        sink.done();
-                        return true;
-                    }
-                    default: break;
-                }
-            }
+        [this, job, who](size_t, httplib::DataSink & sink) {
+            const bool ended = write_event_stream(*job, who, options_.ping_interval,
+                                                  [&](std::string_view data) { return sink.write(data.data(), data.size()); });
+            if (ended) sink.done();
+            return ended;
         },
         [job](bool success) {
             if (!success) job->stop.request_stop();

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "app/server/api_error.h"
+#include "app/server/event_stream.h"
 #include "app/server/openai_json.h"
 #include "app/server/server_metrics.h"
 
@@ -75,6 +76,57 @@ private slots:
         QVERIFY(kSsePing.starts_with(":"));
         // Invalid UTF-8 never breaks the stream.
         QCOMPARE(dump(json(std::string("a\xff"))), std::string("\"a\xef\xbf\xbd\""));
+    }
+
+    void anEventStreamPingsWhileItWaitsAndEndsWithDone() {
+        Job job;
+        job.request.include_usage = true;
+        std::string sent;
+        int pings = 0;
+        // Nothing is queued: the first wait times out at once and pings; then the reply comes.
+        const bool ended = write_event_stream(job, kWho, std::chrono::milliseconds(0), [&](std::string_view data) {
+            sent += data;
+            if (data == kSsePing && ++pings == 1) {
+                job.channel.push({.kind = JobEvent::Kind::thinking, .text = "hmm"});
+                job.channel.push({.kind = JobEvent::Kind::answer, .text = "Hi"});
+                job.channel.push({.kind = JobEvent::Kind::finished, .finish_reason = "stop", .usage = {3, 1}});
+            }
+            return true;
+        });
+        QVERIFY(ended);
+        QVERIFY(!job.stop.stop_requested());
+        const std::vector<std::string> events = {
+            sse_event(chat_chunk(kWho, {{"role", "assistant"}, {"content", ""}}, std::nullopt)),
+            std::string(kSsePing),
+            sse_event(chat_chunk(kWho, {{"reasoning_content", "hmm"}}, std::nullopt)),
+            sse_event(chat_chunk(kWho, {{"content", "Hi"}}, std::nullopt)),
+            sse_event(chat_chunk(kWho, json::object(), "stop")),
+            sse_event(usage_chunk(kWho, true, {3, 1})),
+            std::string(kSseDone),
+        };
+        std::string expected;
+        for (const std::string & e : events) expected += e;
+        QCOMPARE(sent, expected);
+    }
+
+    void aFailedWriteStopsTheJob() {
+        Job job;
+        job.request.kind = CompletionKind::text;
+        job.channel.push({.kind = JobEvent::Kind::answer, .text = "a"});
+        QVERIFY(!write_event_stream(job, kWho, std::chrono::milliseconds(0), [](std::string_view) { return false; }));
+        QVERIFY(job.stop.stop_requested());
+    }
+
+    void aFailureEndsTheStreamWithAnError() {
+        Job job;
+        job.request.kind = CompletionKind::text;
+        job.channel.push({.kind = JobEvent::Kind::failed, .error = server_error("boom")});
+        std::string sent;
+        QVERIFY(write_event_stream(job, kWho, std::chrono::milliseconds(0), [&](std::string_view data) {
+            sent += data;
+            return true;
+        }));
+        QCOMPARE(sent, sse_event(to_json(server_error("boom"))));
     }
 
     void modelList() {
