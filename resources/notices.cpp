@@ -14,6 +14,8 @@ constexpr std::array kNotices = {
     Notice{"ICU", "Unicode normalization and categories in the tokenizers", "Unicode-3.0 (ICU licence)"},
     Notice{"SentencePiece", "the SentencePiece tokenizer's model format", "Apache-2.0"},
     Notice{"xxHash", "the prefix cache's hash chains and checksums", "BSD-2-Clause"},
+    Notice{"cpp-httplib", "longread-cli serve's HTTP server", "MIT"},
+    Notice{"nlohmann/json", "longread-cli serve's JSON", "MIT"},
     Notice{"NVIDIA CUDA runtime and cuBLAS", "the CUDA backend, when built with it", "NVIDIA CUDA Toolkit EULA"},
 };
 

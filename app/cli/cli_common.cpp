@@ -9,6 +9,11 @@
 
 namespace lr::cli {
 
+int fail(const std::string & message) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    return 1;
+}
+
 std::vector<FlagSpec> model_flags() {
     return {
         {"-m", "--model", true, false, "GGUF model file (default: the bundled stories260K)"},

@@ -7,15 +7,6 @@
 #include "app/cli/commands.h"
 #include "resources/notices.h"
 
-namespace lr::cli {
-
-int fail(const std::string & message) {
-    std::fprintf(stderr, "error: %s\n", message.c_str());
-    return 1;
-}
-
-}  // namespace lr::cli
-
 namespace {
 
 struct Command {
@@ -35,6 +26,7 @@ constexpr Command kCommands[] = {
     {"eval-kv", lr::cli::run_eval_kv, "what a KV cache policy costs in quality, memory and speed"},
     {"summarize", lr::cli::run_summarize, "summarize a document of any length (one pass or map-reduce)"},
     {"bench", lr::cli::run_bench, "prefill/decode speed, memory bandwidth and peak RSS (as llama-bench)"},
+    {"serve", lr::cli::run_serve, "an OpenAI-compatible HTTP server on 127.0.0.1"},
 };
 
 void print_usage() {

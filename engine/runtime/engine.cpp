@@ -187,7 +187,8 @@ Result<GenerateResult> Engine::reply(const Conversation & conversation, std::str
     LR_RETURN_IF_ERROR(m.need_session());
     PromptTokens prompt = m.memo.tokens(*m.model, conversation, user_text, true);
     const size_t n_prompt = prompt.encoded.tokens.size();
-    if (n_prompt >= m.session->n_ctx()) {
+    // The streaming policy keeps a window and runs past the context; the others cannot.
+    if (n_prompt >= m.session->n_ctx() && m.session_options.kv.policy != KvPolicy::streaming) {
         return error(StatusCode::context_full, "the conversation needs " + std::to_string(n_prompt) + " tokens but the context holds " +
                                                    std::to_string(m.session->n_ctx()) + ": " + params.when_full);
     }

@@ -2,6 +2,11 @@
 // one-line error and a non-zero exit, never a crash.
 #include <QtTest>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
@@ -40,6 +45,40 @@ private slots:
         for (const char * expected : {"MIT licence", "stories260K", "SQLite: public domain", "Qt 6: LGPL-3.0"}) {
             QVERIFY2(l.out.contains(expected), l.out.constData());
         }
+    }
+
+    void serveRefusesUnsafeOrContradictoryFlags() {
+        Run r = run_cli({"serve", "--host", "0.0.0.0"});
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.contains("needs an API key"), r.err.constData());
+        r = run_cli({"serve", "--kv-policy", "h2o", "--kv-cache-policy", "h2o"});
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.contains("--kv-cache-policy"), r.err.constData());
+        r = run_cli({"serve", "--h2o-keep-ratio", "2"});
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.err.contains("--keep-ratio"), r.err.constData());
+    }
+
+    void serveListensAndStopsOnSigterm() {
+        // A port the system just handed out (and took back) is free.
+        const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::bind(probe, reinterpret_cast<const sockaddr *>(&addr), sizeof addr), 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(probe, reinterpret_cast<sockaddr *>(&addr), &len);
+        ::close(probe);
+        QProcess p;
+        p.setReadChannel(QProcess::StandardError);
+        p.start(QStringLiteral(LONGREAD_CLI), {"serve", "--port", QString::number(ntohs(addr.sin_port)), "--h2o-keep-ratio", "0.5"});
+        QByteArray err;
+        while (!err.contains("Ctrl-C stops") && p.waitForReadyRead(-1)) err += p.readAllStandardError();
+        QVERIFY2(err.contains("Longread serving"), err.constData());
+        p.terminate();
+        p.waitForFinished(-1);
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 0);
     }
 
     void generateJsonIsGreedyAndWellFormed() {

@@ -237,6 +237,18 @@ private slots:
         QVERIFY(m.ok() && !m->fits);
     }
 
+    void theStreamingPolicyRepliesPastTheContext() {
+        Engine engine;
+        QVERIFY(engine.load(kBundledOnCpu).ok());
+        SessionOptions options{.n_ctx = 64, .chunk_tokens = 32};
+        options.kv.policy = KvPolicy::streaming;
+        QVERIFY(engine.use_session(options).ok());
+        const Conversation c{.document_text = m_story};
+        const Result<GenerateResult> r = engine.reply(c, "hi", {.generate = {.max_tokens = 4}});
+        QVERIFY2(r.ok(), r.status().message().c_str());
+        QCOMPARE(r->tokens.size(), size_t(4));
+    }
+
     void stopDuringTheReplysPrompt() {
         Engine engine;
         QVERIFY(engine.load(kBundledOnCpu).ok());

@@ -1,0 +1,184 @@
+#include "completion_request.h"
+
+#include <cmath>
+#include <optional>
+
+namespace lr::server {
+namespace {
+
+using nlohmann::json;
+
+// Either nothing (absent or null), or the member if it has the right JSON type.
+struct FieldReader {
+    const json & body;
+    std::optional<ApiError> error;
+
+    const json * find(const char * name) {
+        const auto it = body.find(name);
+        return it == body.end() || it->is_null() ? nullptr : &*it;
+    }
+    std::optional<double> number(const char * name, double min, double max) {
+        const json * v = find(name);
+        if (!v || error) return std::nullopt;
+        if (!v->is_number() || !std::isfinite(v->get<double>())) {
+            error = invalid_request(std::string(name) + " must be a number", name);
+            return std::nullopt;
+        }
+        const double x = v->get<double>();
+        if (x < min || x > max) {
+            error = invalid_request(std::string(name) + " must be between " + json(min).dump() + " and " + json(max).dump() + ", got " +
+                                        v->dump(),
+                                    name);
+            return std::nullopt;
+        }
+        return x;
+    }
+    std::optional<long long> integer(const char * name, long long min, long long max) {
+        const json * v = find(name);
+        if (!v || error) return std::nullopt;
+        if (!v->is_number_integer()) {
+            error = invalid_request(std::string(name) + " must be an integer", name);
+            return std::nullopt;
+        }
+        const long long x = v->get<long long>();
+        if (x < min || x > max) {
+            error = invalid_request(std::string(name) + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                                        ", got " + v->dump(),
+                                    name);
+            return std::nullopt;
+        }
+        return x;
+    }
+    std::optional<bool> boolean(const char * name) {
+        const json * v = find(name);
+        if (!v || error) return std::nullopt;
+        if (!v->is_boolean()) {
+            error = invalid_request(std::string(name) + " must be true or false", name);
+            return std::nullopt;
+        }
+        return v->get<bool>();
+    }
+};
+
+// A message's content: a string, or an array of parts of which only text is understood.
+std::optional<std::string> message_text(const json & content, std::string & problem) {
+    if (content.is_null()) return std::string();
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) {
+        problem = "must be a string or an array of text parts";
+        return std::nullopt;
+    }
+    std::string text;
+    for (const json & part : content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+            problem = "has a part that is not text (only text parts are supported)";
+            return std::nullopt;
+        }
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+std::optional<ApiError> read_messages(const json & body, CompletionRequest & out) {
+    const auto it = body.find("messages");
+    if (it == body.end() || !it->is_array() || it->empty()) return invalid_request("messages must be a non-empty array", "messages");
+    const json & messages = *it;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const std::string param = "messages[" + std::to_string(i) + "]";
+        const json & m = messages[i];
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+            return invalid_request(param + " must be an object with a role", param + ".role");
+        }
+        std::string role = m["role"].get<std::string>();
+        if (role == "developer") role = "system";
+        if (role != "system" && role != "user" && role != "assistant") {
+            return invalid_request(param + ".role '" + role + "' is not supported (system, developer, user, assistant)", param + ".role");
+        }
+        std::string problem;
+        const std::optional<std::string> text = message_text(m.contains("content") ? m["content"] : json(), problem);
+        if (!text) return invalid_request(param + ".content " + problem, param + ".content");
+        std::string thinking;
+        if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) thinking = m["reasoning_content"].get<std::string>();
+        out.conversation.turns.push_back({role, *text, thinking});
+    }
+    if (out.conversation.turns.back().role != "user") {
+        return invalid_request("the last message must be the user's", "messages");
+    }
+    out.user_text = std::move(out.conversation.turns.back().text);
+    out.conversation.turns.pop_back();
+    return std::nullopt;
+}
+
+std::optional<ApiError> read_prompt(const json & body, CompletionRequest & out) {
+    const auto it = body.find("prompt");
+    if (it != body.end() && it->is_string()) {
+        out.prompt = it->get<std::string>();
+        return std::nullopt;
+    }
+    if (it != body.end() && it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+        out.prompt = (*it)[0].get<std::string>();
+        return std::nullopt;
+    }
+    return invalid_request("prompt must be a string (or an array of one string)", "prompt");
+}
+
+std::optional<ApiError> read_stop(const json & body, CompletionRequest & out) {
+    const auto it = body.find("stop");
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    if (it->is_string()) {
+        out.stop.push_back(it->get<std::string>());
+        return std::nullopt;
+    }
+    if (it->is_array()) {
+        for (const json & s : *it) {
+            if (!s.is_string()) return invalid_request("stop must be a string or an array of strings", "stop");
+            out.stop.push_back(s.get<std::string>());
+        }
+        return std::nullopt;
+    }
+    return invalid_request("stop must be a string or an array of strings", "stop");
+}
+
+}  // namespace
+
+std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKind kind, std::string_view body_text,
+                                                                   const RequestDefaults & defaults) {
+    const json body = json::parse(body_text, nullptr, false);
+    if (body.is_discarded()) return invalid_request("the request body is not valid JSON");
+    if (!body.is_object()) return invalid_request("the request body must be a JSON object");
+
+    CompletionRequest out;
+    out.kind = kind;
+    if (auto e = kind == CompletionKind::chat ? read_messages(body, out) : read_prompt(body, out)) return *e;
+    if (auto e = read_stop(body, out)) return *e;
+
+    FieldReader r{body, std::nullopt};
+    SamplerParams & s = out.generate.sampler;
+    s = defaults.sampler;
+    if (auto v = r.number("temperature", 0, 2)) s.temperature = float(*v);
+    if (auto v = r.number("top_p", 0, 1)) s.top_p = float(*v);
+    if (auto v = r.number("presence_penalty", -2, 2)) s.presence_penalty = float(*v);
+    if (auto v = r.number("frequency_penalty", -2, 2)) s.frequency_penalty = float(*v);
+    if (auto v = r.integer("seed", INT64_MIN, INT64_MAX)) s.seed = uint64_t(*v);
+    // OpenAI's defaults: a chat reply runs to its end, a text completion takes 16 tokens.
+    out.generate.max_tokens = kind == CompletionKind::chat ? 0 : 16;
+    const char * const length_field = r.find("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (auto v = r.integer(length_field, 1, 1 << 24)) out.generate.max_tokens = int32_t(*v);
+    if (auto v = r.integer("n", 1, 1 << 20); v && *v != 1) return invalid_request("only n = 1 is supported", "n");
+    if (auto v = r.boolean("stream")) out.stream = *v;
+    if (r.error) return *r.error;
+    if (const json * options = r.find("stream_options")) {
+        if (!options->is_object()) return invalid_request("stream_options must be an object", "stream_options");
+        FieldReader o{*options, std::nullopt};
+        if (auto v = o.boolean("include_usage")) out.include_usage = *v;
+        if (o.error) return invalid_request(o.error->message, "stream_options." + o.error->param);
+    }
+    if (Status st = validate(out.generate); !st.ok()) return invalid_request(st.message());
+
+    auto kv = kv_settings_for_request(defaults.kv_flags, body.contains("longread") ? body["longread"] : json());
+    if (auto * e = std::get_if<ApiError>(&kv)) return *e;
+    out.kv = std::get<KvSettings>(kv);
+    return out;
+}
+
+}  // namespace lr::server

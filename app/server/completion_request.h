@@ -1,0 +1,46 @@
+#pragma once
+// A request to /v1/chat/completions or /v1/completions, read and checked: the OpenAI
+// fields Longread honours, the `longread` object's cache settings, and an OpenAI-style
+// 400 naming the field for anything wrong. Unknown fields are ignored, as OpenAI's
+// clients expect.
+
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/server/api_error.h"
+#include "app/server/kv_request_settings.h"
+#include "engine/api/conversation.h"
+#include "engine/api/generation.h"
+#include "engine/api/kv_settings.h"
+
+namespace lr::server {
+
+enum class CompletionKind { chat, text };
+
+struct CompletionRequest {
+    CompletionKind kind = CompletionKind::chat;
+    Conversation conversation;  // chat: the messages before the last user message
+    std::string user_text;      // chat: the last user message
+    std::string prompt;         // text: the prompt
+    GenerateParams generate;
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    KvSettings kv;
+};
+
+// What a request does not say: the server's sampling and cache flags.
+struct RequestDefaults {
+    SamplerParams sampler;
+    KvFlags kv_flags;
+};
+
+// Parses a body; malformed JSON and bad fields are 400s.
+std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKind kind, std::string_view body,
+                                                                   const RequestDefaults & defaults);
+
+}  // namespace lr::server

@@ -1,0 +1,195 @@
+// Reading OpenAI requests: every field the server honours, unknown fields, bad values,
+// the `longread` object's cache settings; stop strings; the API key check.
+#include <QtTest>
+
+#include "app/server/api_key.h"
+#include "app/server/completion_request.h"
+#include "app/server/stop_matcher.h"
+
+using namespace lr;
+using namespace lr::server;
+
+namespace {
+
+std::variant<CompletionRequest, ApiError> chat(const std::string & body, const RequestDefaults & defaults = {}) {
+    return parse_completion_request(CompletionKind::chat, body, defaults);
+}
+
+std::variant<CompletionRequest, ApiError> text(const std::string & body, const RequestDefaults & defaults = {}) {
+    return parse_completion_request(CompletionKind::text, body, defaults);
+}
+
+const std::string kHello = R"("messages":[{"role":"user","content":"hello"}])";
+
+CompletionRequest ok(const std::variant<CompletionRequest, ApiError> & r) {
+    if (const auto * e = std::get_if<ApiError>(&r)) qFatal("unexpected error: %s", e->message.c_str());
+    return std::get<CompletionRequest>(r);
+}
+
+ApiError refused(const std::variant<CompletionRequest, ApiError> & r) {
+    if (!std::holds_alternative<ApiError>(r)) qFatal("the request was accepted");
+    return std::get<ApiError>(r);
+}
+
+}  // namespace
+
+class TestServerRequests : public QObject {
+    Q_OBJECT
+
+private slots:
+    void aChatRequestSplitsItsLastUserMessage() {
+        const CompletionRequest r = ok(chat(R"({"model":"x","messages":[
+            {"role":"system","content":"be brief"},
+            {"role":"developer","content":"really"},
+            {"role":"user","content":"hi"},
+            {"role":"assistant","content":"hello","reasoning_content":"greet"},
+            {"role":"user","content":[{"type":"text","text":"how "},{"type":"text","text":"are you"}]}]})"));
+        QCOMPARE(r.kind, CompletionKind::chat);
+        QCOMPARE(r.user_text, std::string("how are you"));
+        QCOMPARE(r.conversation.turns.size(), size_t(4));
+        QCOMPARE(r.conversation.turns[1].role, std::string("system"));
+        QCOMPARE(r.conversation.turns[3].thinking, std::string("greet"));
+        QVERIFY(!r.stream);
+        QCOMPARE(r.generate.max_tokens, 0);  // until the reply ends
+    }
+
+    void badMessagesNameTheField() {
+        QCOMPARE(refused(chat(R"({})")).param, std::string("messages"));
+        QCOMPARE(refused(chat(R"({"messages":[]})")).param, std::string("messages"));
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"tool","content":"x"}]})")).param, std::string("messages[0].role"));
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})")).param,
+                 std::string("messages[0].content"));
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]})")).param,
+                 std::string("messages"));
+    }
+
+    void samplingFieldsAndTheirDefaults() {
+        RequestDefaults defaults;
+        defaults.sampler.top_k = 7;
+        const CompletionRequest r = ok(chat(R"({)" + kHello + R"(,"temperature":0,"top_p":0.5,"seed":42,
+            "presence_penalty":1.5,"frequency_penalty":-0.5,"max_tokens":9})",
+                                            defaults));
+        QCOMPARE(r.generate.sampler.temperature, 0.0f);
+        QCOMPARE(r.generate.sampler.top_p, 0.5f);
+        QCOMPARE(r.generate.sampler.seed, uint64_t(42));
+        QCOMPARE(r.generate.sampler.presence_penalty, 1.5f);
+        QCOMPARE(r.generate.sampler.frequency_penalty, -0.5f);
+        QCOMPARE(r.generate.sampler.top_k, 7);  // the server's flag
+        QCOMPARE(r.generate.max_tokens, 9);
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"max_tokens":9,"max_completion_tokens":5})")).generate.max_tokens, 5);
+        QCOMPARE(ok(text(R"({"prompt":"x"})")).generate.max_tokens, 16);  // OpenAI's default for completions
+    }
+
+    void badValuesAre400sNamingTheField() {
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"temperature":3})")).param, std::string("temperature"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"temperature":"hot"})")).param, std::string("temperature"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"top_p":1.5})")).param, std::string("top_p"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"max_tokens":0})")).param, std::string("max_tokens"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"max_tokens":1.5})")).param, std::string("max_tokens"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"presence_penalty":9})")).param, std::string("presence_penalty"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"stream":"yes"})")).param, std::string("stream"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"n":2})")).param, std::string("n"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"stop":[1]})")).param, std::string("stop"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"stream_options":{"include_usage":1}})")).param,
+                 std::string("stream_options.include_usage"));
+        QCOMPARE(refused(text(R"({"prompt":5})")).param, std::string("prompt"));
+    }
+
+    void malformedJsonIsA400() {
+        const ApiError e = refused(chat("{\"messages\": ["));
+        QCOMPARE(e.http_status, 400);
+        QCOMPARE(e.type, std::string("invalid_request_error"));
+        QCOMPARE(refused(chat("[1,2]")).http_status, 400);
+        QCOMPARE(refused(chat("")).http_status, 400);
+    }
+
+    void unknownFieldsAreIgnored() {
+        const CompletionRequest r = ok(
+            chat(R"({)" + kHello + R"(,"logit_bias":{"1":2},"user":"u","tools":[],"response_format":{"type":"text"},"whatever":null})"));
+        QCOMPARE(r.user_text, std::string("hello"));
+    }
+
+    void streamStopAndUsage() {
+        const CompletionRequest r = ok(chat(R"({)" + kHello + R"(,"stream":true,"stream_options":{"include_usage":true},"stop":"\n"})"));
+        QVERIFY(r.stream);
+        QVERIFY(r.include_usage);
+        QCOMPARE(r.stop, std::vector<std::string>{"\n"});
+        QCOMPARE(ok(text(R"({"prompt":["x"],"stop":["a","bc"]})")).stop, (std::vector<std::string>{"a", "bc"}));
+        QVERIFY(ok(text(R"({"prompt":"x","stop":null})")).stop.empty());
+    }
+
+    void theLongreadObjectSetsTheCachePolicy() {
+        const CompletionRequest r = ok(
+            chat(R"({)" + kHello + R"(,"longread":{"kv_policy":"h2o","keep_ratio":0.25,"k_bits":8,"sink_tokens":"2"}})"));
+        QCOMPARE(r.kv.policy, KvPolicy::h2o);
+        QCOMPARE(r.kv.keep_ratio, 0.25);
+        QCOMPARE(r.kv.k_bits, 8u);
+        QCOMPARE(r.kv.sink_tokens, 2u);
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"longread":{"kv_k_bits":4}})")).kv.k_bits, 4u);
+        const CompletionRequest h2o = ok(chat(R"({)" + kHello + R"(,"longread":{"h2o_keep_ratio":0.3}})"));
+        QCOMPARE(h2o.kv.policy, KvPolicy::h2o);
+        QCOMPARE(h2o.kv.keep_ratio, 0.3);
+    }
+
+    void theServersFlagsAreTheDefaults() {
+        const RequestDefaults defaults{.kv_flags = {{"--kv-policy", "snapkv"}, {"--keep-ratio", "0.5"}}};
+        const CompletionRequest r = ok(chat(R"({)" + kHello + "}", defaults));
+        QCOMPARE(r.kv.policy, KvPolicy::snapkv);
+        QCOMPARE(r.kv.keep_ratio, 0.5);
+        const CompletionRequest over = ok(chat(R"({)" + kHello + R"(,"longread":{"keep_ratio":0.1}})", defaults));
+        QCOMPARE(over.kv.policy, KvPolicy::snapkv);
+        QCOMPARE(over.kv.keep_ratio, 0.1);
+        QCOMPARE(ok(chat(R"({)" + kHello + "}")).kv.policy, KvPolicy::none);
+    }
+
+    void badCacheSettingsNameTheSetting() {
+        ApiError e = refused(chat(R"({)" + kHello + R"(,"longread":{"keep_ratio":2}})"));
+        QCOMPARE(e.http_status, 400);
+        QCOMPARE(e.param, std::string("longread.keep_ratio"));
+        QVERIFY2(e.message.find("longread.keep_ratio") != std::string::npos, e.message.c_str());
+        e = refused(chat(R"({)" + kHello + R"(,"longread":{"kv_policy":"lru"}})"));
+        QCOMPARE(e.param, std::string("longread.kv_policy"));
+        QVERIFY2(e.message.find("lru") != std::string::npos, e.message.c_str());
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"longread":{"k_bits":true}})")).param, std::string("longread.k_bits"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"longread":{"colour":"red"}})")).param, std::string("longread.colour"));
+        // Server-wide settings are not per request.
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"longread":{"kv_dir":"/tmp"}})")).param, std::string("longread.kv_dir"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"longread":[1]})")).param, std::string("longread"));
+    }
+
+    void stopStringsAreNeverSent() {
+        StopMatcher m({"END", ""});
+        QCOMPARE(m.feed("hello E"), std::string("hello "));
+        QCOMPARE(m.feed("N"), std::string());
+        QCOMPARE(m.feed("X"), std::string("ENX"));
+        QCOMPARE(m.feed(" fin EN"), std::string(" fin "));
+        QCOMPARE(m.feed("D and more"), std::string());
+        QVERIFY(m.stopped());
+        QCOMPARE(m.feed("more"), std::string());
+        QCOMPARE(m.flush(), std::string());
+
+        StopMatcher earliest({"cd", "b"});
+        QCOMPARE(earliest.feed("abcd"), std::string("a"));
+        StopMatcher none({});
+        QCOMPARE(none.feed("abc"), std::string("abc"));
+        StopMatcher tail({"xyz"});
+        QCOMPARE(tail.feed("axy"), std::string("a"));
+        QCOMPARE(tail.flush(), std::string("xy"));
+    }
+
+    void theApiKeyIsComparedWhole() {
+        QVERIFY(constant_time_equals("secret", "secret"));
+        QVERIFY(!constant_time_equals("secreT", "secret"));
+        QVERIFY(!constant_time_equals("secre", "secret"));
+        QVERIFY(!constant_time_equals("secrets", "secret"));
+        QVERIFY(!constant_time_equals("", "secret"));
+        QVERIFY(authorized("Bearer secret", "secret"));
+        QVERIFY(!authorized("Bearer wrong", "secret"));
+        QVERIFY(!authorized("secret", "secret"));
+        QVERIFY(!authorized("", "secret"));
+        QVERIFY(authorized("", ""));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestServerRequests)
+#include "test_server_requests.moc"
