@@ -130,6 +130,10 @@ int run_info(const Argv & argv) {
             "per layer and sequence\n",
             n_recurrent, hp.n_layer, hp.ssm_group_count, hp.ssm_time_step_rank, hp.ssm_state_size, hp.ssm_conv_kernel,
             format_bytes(hp.recurrent_state_bytes()).c_str());
+        std::printf(
+            "policies:      this model keeps %u of %u layers as a fixed-size state; eviction, Quest and the KV codecs "
+            "apply to the other %u\n",
+            n_recurrent, hp.n_layer, hp.n_layer - n_recurrent);
     }
     if (hp.kv_geometry_varies()) {
         std::printf("KV per layer: ");

@@ -197,7 +197,7 @@ private slots:
     }
 
     // The rope's scaling and the sliding layers as each family's file sets them.
-    void infoNamesRopeScalingAndWindows_data() {
+    void infoNamesRopeScalingAndLayerKinds_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<QStringList>("lines");
         QTest::newRow("mistral3") << "tiny-mistral3-f32" << QStringList{"rope base 1e+06, YaRN x16 from 64,"};
@@ -206,8 +206,12 @@ private slots:
                                 << QStringList{"linear scaling x8", "sliding window 32 tokens on 3 of 4 layers (rope base 10000)"};
         QTest::newRow("gpt-oss") << "tiny-gpt-oss-f32"
                                  << QStringList{"YaRN x32 from 4096", "sliding window 32 tokens on 1 of 2 layers (rope base 150000)"};
+        QTest::newRow("qwen35") << "tiny-qwen35-f32"
+                                << QStringList{"recurrent:     3 of 4 layers Gated DeltaNet",
+                                               "keeps 3 of 4 layers as a fixed-size state; eviction, Quest and the KV codecs apply "
+                                               "to the other 1"};
     }
-    void infoNamesRopeScalingAndWindows() {
+    void infoNamesRopeScalingAndLayerKinds() {
         QFETCH(QString, model);
         QFETCH(QStringList, lines);
         const Run r = run_cli({"info", "-m", shared_path("models/tiny-2026/" + model + ".gguf")});
