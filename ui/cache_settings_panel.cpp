@@ -14,6 +14,7 @@
 #include <QVBoxLayout>
 
 #include "app/core/model_list_model.h"
+#include "ui/layer_kind_text.h"
 #include "ui/theme.h"
 
 namespace lr::ui {
@@ -299,11 +300,13 @@ void CacheSettingsPanel::updatePrediction() {
     lp.setColor(QPalette::WindowText, tone);
     m_prediction->setPalette(lp);
     const uint32_t ctx = s.contextTokens ? s.contextTokens : m_model.nCtxTrain;
+    const QString reach = policyReachText(plan.layer_kinds);
     m_prediction->setText(tr("%1\n%2 at %3 tokens: weights %4, KV cache %5 (%6 per token), scratch %7.")
                               .arg(app::verdictText(plan), m_model.name, QLocale().toString(ctx), app::formatBytes(plan.weight_bytes),
                                    app::formatBytes(plan.kv_bytes), app::formatBytes(plan.kv_bytes_per_token),
                                    app::formatBytes(plan.scratch_bytes)) +
-                          (plan.verdict == MemoryVerdict::fits ? QString() : QStringLiteral("\n") + QString::fromStdString(plan.message)));
+                          (plan.verdict == MemoryVerdict::fits ? QString() : QStringLiteral("\n") + QString::fromStdString(plan.message)) +
+                          (reach.isEmpty() ? QString() : QStringLiteral("\n") + reach));
 }
 
 void CacheSettingsPanel::refreshStyle() { updatePrediction(); }
