@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -120,15 +121,18 @@ int run_serve(const Argv & argv) {
     if (!routes.bind(host, int(*port))) return fail("cannot listen on " + host + ":" + std::to_string(*port));
     std::fprintf(stderr, "Longread serving %s on http://%s:%lld/v1 (context %u tokens)%s. Ctrl-C stops.\n", model_id(engine).c_str(),
                  host.c_str(), *port, engine.snapshot().context_limit, key->empty() ? "" : ", API key required");
-    std::atomic<bool> signalled{false};
+    std::atomic<bool> signalled{false}, listen_returned{false};
     std::thread signal_watcher([&] {
         int signal_number = 0;
         sigwait(&stop_signals, &signal_number);
         signalled = true;
         queue.cancel_all();
+        // A stop() before listen() runs is lost (a signal right after the banner): wait for it.
+        while (!listen_returned && !routes.running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
         routes.stop();
     });
     const bool served = routes.listen();
+    listen_returned = true;
     if (!signalled) pthread_kill(signal_watcher.native_handle(), SIGTERM);  // listen() failed by itself
     signal_watcher.join();
     if (!served) return fail("the server stopped on a socket error");
