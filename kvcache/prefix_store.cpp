@@ -101,7 +101,7 @@ Status PrefixStore::transaction(Body && body) {
     if (s.ok()) s = body();
     if (s.ok()) {
         Stmt save = prepare(db_, "UPDATE totals SET used = ? WHERE id = 0");
-        sqlite3_bind_int64(save.get(), 1, int64_t(used_));
+        sqlite3_bind_int64(save.get(), 1, int64_t(used_.load()));
         if (sqlite3_step(save.get()) != SQLITE_DONE) s = index_error("storing the byte total");
     }
     if (s.ok()) s = exec("COMMIT");
@@ -159,7 +159,7 @@ Status PrefixStore::drop(uint64_t chain, uint32_t layer) {
     sqlite3_bind_int64(free_slot.get(), 1, size);
     sqlite3_bind_int64(free_slot.get(), 2, slot);
     if (sqlite3_step(free_slot.get()) != SQLITE_DONE) return index_error("freeing a slot");
-    used_ -= std::min<uint64_t>(used_, uint64_t(size));
+    used_ -= std::min<uint64_t>(used_.load(), uint64_t(size));
     return {};
 }
 
@@ -274,8 +274,10 @@ void PrefixStore::set_capacity(uint64_t bytes) {
 }
 
 uint64_t PrefixStore::used_bytes() {
-    std::lock_guard lock(mutex_);
-    (void)load_used();  // other processes may have written or evicted
+    // The engine thread asks with every stats update: it takes the index's total (other
+    // processes may have written or evicted) unless a write holds the store, then the last one.
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock()) (void)load_used();
     return used_;
 }
 

@@ -10,6 +10,7 @@
 // the index keeps its byte total in a row of its own, so a write costs the same however
 // full the cache is.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -91,7 +92,9 @@ private:
     sqlite3 * db_ = nullptr;
     std::mutex mutex_;  // the engine thread and the I/O thread both use the store
     std::unordered_map<size_t, int> files_;
-    uint64_t used_ = 0;  // bytes of the index's entries (its `totals` row, as last read or written)
+    // Bytes of the index's entries (its `totals` row, as last read or written); atomic because
+    // used_bytes() reads it without waiting for a write in flight.
+    std::atomic<uint64_t> used_{0};
 };
 
 }  // namespace lr
