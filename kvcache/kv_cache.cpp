@@ -144,12 +144,43 @@ uint32_t KvCache::room(SeqId seq) const {
 }
 
 uint32_t KvCache::restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
-    // A restored prefix would need the recurrent states at its end (snapshots: not yet).
-    if (states_.any()) return 0;
     sequence(seq);
-    const uint32_t restored = prefix_.restore(seq, upcoming, keep_last);
+    const uint32_t restored = states_.any() ? restore_with_states(seq, upcoming, keep_last) : prefix_.restore(seq, upcoming, keep_last);
     editor_.slide(seq);
     publish_stats();
+    return restored;
+}
+
+uint32_t KvCache::restore_with_states(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
+    Result<void *> states = states_.sequence(seq);  // before any block is taken: nothing to undo
+    if (!states.ok()) return 0;
+    const uint32_t bt = state_.block_shape.block_tokens;
+    PrefixStore * store = placement_.prefix();
+    std::optional<SeqId> live;  // the sequence whose snapshot holds them, else `stored`
+    std::vector<uint8_t> stored;
+    auto states_at = [&](uint64_t chain, uint32_t depth) {
+        const uint32_t n = (depth + 1) * bt;
+        for (const auto & [id, other] : state_.seqs) {
+            if (id != seq && other.chains.size() > depth && other.chains[depth] == chain && snapshots_.has(id, n)) {
+                live = id;
+                return true;
+            }
+        }
+        if (!store) return false;
+        stored.resize(size_t(states_.bytes_per_sequence()));
+        return store->read(chain, PrefixStore::kStatesLayer, stored.data(), stored.size()).ok();  // a damaged one is dropped
+    };
+    const uint32_t restored = prefix_.restore(seq, upcoming, keep_last, states_at);
+    if (restored == 0) return 0;
+    const uint32_t n = state_.seqs.at(seq).n_tokens();
+    if (live) {
+        snapshots_.restore(*live, n, *states);
+    } else {
+        state_.backend.copy_to_device(*states, stored.data(), stored.size());
+    }
+    // The sequence can be cut back to where it was restored.
+    if (Status st = snapshots_.take(seq, n, *states, snapshot_interval_); !st.ok()) state_.report_fault(st);
+    ++state_.counters.restored_states;
     return restored;
 }
 
@@ -159,9 +190,20 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
     LR_ASSERT(!request.tokens.empty() && request.max_tokens > 0);
     KvSequence & s = sequence(seq);
     uint32_t n = s.policy->ubatch_tokens(uint32_t(request.tokens.size()), request.max_tokens, request.prompt);
-    // The states are copied between ubatches: a recurrent sequence's end at each snapshot.
-    if (states_.any()) n = std::min(n, snapshot_interval_ - s.n_tokens() % snapshot_interval_);
     UbatchPlan p;
+    if (states_.any()) {
+        // The states are copied between ubatches: a recurrent sequence's end at each snapshot.
+        n = std::min(n, snapshot_interval_ - s.n_tokens() % snapshot_interval_);
+        // Persisted states let a later process restore a prompt up to a block boundary:
+        // a prompt's ubatch also ends at its last boundary before the last token (the
+        // restore computes that token).
+        const uint32_t bt = state_.block_shape.block_tokens;
+        const bool persisting = request.ends_turn && s.pure_prefix && prefix_.persists();
+        const uint32_t last_boundary = (s.n_tokens() + uint32_t(request.tokens.size()) - 1) / bt * bt;
+        if (persisting && last_boundary > s.n_tokens()) n = std::min(n, last_boundary - s.n_tokens());
+        const uint32_t end = s.n_tokens() + n;
+        p.persist_states_ = s.pure_prefix && end % bt == 0 && (end % snapshot_interval_ == 0 || (persisting && end == last_boundary));
+    }
     p.seq_ = seq;
     p.ends_turn_ = request.ends_turn && n == request.tokens.size();
     int32_t first = s.next_pos;
@@ -418,7 +460,12 @@ void KvCache::apply(UbatchPlan & p) {
             state_.report_fault(st);
         }
     }
-    prefix_.note_full_blocks(seq, n_full_before);
+    std::vector<uint8_t> states;  // for the prefix store
+    if (p.states_advanced_ && p.persist_states_ && s.pure_prefix && prefix_.persists()) {
+        states.resize(size_t(states_.bytes_per_sequence()));
+        state_.backend.copy_to_host(states.data(), states_.sequence_states(seq), states.size());
+    }
+    prefix_.note_full_blocks(seq, n_full_before, std::move(states));
     prefix_.collect(false);
     editor_.slide(seq);
     if (p.policy_.select_at_prompt_end) select_prompt(seq);

@@ -66,7 +66,9 @@ public:
     uint32_t n_kept(SeqId seq) const;        // positions kept per layer and head (mean)
     uint32_t room(SeqId seq) const;          // tokens it may still take (UINT32_MAX: its policy renumbers)
     // Takes whole blocks of `upcoming` (the tokens after the sequence's own) from a live
-    // sequence or the prefix store, leaving at least `keep_last` tokens to compute. Returns
+    // sequence or the prefix store, leaving at least `keep_last` tokens to compute. With
+    // recurrent layers, only up to a block whose states can be had (a live sequence's
+    // snapshot or one persisted with the blocks), and those states are restored too. Returns
     // the tokens taken, which are part of the sequence now.
     uint32_t restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last = 1);
     // Keeps the positions below n_keep (edit, regenerate); 0 drops the sequence. Returns
@@ -126,6 +128,8 @@ private:
     bool cut_to(SeqId seq, uint32_t n);
     // The recurrent states of `seq` go back to the snapshot after n tokens (zero for 0).
     void roll_back_states(SeqId seq, uint32_t n);
+    // restore_prefix for a model with recurrent layers: blocks, then the states at their end.
+    uint32_t restore_with_states(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last);
     void publish_stats();
     std::vector<KvLayerKindStats> layer_kind_stats() const;
 

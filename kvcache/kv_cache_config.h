@@ -39,10 +39,11 @@ struct KvModelShape {
         }
         return false;
     }
-    // Whether layer il keeps KV blocks of its own (a shared layer reads its source's).
-    bool stores(uint32_t il) const { return kind(il) != KvLayerKind::shared; }
+    // Whether layer il keeps KV blocks of its own (a shared layer reads its source's, a
+    // recurrent one keeps a state instead).
+    bool stores(uint32_t il) const { return kind(il) != KvLayerKind::shared && kind(il) != KvLayerKind::recurrent; }
     // The layer whose blocks layer il's attention reads.
-    uint32_t source(uint32_t il) const { return stores(il) ? il : layers[il].source; }
+    uint32_t source(uint32_t il) const { return kind(il) == KvLayerKind::shared ? layers[il].source : il; }
     uint32_t n_storing_layers() const {
         uint32_t n = 0;
         for (uint32_t il = 0; il < n_layer; ++il) n += stores(il) ? 1 : 0;

@@ -2,28 +2,36 @@
 
 #include <cstring>
 
+#include "engine/common/assert.h"
+
 namespace lr {
 
 KvPrefixCache::KvPrefixCache(KvCacheState & state, KvPlacement & placement) : state_(state), placement_(placement) {
     // The chain starts from everything that makes a block's bytes: the model file, the
-    // codecs and the block shape. Any change restores nothing.
+    // codecs and the block shape (and the recurrent states' size and layout version). Any
+    // change restores nothing.
     if (state_.config.model_identity != 0) {
         const KvBlockLayout & L = state_.layout;
         const KvBlockShape & b = state_.block_shape;
-        const uint64_t seed[] = {state_.config.model_identity,
-                                 uint64_t(L.k_codec),
-                                 uint64_t(L.v_codec),
-                                 b.block_tokens,
-                                 b.n_head_kv,
-                                 b.head_dim,
-                                 L.block_bytes()};
-        chain_seed_ = PrefixStore::chain_next(0x4c52, std::span(reinterpret_cast<const int32_t *>(seed), sizeof seed / 4));
+        uint64_t state_bytes = 0;
+        for (const KvLayerSpec & l : state_.shape.layers) state_bytes += l.kind == KvLayerKind::recurrent ? l.state_bytes : 0;
+        constexpr uint64_t kStatesLayoutVersion = 1;
+        std::vector<uint64_t> seed = {state_.config.model_identity,
+                                      uint64_t(L.k_codec),
+                                      uint64_t(L.v_codec),
+                                      b.block_tokens,
+                                      b.n_head_kv,
+                                      b.head_dim,
+                                      L.block_bytes()};
+        // Models without states keep the chains they always had.
+        if (state_bytes > 0) seed.insert(seed.end(), {state_bytes, kStatesLayoutVersion});
+        chain_seed_ = PrefixStore::chain_next(0x4c52, std::span(reinterpret_cast<const int32_t *>(seed.data()), seed.size() * 2));
     }
 }
 
 KvPrefixCache::~KvPrefixCache() { collect(true); }
 
-void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
+void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before, std::vector<uint8_t> states) {
     KvSequence & s = state_.seqs.at(seq);
     if (!s.pure_prefix) return;
     const uint32_t bt = state_.block_shape.block_tokens;
@@ -33,9 +41,7 @@ void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
         s.chains.push_back(PrefixStore::chain_next(previous, std::span(s.tokens).subspan(size_t(b) * bt, bt)));
     }
     PrefixStore * prefix = placement_.prefix();
-    // A recurrent model's blocks restore nothing without the states at their end (snapshots,
-    // not yet): they are not written.
-    const bool persist = prefix && writes_ok_ && !state_.shape.has(KvLayerKind::recurrent);
+    const bool persist = persists();
     if (persist) {
         const uint64_t spill = placement_.disk() ? placement_.disk()->used_bytes() : 0;
         const uint64_t budget = state_.config.capacities.disk_bytes;
@@ -66,6 +72,11 @@ void KvPrefixCache::note_full_blocks(SeqId seq, uint32_t n_full_before) {
             copies.push_back(std::move(copy));
             job.blocks.push_back({id, m.chain});
         }
+    }
+    if (persist && !states.empty()) {
+        LR_ASSERT(s.n_tokens() % bt == 0 && n_full > 0);
+        writes.push_back({.chain = s.chains[n_full - 1], .layer = PrefixStore::kStatesLayer, .depth = n_full - 1});
+        copies.push_back(std::move(states));
     }
     if (writes.empty()) return;
     job.job = placement_.io().submit([prefix, writes = std::move(writes), copies = std::move(copies)]() mutable {
@@ -115,32 +126,47 @@ bool KvPrefixCache::share_live(SeqId seq, uint64_t chain, uint32_t depth, std::v
     return false;
 }
 
-uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
+uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last, const StatesAt & states_at) {
     PrefixStore * prefix = placement_.prefix();
     if ((!prefix && state_.seqs.size() < 2) || upcoming.size() <= keep_last) return 0;
     KvSequence & s = state_.seqs.at(seq);
     const uint32_t bt = state_.block_shape.block_tokens;
     if (!s.pure_prefix || s.n_tokens() % bt != 0) return 0;
     if (prefix) collect(true);  // our own pending writes may be what we are about to look up
-    const size_t n_blocks = (upcoming.size() - keep_last) / bt;
     const uint32_t n_storing = state_.shape.n_storing_layers();
-    uint32_t restored = 0;
+    const uint32_t first_depth = uint32_t(s.chains.size());
+
+    // The blocks on offer, in order: a live sequence's (to share) or the store's.
+    struct Found {
+        uint64_t chain;
+        std::vector<BlockId> live;  // empty: in the store
+    };
+    std::vector<Found> found;
     uint64_t chain = s.chains.empty() ? chain_seed_ : s.chains.back();
-    std::vector<BlockId> live;
-    for (size_t k = 0; k < n_blocks; ++k) {
-        const std::span<const int32_t> block_tokens = upcoming.subspan(k * bt, bt);
-        chain = PrefixStore::chain_next(chain, block_tokens);
-        const uint32_t depth = uint32_t(s.chains.size());
+    for (size_t k = 0; k < (upcoming.size() - keep_last) / bt; ++k) {
+        chain = PrefixStore::chain_next(chain, upcoming.subspan(k * bt, bt));
         ++state_.counters.prefix_lookups;
-        if (share_live(seq, chain, depth, live)) {
+        Found f{.chain = chain, .live = {}};
+        if (!share_live(seq, chain, first_depth + uint32_t(k), f.live) && !(prefix && prefix->contains(chain, n_storing))) break;
+        found.push_back(std::move(f));
+    }
+    // A recurrent model stops where its states can be had.
+    if (states_at) {
+        while (!found.empty() && !states_at(found.back().chain, first_depth + uint32_t(found.size()) - 1)) found.pop_back();
+    }
+
+    uint32_t restored = 0;
+    for (size_t k = 0; k < found.size(); ++k) {
+        const Found & f = found[k];
+        if (!f.live.empty()) {
             for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
                 if (!state_.shape.stores(il)) continue;
-                state_.pool.retain(live[il]);
-                s.layers[il].push(live[il]);
+                state_.pool.retain(f.live[il]);
+                s.layers[il].push(f.live[il]);
                 s.layers[il].slots_used += bt;
             }
             state_.counters.shared_blocks += n_storing;
-        } else if (prefix && prefix->contains(chain, n_storing)) {
+        } else {
             const int32_t first_pos = int32_t(s.n_tokens());
             for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
                 if (!state_.shape.stores(il)) continue;
@@ -153,7 +179,7 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
                 m.v_codec = L.v_codec;
                 m.n_bytes = uint32_t(L.block_bytes());
                 m.place.home = BlockHome::prefix_store;  // loaded when attention needs it
-                m.chain = chain;
+                m.chain = f.chain;
                 m.persisted = true;
                 m.pos.resize(L.n_slots());
                 for (uint32_t g = 0; g < L.shape.n_head_kv; ++g) {
@@ -162,13 +188,12 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
                 s.layers[il].push(id);
                 s.layers[il].slots_used += bt;
             }
-            prefix->touch(chain);
-        } else {
-            break;
+            prefix->touch(f.chain);
         }
         state_.counters.prefix_hits += n_storing;
+        const std::span<const int32_t> block_tokens = upcoming.subspan(k * bt, bt);
         s.tokens.insert(s.tokens.end(), block_tokens.begin(), block_tokens.end());
-        s.chains.push_back(chain);
+        s.chains.push_back(f.chain);
         s.next_pos += int32_t(bt);
         restored += bt;
     }

@@ -4,8 +4,13 @@
 // begins with the tokens of another live sequence shares those blocks (copy-on-write);
 // blocks persisted in the background to the prefix store on disk are restored by a later
 // session with the same beginning instead of being recomputed.
+//
+// A recurrent model continues only from the states after the restored tokens: its caller
+// persists snapshots of them with the blocks (under the chain of the block they end), and
+// a restore ends at the deepest block whose states its caller can load.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -20,16 +25,24 @@ public:
 
     // The chains of the sequence's blocks that became full since its last `n_full_before`
     // full blocks, and their persisting (in the background) when a prefix store exists.
-    void note_full_blocks(SeqId seq, uint32_t n_full_before);
+    // `states`, when not empty, are the recurrent states after the sequence's tokens (which
+    // end on a block boundary), persisted with the blocks.
+    void note_full_blocks(SeqId seq, uint32_t n_full_before, std::vector<uint8_t> states = {});
+    // Whether note_full_blocks writes to a prefix store (states are worth copying for it).
+    bool persists() const { return placement_.prefix() && writes_ok_; }
     // Settles the writes that finished (all of them when `wait`): their blocks count as
     // persisted; a refused write disables persisting (reported once).
     void collect(bool wait);
 
+    // Whether the caller can load the recurrent states after the block at `depth` whose
+    // chain is `chain` (it keeps what it found, to load once the blocks are taken).
+    using StatesAt = std::function<bool(uint64_t chain, uint32_t depth)>;
     // Takes whole blocks of `upcoming` (the tokens after the sequence's own) from a live
     // sequence that holds them, else from the prefix store, leaving at least `keep_last`
     // tokens to compute. Only when the sequence ends on a block boundary and is a pure prefix.
+    // With `states_at` (a recurrent model), only up to the deepest block it accepts.
     // Returns the tokens taken; they are part of the sequence.
-    uint32_t restore(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last);
+    uint32_t restore(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last, const StatesAt & states_at = {});
 
     // Estimated prefill time the restored tokens saved, from the time spent computing.
     void note_prefill(uint32_t n_tokens, double ms);

@@ -61,8 +61,8 @@ std::string to_json(const KvStats & s) {
                   (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens, (unsigned long long)s.narrowed_blocks,
                   (unsigned long long)s.rows_read, (unsigned long long)s.mirror_bytes, (unsigned long long)s.faults);
     out += buf;
-    out += "\"shared_blocks\":" + std::to_string(s.shared_blocks) + ",\"sequences\":" + std::to_string(s.n_sequences) +
-           ",\"layer_kinds\":[";
+    out += "\"shared_blocks\":" + std::to_string(s.shared_blocks) + ",\"restored_states\":" + std::to_string(s.restored_states) +
+           ",\"sequences\":" + std::to_string(s.n_sequences) + ",\"layer_kinds\":[";
     for (size_t i = 0; i < s.layer_kinds.size(); ++i) {
         const KvLayerKindStats & k = s.layer_kinds[i];
         std::snprintf(buf, sizeof buf,
@@ -99,6 +99,10 @@ std::string to_text(const KvStats & s) {
     std::snprintf(buf, sizeof buf, "  prefix cache: %llu lookups, %llu tokens restored (saved ~%.0f ms of %.0f ms prefill)\n",
                   (unsigned long long)s.prefix_lookups, (unsigned long long)s.restored_tokens, s.prefill_ms_saved, s.prefill_ms);
     out += buf;
+    if (s.restored_states) {
+        std::snprintf(buf, sizeof buf, "  recurrent states restored with them: %llu\n", (unsigned long long)s.restored_states);
+        out += buf;
+    }
     std::snprintf(buf, sizeof buf, "  policy %s: %llu tokens seen, %llu kept, %llu evicted\n", s.policy.c_str(),
                   (unsigned long long)s.tokens_seen, (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens);
     out += buf;

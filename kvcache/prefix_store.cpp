@@ -132,8 +132,9 @@ Result<int> PrefixStore::data_file(size_t n_bytes) {
 
 bool PrefixStore::contains(uint64_t chain, uint32_t n_layer) {
     std::lock_guard lock(mutex_);
-    Stmt st = prepare(db_, "SELECT COUNT(*) FROM blocks WHERE chain = ?");
+    Stmt st = prepare(db_, "SELECT COUNT(*) FROM blocks WHERE chain = ? AND layer <> ?");
     sqlite3_bind_int64(st.get(), 1, as_sql(chain));
+    sqlite3_bind_int64(st.get(), 2, kStatesLayer);
     return sqlite3_step(st.get()) == SQLITE_ROW && uint32_t(sqlite3_column_int64(st.get(), 0)) == n_layer;
 }
 
@@ -205,6 +206,7 @@ Status PrefixStore::evict_to_locked(uint64_t bytes) {
         if (victims.empty()) return error(StatusCode::out_of_memory, "prefix cache: nothing left to evict");
         for (const auto & [chain, layer] : victims) {
             LR_RETURN_IF_ERROR(drop(chain, layer));
+            if (layer != kStatesLayer) LR_RETURN_IF_ERROR(drop(chain, kStatesLayer));
             if (used_ <= bytes) break;
         }
     }

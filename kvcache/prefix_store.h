@@ -9,6 +9,10 @@
 // the documents that follow them). Each ubatch's blocks are written in one transaction, and
 // the index keeps its byte total in a row of its own, so a write costs the same however
 // full the cache is.
+//
+// A recurrent model's states after a chain's block (a snapshot, recurrent_snapshots.h) are
+// stored like a block of the pseudo-layer kStatesLayer: checksummed, in the budget, and
+// dropped when a block of their chain is evicted (they restore nothing without it).
 
 #include <atomic>
 #include <cstdint>
@@ -42,8 +46,10 @@ public:
     PrefixStore & operator=(const PrefixStore &) = delete;
 
     static uint64_t chain_next(uint64_t previous, std::span<const int32_t> block_tokens);
+    // The `layer` under which the recurrent states after a chain's block are stored.
+    static constexpr uint32_t kStatesLayer = 0x7fffffff;
 
-    // Whether every layer of `chain` is stored.
+    // Whether every layer of `chain` is stored (n_layer blocks; the states not counted).
     bool contains(uint64_t chain, uint32_t n_layer);
     // The stored block; corrupt_data (and the entry dropped) when it fails its checksum or
     // its file is gone or short; not_found when absent.

@@ -43,6 +43,11 @@ uint32_t RecurrentSnapshots::at_or_before(SeqId seq, uint32_t n_tokens, uint32_t
     return 0;
 }
 
+bool RecurrentSnapshots::has(SeqId seq, uint32_t n_tokens) const {
+    auto s = by_seq_.find(seq);
+    return s != by_seq_.end() && s->second.contains(n_tokens);
+}
+
 void RecurrentSnapshots::restore(SeqId seq, uint32_t n_tokens, void * states) {
     const DeviceBuffer & copy = by_seq_.at(seq).at(n_tokens);
     backend_.copy_on_device(states, copy.data(), size_t(bytes_));

@@ -33,6 +33,7 @@ public:
     // The latest snapshot of `seq` at or before n_tokens whose token count is a multiple
     // of `align`: its token count (0 when none: zero states).
     uint32_t at_or_before(SeqId seq, uint32_t n_tokens, uint32_t align = 1) const;
+    bool has(SeqId seq, uint32_t n_tokens) const;
     // Copies the snapshot after `n_tokens` (which must exist) into `states`.
     void restore(SeqId seq, uint32_t n_tokens, void * states);
     // Drops `seq`'s snapshots after n_tokens (all of them for 0).

@@ -31,15 +31,21 @@ void RecurrentStates::zero(const DeviceBuffer & states) {
     }
 }
 
-Result<void *> RecurrentStates::layer(SeqId seq, uint32_t il) {
-    LR_ASSERT(il < bytes_.size() && bytes_[il] > 0);
+Result<void *> RecurrentStates::sequence(SeqId seq) {
+    LR_ASSERT(any());
     auto it = states_.find(seq);
     if (it == states_.end()) {
         LR_ASSIGN_OR_RETURN(DeviceBuffer states, backend_.alloc(size_t(bytes_per_sequence_)));
         zero(states);
         it = states_.emplace(seq, std::move(states)).first;
     }
-    return static_cast<void *>(it->second.as<uint8_t>() + offset_[il]);
+    return it->second.data();
+}
+
+Result<void *> RecurrentStates::layer(SeqId seq, uint32_t il) {
+    LR_ASSERT(il < bytes_.size() && bytes_[il] > 0);
+    LR_ASSIGN_OR_RETURN(void * states, sequence(seq));
+    return static_cast<void *>(static_cast<uint8_t *>(states) + offset_[il]);
 }
 
 void RecurrentStates::reset(SeqId seq) {

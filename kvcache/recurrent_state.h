@@ -27,8 +27,9 @@ public:
     bool any() const { return bytes_per_sequence_ > 0; }
     uint64_t bytes_per_sequence() const { return bytes_per_sequence_; }
 
-    // Layer il's state of `seq` in backend memory (the sequence's states are allocated and
-    // zeroed on first use).
+    // The whole block of `seq`'s states, every layer's (allocated and zeroed on first use).
+    Result<void *> sequence(SeqId seq);
+    // Layer il's state of `seq` in backend memory (allocated with the block).
     Result<void *> layer(SeqId seq, uint32_t il);
     // `seq` starts over: its states are zero again (nothing happens when it holds none).
     void reset(SeqId seq);

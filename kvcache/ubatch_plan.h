@@ -60,6 +60,7 @@ private:
     std::vector<uint32_t> read_pages_;
     bool states_advanced_ = false;  // a recurrent layer's state was handed to the graph
     bool ends_turn_ = false;        // it takes the last tokens of a request that ends a turn
+    bool persist_states_ = false;   // the recurrent states after it go to the prefix store
 };
 
 }  // namespace lr

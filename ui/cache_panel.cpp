@@ -239,6 +239,10 @@ void CachePanel::showNumbers() {
                                            .arg(locale.toString(qulonglong(kv.evicted_tokens)), locale.toString(qulonglong(kv.tokens_kept)),
                                                 locale.toString(qulonglong(kv.tokens_seen))));
     QString restored = locale.toString(qulonglong(kv.restored_tokens));
+    if (kv.restored_states > 0) {
+        restored += kv.restored_states == 1 ? tr(", with the recurrent states at their end")
+                                            : tr(", with recurrent states %1 times").arg(locale.toString(qulonglong(kv.restored_states)));
+    }
     if (kv.prefill_ms_saved > 0) restored += tr(" (saved ~%1 of prefill)").arg(QStringLiteral("%1 ms").arg(kv.prefill_ms_saved, 0, 'f', 0));
     m_values.value("restored")->setText(restored);
     m_values.value("metadata")->setText(app::formatBytes(kv.mirror_bytes));

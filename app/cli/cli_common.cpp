@@ -116,6 +116,22 @@ Result<SessionOptions> session_options(const Args & args, const Model & model) {
     return options;
 }
 
+Result<std::vector<uint32_t>> parse_token_counts(const std::string & text, std::string_view flag) {
+    std::vector<uint32_t> counts;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        char * end = nullptr;
+        const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 1 || v > (1u << 20)) {
+            return error(StatusCode::invalid_argument, std::string(flag) + ": '" + item + "' is not a token count (1 to 1048576)");
+        }
+        counts.push_back(uint32_t(v));
+    }
+    if (counts.empty()) return error(StatusCode::invalid_argument, std::string(flag) + ": no token count given");
+    return counts;
+}
+
 SessionConfig session_config(const SessionOptions & options) {
     return {.n_ctx = options.n_ctx, .chunk_tokens = options.chunk_tokens, .kv = options.kv};
 }

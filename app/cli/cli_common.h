@@ -39,6 +39,8 @@ Result<KvSettings> kv_settings(const Args & args);
 // --kv-stats prints the cache's stats to stderr; --kv-stats-json FILE writes them as JSON.
 Status report_kv_stats(const Args & args, const KvStats & stats);
 
+// A comma-separated list of token counts (1 to 1048576), as --depth and --doc take them.
+Result<std::vector<uint32_t>> parse_token_counts(const std::string & text, std::string_view flag);
 // The text of -p, or of the file -f names (read whole; a missing or unreadable file is an error).
 Result<std::string> prompt_text(const Args & args);
 Result<std::string> read_text_file(const std::string & path);

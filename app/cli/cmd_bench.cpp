@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -160,21 +159,6 @@ std::string kv_by_kind_json(const std::vector<KvLayerKindStats> & kinds) {
     return out + "]";
 }
 
-Result<std::vector<uint32_t>> parse_depths(const std::string & text) {
-    std::vector<uint32_t> depths;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        char * end = nullptr;
-        const unsigned long v = std::strtoul(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || v < 1 || v > (1u << 20)) {
-            return error(StatusCode::invalid_argument, "--depth: '" + item + "' is not a token count (1 to 1048576)");
-        }
-        depths.push_back(uint32_t(v));
-    }
-    return depths;
-}
-
 }  // namespace
 
 int run_bench(const Argv & argv) {
@@ -202,7 +186,7 @@ int run_bench(const Argv & argv) {
     if (!ubatch.ok()) return fail(ubatch.status().message());
     std::vector<uint32_t> depths;
     if (args->has("--depth")) {
-        auto parsed = parse_depths(*args->get("--depth"));
+        auto parsed = parse_token_counts(*args->get("--depth"), "--depth");
         if (!parsed.ok()) return fail(parsed.status().message());
         depths = *parsed;
     }

@@ -91,6 +91,8 @@ std::string ServerMetrics::render(const QueueFigures & queue, const KvStats & kv
     out += one("longread_kv_prefix_lookups_total", "counter", "prefix cache lookups", double(kv.prefix_lookups));
     out += one("longread_kv_prefix_hits_total", "counter", "blocks restored from the prefix cache", double(kv.prefix_hits));
     out += one("longread_kv_restored_tokens_total", "counter", "tokens restored or shared instead of computed", double(kv.restored_tokens));
+    out += one("longread_kv_restored_states_total", "counter", "recurrent states restored with them (hybrid models)",
+               double(kv.restored_states));
     out += one("longread_kv_faults_total", "counter", "tier faults handled", double(kv.faults));
     return out;
 }

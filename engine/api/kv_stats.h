@@ -57,6 +57,7 @@ struct KvStats {
     uint64_t prefix_hits = 0;      // blocks restored
     uint64_t restored_tokens = 0;  // from the prefix store or shared with another sequence
     uint64_t shared_blocks = 0;    // taken from another live sequence (copy-on-write)
+    uint64_t restored_states = 0;  // recurrent states restored with them (snapshots)
     double prefill_ms = 0;         // time spent computing prefill
     double prefill_ms_saved = 0;   // estimated prefill time the restored tokens saved
 
@@ -76,7 +77,8 @@ struct KvStats {
 };
 
 // The JSON of --kv-stats-json: tiers [{name, used_bytes, capacity_bytes, blocks}], block_reads,
-// block_hits, bytes_moved, prefetch_hits, prefix_lookups, restored_tokens, prefill_ms, ...
+// block_hits, bytes_moved, prefetch_hits, prefix_lookups, restored_tokens, restored_states,
+// prefill_ms, ...
 std::string to_json(const KvStats & stats);
 // Human-readable lines for --kv-stats.
 std::string to_text(const KvStats & stats);

@@ -544,15 +544,35 @@ private slots:
         QVERIFY(max_abs_diff((*session)->logits().data(), want) < 1e-5f);
     }
 
-    void aLiveRecurrentPrefixIsNotShared() {
-        // Sharing a prefix's blocks would need the states at its end (snapshots): not yet.
+    void aLiveRecurrentPrefixIsSharedWithItsStates() {
+        // A second sequence with the same beginning takes the first one's blocks up to its
+        // deepest snapshot at a block boundary, and that snapshot's states: it continues
+        // exactly as the first one did (their ubatches split at the same places).
         const std::shared_ptr<const Model> model = hybrid_model();
-        KvCacheConfig c = plain_config();
+        KvCacheConfig c = plain_config(1024);
         c.settings.block_tokens = 16;
         auto graph = LlamaGraph::create(*model, 16);
         auto kv = KvCache::create(c, model->kv_shape(), backend_);
-        run(**kv, *graph, 0, std::span(prompt_).first(64));
-        QCOMPARE((*kv)->restore_prefix(1, std::span(prompt_).first(64), 1), 0u);
+        QCOMPARE((*kv)->snapshot_interval(), 128u);
+        std::mt19937 rng(13);
+        const std::vector<int32_t> tokens = random_prompt(rng, 300, int32_t(model->hparams().n_vocab));
+        const std::vector<float> want = run(**kv, *graph, 0, tokens);
+        QVERIFY(!want.empty());
+        QCOMPARE((*kv)->restore_prefix(1, tokens, 1), 256u);  // snapshots at 128 and 256
+        QCOMPARE((*kv)->stats().restored_states, uint64_t(1));
+        QCOMPARE((*kv)->stats().shared_blocks, uint64_t(256 / 16));
+        QCOMPARE(run(**kv, *graph, 1, std::span(tokens).subspan(256)), want);
+        // One that parts from it after 200 tokens goes back to the snapshot at 128.
+        std::vector<int32_t> parted(tokens.begin(), tokens.begin() + 200);
+        parted.insert(parted.end(), {5, 6, 7});
+        QCOMPARE((*kv)->restore_prefix(2, parted, 1), 128u);
+        auto fresh = KvCache::create(c, model->kv_shape(), backend_);
+        const std::vector<float> fresh_parted = run(**fresh, *graph, 0, parted);
+        QVERIFY(!fresh_parted.empty());
+        QCOMPARE(run(**kv, *graph, 2, std::span(parted).subspan(128)), fresh_parted);
+        // The restored sequence can be cut back to where it was restored.
+        QCOMPARE((*kv)->truncate(2, 150), 128u);
+        QCOMPARE((*kv)->pinned_blocks(), size_t(0));
     }
 
     void thePlannerCountsTheStates() {

@@ -153,6 +153,32 @@ private slots:
         QCOMPARE(back, pattern(1024, 4));
     }
 
+    // A recurrent model's states after a chain's block: stored beside its blocks, counted in
+    // the budget, not counted as a layer, and evicted with the chain's blocks.
+    void prefixStoreKeepsStatesWithTheirBlocks() {
+        auto store = PrefixStore::open((dir_.path() + "/states").toStdString(), 8 * 1024);
+        QVERIFY(store.ok());
+        const std::vector<int32_t> t1{1, 2, 3}, t2{4, 5, 6};
+        const uint64_t c1 = PrefixStore::chain_next(42, t1), c2 = PrefixStore::chain_next(c1, t2);
+        const uint32_t states = PrefixStore::kStatesLayer;
+        const std::vector<uint8_t> block1 = pattern(1024, 1), states1 = pattern(3000, 2), block2 = pattern(4096, 3);
+        const PrefixBlockWrite first[] = {{c1, 0, 0, block1}, {c1, states, 0, states1}};
+        QVERIFY((*store)->write(first).ok());
+        QVERIFY((*store)->contains(c1, 1));  // one layer: the states are not one
+        QCOMPARE((*store)->used_bytes(), uint64_t(1024 + 3000));
+        std::vector<uint8_t> back(3000);
+        QVERIFY((*store)->read(c1, states, back.data(), back.size()).ok());
+        QCOMPARE(back, states1);
+        // c2's block pushes c1's out of the budget: c1's states go with it.
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const PrefixBlockWrite second[] = {{c2, 0, 1, block2}};
+        QVERIFY((*store)->write(second).ok());
+        (*store)->evict_to(5000);
+        QVERIFY(!(*store)->contains(c1, 1));
+        QCOMPARE((*store)->read(c1, states, back.data(), back.size()).code(), StatusCode::not_found);
+        QCOMPARE((*store)->used_bytes(), uint64_t(4096));
+    }
+
     void prefixStoreDropsDamagedEntries() {
         const QString d = dir_.path() + "/damaged";
         auto store = PrefixStore::open(d.toStdString(), 1 << 20);

@@ -243,6 +243,38 @@ private slots:
         QCOMPARE(longer_run.stats.restored_tokens, uint64_t(192));
     }
 
+    // A hybrid (tiny-qwen35: three Gated DeltaNet layers, one full-attention layer) restores
+    // nothing without the recurrent states at the end of what it restores: session A
+    // persists them with the blocks at every snapshot interval (128 tokens here) and at the
+    // prompt's last block boundary; session B restores blocks and states up to that boundary
+    // and continues exactly as A did.
+    void hybridPrefixRestoresStatesAcrossSessions() {
+        auto m = model("models/tiny-2026/tiny-qwen35-f32.gguf");
+        std::mt19937 rng(12);
+        const std::vector<int32_t> prompt = random_prompt(rng, 300, int32_t(m->hparams().n_vocab));
+        SessionConfig c = restoring_config("hybrid");
+        c.n_ctx = 512;
+        const SessionRun a = run_session(m, prompt, 5, c);
+        QVERIFY2(a.status.ok(), a.status.message().c_str());
+        QCOMPARE(a.stats.restored_tokens, uint64_t(0));
+        const SessionRun b = run_session(m, prompt, 5, c);
+        QVERIFY2(b.status.ok(), b.status.message().c_str());
+        QCOMPARE(b.stats.restored_tokens, uint64_t(288));  // 9 blocks of 32; 12 tokens computed
+        QCOMPARE(b.stats.restored_states, uint64_t(1));
+        QVERIFY(identical(a, b));
+        // A prompt that parts from it after 200 tokens goes back to the states at 128, and
+        // continues as a session of its own with the cache would.
+        std::vector<int32_t> parted(prompt.begin(), prompt.begin() + 200);
+        parted.insert(parted.end(), {300, 301, 302, 303});
+        const SessionRun restored = run_session(m, parted, 3, c);
+        QCOMPARE(restored.stats.restored_tokens, uint64_t(128));
+        SessionConfig own_cache = restoring_config("hybrid-own");
+        own_cache.n_ctx = 512;
+        const SessionRun own = run_session(m, parted, 3, own_cache);
+        QCOMPARE(own.stats.restored_tokens, uint64_t(0));
+        QVERIFY(identical(restored, own));
+    }
+
     // Quest ranks pages by key bounds, which a restored block does not bring along: they are
     // computed when the block is first needed, so that the restored session reads the same
     // pages, and gives the same logits, as the one that computed its prompt.
