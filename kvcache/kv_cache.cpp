@@ -341,7 +341,7 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     } else {
         state_.counters.rows_read += uint64_t(p.view_ids_.size()) * n_kv * bt;
     }
-    if (p.policy_.collect_mass && full) view.attn_mass = mass_.as<float>() + p.mass_at_[il];
+    if (p.policy_.collect_mass && full) view.attn_mass = mass_.at(seq).as<float>() + p.mass_at_[il];
     ++p.n_viewed_;
     return view;
 }
@@ -400,20 +400,21 @@ Status KvCache::clear_mass(UbatchPlan & p) {
         p.mass_at_.push_back(p.mass_at_.back() + (state_.shape.full(il) ? n_blocks * state_.layout.n_slots() : 0));
     }
     const size_t n = p.mass_at_.back();
-    if (mass_.n_bytes() < n * sizeof(float)) {
-        const size_t grown = std::max(n * sizeof(float), mass_.n_bytes() * 2);
-        mass_ = {};
-        LR_ASSIGN_OR_RETURN(mass_, state_.backend.alloc(grown));
+    DeviceBuffer & mass = mass_[p.seq_];
+    if (mass.n_bytes() < n * sizeof(float)) {
+        const size_t grown = std::max(n * sizeof(float), mass.n_bytes() * 2);
+        mass = {};
+        LR_ASSIGN_OR_RETURN(mass, state_.backend.alloc(grown));
     }
     if (zeros_.size() < n) zeros_.resize(n, 0.0f);
-    state_.backend.copy_to_device(mass_.data(), zeros_.data(), n * sizeof(float));
+    state_.backend.copy_to_device(mass.data(), zeros_.data(), n * sizeof(float));
     return {};
 }
 
 void KvCache::fold_mass(UbatchPlan & p) {
     const size_t total = p.mass_at_.back();
     mass_host_.resize(total);
-    state_.backend.copy_to_host(mass_host_.data(), mass_.data(), total * sizeof(float));
+    state_.backend.copy_to_host(mass_host_.data(), mass_.at(p.seq_).data(), total * sizeof(float));
     state_.backend.synchronize();
     KvSequence & s = state_.seqs.at(p.seq_);
     const size_t per_block = state_.layout.n_slots();
@@ -529,6 +530,7 @@ uint32_t KvCache::truncate(SeqId seq, uint32_t n_keep) {
         }
         state_.seqs.erase(it);
         states_.drop(seq);
+        mass_.erase(seq);
     }
     publish_stats();
     return cut;
@@ -573,6 +575,7 @@ std::optional<uint32_t> KvCache::take_lost_position(SeqId seq) {
     if (it->second.n_tokens() == 0) {
         state_.seqs.erase(it);
         states_.drop(seq);
+        mass_.erase(seq);
     }
     return p;
 }

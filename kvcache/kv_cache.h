@@ -29,6 +29,7 @@
 // is cut at that block (take_lost_position) and the caller recomputes from there.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -141,8 +142,10 @@ private:
     RecurrentSnapshots snapshots_;
     uint32_t snapshot_interval_;
     bool renumbers_by_default_;  // the cache's policy runs past the context (streaming)
-    DeviceBuffer mass_;          // attention mass of one ubatch, every layer's view
-    std::vector<float> zeros_;   // host zeros to clear it
+    // Attention mass of a sequence's ubatch, every layer's view (a buffer per sequence: the
+    // plans of several sequences may be in flight together).
+    std::map<SeqId, DeviceBuffer> mass_;
+    std::vector<float> zeros_;  // host zeros to clear it
     std::vector<float> mass_host_;
     std::vector<float> q_host_;  // the query, when the device is not host memory
 

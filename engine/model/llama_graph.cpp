@@ -135,13 +135,14 @@ uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
 }
 
 // x += attention(norm(x)) of layer il. A layer without KV of its own (KV sharing) computes
-// q only and attends over the view of its source layer, which ran before it.
-Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il) {
+// q only and attends over the view of its source layer, which ran before it. Each sequence
+// of the ubatch attends over its own view.
+Status LlamaGraph::attention_block(KvCache & kv, int64_t n, uint32_t il) {
     const ModelHParams & hp = model_->hparams();
     const LayerWeights & L = model_->weights().layers[il];
     const ModelFeatures & f = features_;
     Backend & b = model_->backend();
-    const int32_t * pos = plan.positions().data();
+    const int32_t * pos = positions_.data();
     const bool has_kv = hp.has_kv(il);
     const uint32_t d = hp.head_dim_of(il), n_q = hp.n_embd_q_of(il), n_head_kv = hp.n_head_kv_of(il);
     float * x = x_.as<float>();        // [n][n_embd]
@@ -182,18 +183,22 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
     if (f.q_scale != 1.0f) b.scale(q, n * n_q, f.q_scale);
     if (f.attn_temp_scale != 0.0f) b.scale_tokens(q, n, n_q, q_temp_.data());
 
-    LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(plan, il, q + (n - 1) * n_q));
-    LR_ASSERT(view.shape.head_dim == d);
-    if (has_kv) b.kv_write(view, k, v, pos, n);
-    const AttentionParams params{
-        .n_head = int32_t(hp.n_head),
-        .n_head_kv = int32_t(view.shape.n_head_kv),
-        .head_dim = int32_t(d),
-        .scale = f.kq_scale,
-        .window = int32_t(hp.window(il)),
-        .sinks = L.attn_sinks ? static_cast<const float *>(L.attn_sinks->data) : nullptr,
-    };
-    b.attention(q, n, pos, view, params, attn);
+    for (const Part & part : parts_) {
+        const int64_t at = part.at, n_part = part.n;
+        LR_ASSIGN_OR_RETURN(const PagedKvView view, kv.layer_view(*part.plan, il, q + (at + n_part - 1) * n_q));
+        LR_ASSERT(view.shape.head_dim == d);
+        const size_t kv_at = size_t(at) * n_head_kv * d;
+        if (has_kv) b.kv_write(view, k + kv_at, v + kv_at, pos + at, n_part);
+        const AttentionParams params{
+            .n_head = int32_t(hp.n_head),
+            .n_head_kv = int32_t(view.shape.n_head_kv),
+            .head_dim = int32_t(d),
+            .scale = f.kq_scale,
+            .window = int32_t(hp.window(il)),
+            .sinks = L.attn_sinks ? static_cast<const float *>(L.attn_sinks->data) : nullptr,
+        };
+        b.attention(q + size_t(at) * n_q, n_part, pos + at, view, params, attn + size_t(at) * n_q);
+    }
     if (f.attn_output_gate) b.sigmoid_mul(attn, attn_gate_.as<float>(), n * hp.n_embd_q());
     b.matmul(L.wo, attn, n, xn);
     if (L.bo) b.add_bias(xn, *L.bo, n);
@@ -202,15 +207,19 @@ Status LlamaGraph::attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, u
     return {};
 }
 
-// x += delta_net(norm(x)) of recurrent layer il, advancing the state the cache holds for it.
-Status LlamaGraph::recurrent_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il) {
+// x += delta_net(norm(x)) of recurrent layer il, advancing each sequence's state the cache
+// holds for it.
+Status LlamaGraph::recurrent_block(KvCache & kv, int64_t n, uint32_t il) {
     const ModelHParams & hp = model_->hparams();
     Backend & b = model_->backend();
     float * x = x_.as<float>();    // [n][n_embd]
     float * xn = xn_.as<float>();  // [n][n_embd]
     b.rms_norm(x, model_->weights().layers[il].attn_norm, hp.rms_eps, n, xn);
-    LR_ASSIGN_OR_RETURN(void * state, kv.recurrent_state(plan, il));
-    delta_net_->run(il, xn, n, state, xn);
+    for (const Part & part : parts_) {
+        LR_ASSIGN_OR_RETURN(void * state, kv.recurrent_state(*part.plan, il));
+        float * rows = xn + size_t(part.at) * hp.n_embd;
+        delta_net_->run(il, rows, part.n, state, rows);
+    }
     b.add(x, xn, n * hp.n_embd);
     return {};
 }
@@ -303,7 +312,7 @@ void LlamaGraph::shared_expert(int64_t n, const MoeWeights & m, float * out) {
     b.add(out, xn, n * hp.n_embd);
 }
 
-Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
+Status LlamaGraph::run_layers(KvCache & kv, int64_t n) {
     const ModelHParams & hp = model_->hparams();
     const ModelWeights & w = model_->weights();
     Backend & b = model_->backend();
@@ -314,13 +323,13 @@ Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
     if (per_layer_inputs_) per_layer_inputs_->compute(*w.per_layer_inputs, tokens_.data(), x, n);
     if (features_.attn_temp_scale != 0.0f) {
         q_temp_.resize(size_t(n));
-        for (int64_t t = 0; t < n; ++t) q_temp_[size_t(t)] = attention_temperature(features_, plan.positions()[size_t(t)]);
+        for (int64_t t = 0; t < n; ++t) q_temp_[size_t(t)] = attention_temperature(features_, positions_[size_t(t)]);
     }
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         if (model_->weights().layers[il].delta_net) {
-            LR_RETURN_IF_ERROR(recurrent_block(kv, plan, n, il));
+            LR_RETURN_IF_ERROR(recurrent_block(kv, n, il));
         } else {
-            LR_RETURN_IF_ERROR(attention_block(kv, plan, n, il));
+            LR_RETURN_IF_ERROR(attention_block(kv, n, il));
         }
         ffn_block(n, il);
         const LayerWeights & L = w.layers[il];
@@ -330,28 +339,50 @@ Status LlamaGraph::run_layers(KvCache & kv, UbatchPlan & plan, int64_t n) {
     return {};
 }
 
-Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std::vector<float> & logits_out) {
+Result<int64_t> LlamaGraph::gather(std::span<UbatchPlan> plans) {
     const ModelHParams & hp = model_->hparams();
-    const int64_t n = plan.n_tokens();
-    if (n == 0) return error(StatusCode::invalid_argument, "empty ubatch");
+    parts_.clear();
+    tokens_.clear();
+    positions_.clear();
+    for (UbatchPlan & plan : plans) {
+        if (plan.n_tokens() == 0) return error(StatusCode::invalid_argument, "empty ubatch");
+        for (int32_t t : plan.tokens()) {
+            if (t < 0 || uint32_t(t) >= hp.n_vocab) {
+                return error(StatusCode::invalid_argument,
+                             "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+            }
+        }
+        parts_.push_back({.plan = &plan, .at = int64_t(tokens_.size()), .n = plan.n_tokens()});
+        tokens_.insert(tokens_.end(), plan.tokens().begin(), plan.tokens().end());
+        positions_.insert(positions_.end(), plan.positions().begin(), plan.positions().end());
+    }
+    const int64_t n = int64_t(tokens_.size());
     if (n > max_tokens_) {
         return error(StatusCode::invalid_argument,
                      "ubatch of " + std::to_string(n) + " tokens does not fit the graph (" + std::to_string(max_tokens_) + ")");
     }
-    for (int32_t t : plan.tokens()) {
-        if (t < 0 || uint32_t(t) >= hp.n_vocab) {
-            kv.discard(plan);
-            return error(StatusCode::invalid_argument,
-                         "token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
-        }
-    }
-    tokens_.assign(plan.tokens().begin(), plan.tokens().end());
+    return n;
+}
+
+Status LlamaGraph::run(KvCache & kv, int64_t n) {
     weight_bytes_read_ += fixed_bytes_per_ubatch_ + uint64_t(n) * embedding_bytes_per_token_;
-    if (Status s = run_layers(kv, plan, n); !s.ok()) {
-        kv.discard(plan);
+    if (Status s = run_layers(kv, n); !s.ok()) {
+        for (const Part & part : parts_) kv.discard(*part.plan);
         return s;
     }
-    kv.apply(plan);
+    for (const Part & part : parts_) kv.apply(*part.plan);
+    return {};
+}
+
+Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std::vector<float> & logits_out) {
+    const ModelHParams & hp = model_->hparams();
+    Result<int64_t> gathered = gather(std::span(&plan, 1));
+    if (!gathered.ok()) {
+        kv.discard(plan);
+        return gathered.status();
+    }
+    const int64_t n = *gathered;
+    LR_RETURN_IF_ERROR(run(kv, n));
 
     // Logits only for the rows asked for.
     Backend & b = model_->backend();
@@ -360,6 +391,33 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
     const float * rows = x_.as<float>() + (n - n_out) * hp.n_embd;
     b.rms_norm(rows, w.output_norm, hp.rms_eps, n_out, xn_.as<float>());
     b.matmul(w.output, xn_.as<float>(), n_out, logits_.as<float>());
+    if (features_.final_softcap != 0.0f) b.softcap(logits_.as<float>(), n_out * hp.n_vocab, features_.final_softcap);
+    logits_out.resize(size_t(n_out) * hp.n_vocab);
+    b.copy_to_host(logits_out.data(), logits_.as<float>(), logits_out.size() * sizeof(float));
+    b.synchronize();
+    return {};
+}
+
+Status LlamaGraph::forward_batch(std::span<UbatchPlan> plans, KvCache & kv, std::vector<float> & logits_out) {
+    const ModelHParams & hp = model_->hparams();
+    Result<int64_t> gathered = gather(plans);
+    if (!gathered.ok()) {
+        for (UbatchPlan & plan : plans) kv.discard(plan);
+        return gathered.status();
+    }
+    LR_RETURN_IF_ERROR(run(kv, *gathered));
+
+    // Each sequence's last row, then the output head over those rows only.
+    Backend & b = model_->backend();
+    const ModelWeights & w = model_->weights();
+    float * last = xn_.as<float>();
+    for (size_t i = 0; i < parts_.size(); ++i) {
+        const Part & part = parts_[i];
+        b.copy_on_device(last + i * hp.n_embd, x_.as<float>() + (part.at + part.n - 1) * hp.n_embd, hp.n_embd * sizeof(float));
+    }
+    const int64_t n_out = int64_t(parts_.size());
+    b.rms_norm(last, w.output_norm, hp.rms_eps, n_out, last);
+    b.matmul(w.output, last, n_out, logits_.as<float>());
     if (features_.final_softcap != 0.0f) b.softcap(logits_.as<float>(), n_out * hp.n_vocab, features_.final_softcap);
     logits_out.resize(size_t(n_out) * hp.n_vocab);
     b.copy_to_host(logits_out.data(), logits_.as<float>(), logits_out.size() * sizeof(float));

@@ -1,8 +1,9 @@
 #pragma once
 // The forward pass of the transformer families (llama, qwen2, qwen3, mistral3, phi3, gemma3,
 // gemma4, the mixtures of experts qwen3moe and gpt-oss, and the hybrids qwen35 and qwen35moe):
-// one ubatch of one sequence through every layer, reading and writing K/V through the views
-// of the cache's plan. What differs between the families is in ModelFeatures
+// one ubatch through every layer, reading and writing K/V through the views of the cache's
+// plan. A batch of several sequences' ubatches runs as one: every matrix is read once for
+// all their tokens, and only attention and the recurrent layers run per sequence. What differs between the families is in ModelFeatures
 // (model_features.h), derived once from the hyper-parameters; a mixture-of-experts FFN
 // routes on the host (expert_router.h) and runs the chosen experts with Backend::moe_ffn; a
 // recurrent layer's mixer is a DeltaNetBlock over the state the cache holds for it.
@@ -40,15 +41,30 @@ public:
     // last). A KV data loss (corrupt_data) leaves the sequence cut back to
     // KvCache::take_lost_position(), for the caller to recompute.
     Status forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std::vector<float> & logits_out);
+    // Runs the plans of several sequences (one each; their tokens together at most
+    // max_tokens) as one ubatch and applies them (discards them all on failure). Writes
+    // the logits of each plan's last token: [plans.size()][n_vocab].
+    Status forward_batch(std::span<UbatchPlan> plans, KvCache & kv, std::vector<float> & logits_out);
     // Plans `tokens` as ubatches of `seq` (one, unless the cache ends one at a recurrent
     // snapshot) and runs them (tests, benchmarks).
     Status forward(KvCache & kv, SeqId seq, std::span<const int32_t> tokens, bool all_logits, std::vector<float> & logits_out);
 
 private:
     LlamaGraph(const Model & model, uint32_t max_tokens) : model_(&model), max_tokens_(max_tokens) {}
-    Status run_layers(KvCache & kv, UbatchPlan & plan, int64_t n);
-    Status attention_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il);
-    Status recurrent_block(KvCache & kv, UbatchPlan & plan, int64_t n, uint32_t il);
+    // One sequence's tokens in the ubatch: rows [at, at + n) of the activations.
+    struct Part {
+        UbatchPlan * plan;
+        int64_t at;
+        int64_t n;
+    };
+    // Takes the plans' tokens and positions in order (invalid_argument for a token outside
+    // the vocabulary or too many tokens); returns their count.
+    Result<int64_t> gather(std::span<UbatchPlan> plans);
+    // Runs the gathered ubatch and applies its plans, or discards them all.
+    Status run(KvCache & kv, int64_t n);
+    Status run_layers(KvCache & kv, int64_t n);
+    Status attention_block(KvCache & kv, int64_t n, uint32_t il);
+    Status recurrent_block(KvCache & kv, int64_t n, uint32_t il);
     void ffn_block(int64_t n, uint32_t il);
     void moe_block(int64_t n, uint32_t il);
     void shared_expert(int64_t n, const MoeWeights & m, float * out);
@@ -74,7 +90,9 @@ private:
     DeviceBuffer router_logits_;                      // [n][n_expert] (mixtures of experts)
     DeviceBuffer moe_out_;                            // [n][n_embd]
     DeviceBuffer shexp_logit_;                        // [n] the shared expert's gate
+    std::vector<Part> parts_;                         // the ubatch's sequences
     std::vector<int32_t> tokens_;                     // the ubatch's tokens (host)
+    std::vector<int32_t> positions_;                  // and their positions
     std::vector<float> q_temp_;                       // [n] attention temperature of each token (host)
     std::vector<float> router_host_;                  // [n][n_expert]
     std::vector<int32_t> expert_ids_;                 // [n][n_expert_used]
