@@ -37,7 +37,7 @@ Status validate(const SessionConfig & config, const ModelHParams & hp) {
     return {};
 }
 
-Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, SessionConfig config) {
+Result<std::unique_ptr<KvCache>> create_session_cache(std::shared_ptr<const Model> model, SessionConfig & config) {
     const ModelHParams & hp = model->hparams();
     LR_RETURN_IF_ERROR(validate(config, hp));
     LR_RETURN_IF_ERROR(validate(config.kv));
@@ -56,7 +56,11 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     // Refuse up front what cannot fit, with what to change, rather than failing mid-way.
     const MemoryPlan plan = plan_memory(memory_shape(*model), config.n_ctx, config.chunk_tokens, config.kv, kv_config.capacities);
     if (plan.verdict == MemoryVerdict::wont_fit) return error(StatusCode::out_of_memory, plan.message);
-    LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(kv_config, model->kv_shape(), model->backend()));
+    return KvCache::create(kv_config, model->kv_shape(), model->backend());
+}
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, SessionConfig config) {
+    LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, create_session_cache(model, config));
     LR_ASSIGN_OR_RETURN(LlamaGraph graph, LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx), config.n_ctx));
     return std::unique_ptr<Session>(new Session(std::move(model), config, std::move(kv), std::move(graph)));
 }

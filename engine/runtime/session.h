@@ -36,6 +36,11 @@ inline ModelMemoryShape memory_shape(const Model & model) {
     return memory_shape(model.hparams(), model.weights().n_bytes, model.weights().n_expert_bytes);
 }
 
+// The KV cache of a session of `config` (whose n_ctx 0 becomes the model's trained context):
+// tier budgets resolved for this machine, refused up front (out_of_memory saying what to
+// change) when the plan says a sequence of n_ctx tokens cannot fit.
+Result<std::unique_ptr<KvCache>> create_session_cache(std::shared_ptr<const Model> model, SessionConfig & config);
+
 class Session {
 public:
     static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model, SessionConfig config);
