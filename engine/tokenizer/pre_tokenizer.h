@@ -24,6 +24,11 @@ enum class PreTokenizer {
     llama3,
     // "qwen2" and aliases: the Llama 3 regex with single digits (\p{N} instead of \p{N}{1,3}).
     qwen2,
+    // "qwen35" (Qwen3.5, Qwen3.6): qwen2's regex with combining marks kept in words and out
+    // of punctuation runs:
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+    //  ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    qwen35,
     // "gpt-4o" (o200k: gpt-oss, Llama 4) as llama.cpp rewrites it for std::regex, where a
     // letter is "upper" unless it is a-z and "lower" unless it is A-Z (so any non-ASCII
     // letter is both), and combining marks (\p{M}) are not letters:

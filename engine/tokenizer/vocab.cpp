@@ -41,6 +41,7 @@ std::optional<PreConfig> pre_config(std::string_view name) {
     if (name == "qwen2" || name == "deepseek-r1-qwen") {
         return PreConfig{.pre = PreTokenizer::qwen2, .clean_spaces = false};
     }
+    if (name == "qwen35") return PreConfig{.pre = PreTokenizer::qwen35, .clean_spaces = false};
     if (name == "stablelm2" || name == "megrez") return PreConfig{.pre = PreTokenizer::qwen2};
     constexpr std::array gpt4o_names{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"};
     if (in(gpt4o_names)) return PreConfig{.pre = PreTokenizer::gpt4o, .clean_spaces = false};

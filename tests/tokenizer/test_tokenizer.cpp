@@ -157,7 +157,7 @@ std::string escape_for_spm(std::string_view text) {
     return out;
 }
 
-// A regex with \p{L}, \p{N}, \p{P} rewritten for collapsed text as llama.cpp rewrites it:
+// A regex with \p{L}, \p{N}, \p{P}, \p{M} rewritten for collapsed text as llama.cpp rewrites it:
 // each class becomes its stand-in byte plus its ASCII members, in brackets of its own
 // unless it already is inside brackets.
 std::string collapse_pattern(const std::string & re) {
@@ -171,6 +171,7 @@ std::string collapse_pattern(const std::string & re) {
         {"\\p{P}",
          "\xd3"
          "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"},
+        {"\\p{M}", "\xd4"},
     };
     std::string out;
     bool inside = false;
@@ -199,7 +200,12 @@ std::vector<size_t> regex_split_collapsed(const std::vector<uint32_t> & cpts, co
             continue;
         }
         const unicode::CodepointFlags f = unicode::codepoint_flags(c);
-        collapsed += f.is_whitespace ? '\x0b' : f.is_letter ? '\xd2' : f.is_number ? '\xd1' : f.is_punctuation ? '\xd3' : '\xd0';
+        collapsed += f.is_whitespace    ? '\x0b'
+                     : f.is_letter      ? '\xd2'
+                     : f.is_number      ? '\xd1'
+                     : f.is_punctuation ? '\xd3'
+                     : f.is_mark        ? '\xd4'
+                                        : '\xd0';
     }
     std::vector<size_t> words{cpts.size()};
     for (const QString & pattern : patterns) {
@@ -714,6 +720,22 @@ private slots:
                                               << "a|\u00a0|\u00a0b";
         QTest::newRow("qwen2 digits") << qwen2 << "12345"
                                       << "1|2|3|4|5";
+        // qwen35: combining marks stay in their words (qwen2 cuts them off as punctuation).
+        const int qwen35 = int(PreTokenizer::qwen35);
+        QTest::newRow("qwen2 combining mark") << qwen2 << "ne\u0301e"
+                                              << "ne|\u0301e";
+        QTest::newRow("qwen35 combining mark") << qwen35 << "ne\u0301e"
+                                               << "ne\u0301e";
+        QTest::newRow("qwen2 devanagari") << qwen2 << "\u0915\u093f \u0915\u093f"
+                                          << "\u0915|\u093f| \u0915|\u093f";
+        QTest::newRow("qwen35 devanagari") << qwen35 << "\u0915\u093f \u0915\u093f"
+                                           << "\u0915\u093f| \u0915\u093f";
+        QTest::newRow("qwen35 mark after punctuation") << qwen35 << "a.\u0301b"
+                                                       << "a|.\u0301b";
+        QTest::newRow("qwen35 digits") << qwen35 << "x12345"
+                                       << "x|1|2|3|4|5";
+        QTest::newRow("qwen35 contractions") << qwen35 << "I'M don't"
+                                             << "I|'M| don|'t";
         QTest::newRow("default") << def << "a+b=12345.6"
                                  << "a|+|b|=|123|45|.|6";
         QTest::newRow("default comma") << def << "Hello, world"
@@ -786,6 +808,10 @@ private slots:
                                << QStringList{R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|)"
                                               R"([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|)"
                                               R"(\s*[\r\n]+|\s+(?!\S)|\s+)"};
+        QTest::newRow("qwen35") << int(PreTokenizer::qwen35)
+                                << QStringList{R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|)"
+                                               R"([^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|)"
+                                               R"(\s*[\r\n]+|\s+(?!\S)|\s+)"};
         QTest::newRow("default") << int(PreTokenizer::llama_default)
                                  << QStringList{R"([\p{P}\$\+<=>\^~\|]+)", gpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"};
         // As llama.cpp runs them (llama-vocab.cpp), lookaheads standing in for \p{Lu}/\p{Ll}.
@@ -1024,6 +1050,7 @@ private slots:
         QTest::newRow("tekken") << "tekken" << int(PreTokenizer::tekken) << "0 5 6 7 8";
         QTest::newRow("gpt-4o") << "gpt-4o" << int(PreTokenizer::gpt4o) << "4 3 6 9";
         QTest::newRow("llama4") << "llama4" << int(PreTokenizer::gpt4o) << "4 3 6 9";
+        QTest::newRow("qwen35") << "qwen35" << int(PreTokenizer::qwen35) << "4 3 6 7 8";
     }
     void newPreTokenizerNames() {
         QFETCH(QString, name);
