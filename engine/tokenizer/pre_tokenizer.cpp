@@ -307,6 +307,7 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
         case PreTokenizer::qwen35: return "qwen35";
         case PreTokenizer::gpt4o: return "gpt-4o";
         case PreTokenizer::tekken: return "tekken";
+        case PreTokenizer::gemma4: return "gemma4";
     }
     return "?";
 }
@@ -323,6 +324,10 @@ std::vector<size_t> split_words(PreTokenizer kind, std::span<const uint32_t> cpt
         case PreTokenizer::qwen35: split_llama3(text, 0, cpts.size(), {.max_digits = 1, .marks = true}, words); break;
         case PreTokenizer::gpt4o: split_o200k(text, 0, cpts.size(), true, 3, words); break;
         case PreTokenizer::tekken: split_o200k(text, 0, cpts.size(), false, 1, words); break;
+        case PreTokenizer::gemma4:
+            split_runs(
+                0, cpts.size(), [&](size_t p) { return cpts[p] == '\n'; }, words);
+            break;
     }
     return words;
 }

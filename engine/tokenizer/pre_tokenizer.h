@@ -41,6 +41,10 @@ enum class PreTokenizer {
     // "tekken" (Mistral Nemo, Mistral 3): the gpt-4o regex without C and with single
     // digits (\p{N}).
     tekken,
+    // Gemma 4's SentencePiece-style BPE (tokenizer.ggml.model "gemma4"): the text, its spaces
+    // already escaped to U+2581, split into runs of newlines and runs of anything else,
+    // [^\n]+|[\n]+. Its words are merged as UTF-8, not in GPT-2's byte alphabet.
+    gemma4,
 };
 
 std::string_view pre_tokenizer_name(PreTokenizer kind);
