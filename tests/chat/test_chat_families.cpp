@@ -249,6 +249,9 @@ private slots:
             << gemma4 << "channel_in_text" << true << Vars{} << "<s>" + k_gemma4_turns + "<|channel>thought\n<channel|>";
         QTest::newRow("gemma-4/reply") << gemma4 << "reply" << false << Vars{}
                                        << "<s><|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\n4.<turn|>\n";
+        QTest::newRow("gemma-4/developer") << gemma4 << "developer" << true << Vars{}
+                                           << "<s><|turn>system\nBe brief.<turn|>\n<|turn>user\nHello!<turn|>\n<|turn>model\n"
+                                              "<|channel>thought\n<channel|>";
         // A reply that follows a reply continues the model's turn: no second header.
         QTest::newRow("gemma-4/two replies") << gemma4 << "two_replies" << true << Vars{}
                                              << "<s><|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\nLet me see.<turn|>\n4.<turn|>\n"
@@ -428,7 +431,8 @@ private slots:
              {"full", "user", "no_system", "assistant_first", "think_in_text", "think_apart", "reply", "two_replies"}},
             {"google-gemma-4-31B-it.jinja",
              ChatFamily::gemma4,
-             {"full", "user", "no_system", "assistant_first", "think_in_text", "think_apart", "reply", "two_replies", "channel_in_text"}},
+             {"full", "user", "no_system", "assistant_first", "think_in_text", "think_apart", "reply", "two_replies", "channel_in_text",
+              "developer"}},
             {"openai-gpt-oss-120b.jinja", ChatFamily::harmony, {"full", "user", "no_system", "think_apart", "reply"}},
             {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ChatFamily::mistral3, {"full"}},
             {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ChatFamily::mistral3, {"full"}},
