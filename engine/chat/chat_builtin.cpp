@@ -190,6 +190,90 @@ std::string render_qwen3(std::span<const ChatMessage> messages, const ChatRender
     return out;
 }
 
+// Qwen3.5 / 3.6: like qwen3, but every message is trimmed, every reply after the last user
+// message carries a think block (an empty one too), and the generation prompt opens the
+// thinking unless enable_thinking is false.
+std::string render_qwen35(std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
+    // The last user message that is not a tool response wrapped as a user turn.
+    size_t last_query = messages.empty() ? 0 : messages.size() - 1;
+    for (size_t i = messages.size(); i-- > 0;) {
+        const std::string content = trimmed(messages[i].content);
+        const bool tool_response = content.starts_with("<tool_response>") && content.ends_with("</tool_response>");
+        if (messages[i].role == "user" && !tool_response) {
+            last_query = i;
+            break;
+        }
+    }
+    std::string out;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage & m = messages[i];
+        if (m.role == "user" || m.role == "system") {
+            out += "<|im_start|>" + m.role + "\n" + trimmed(m.content) + "<|im_end|>\n";
+        } else if (m.role == "assistant") {
+            std::string content = trimmed(m.content);
+            std::string thinking = m.thinking;
+            if (thinking.empty() && content.find("</think>") != std::string::npos) {
+                const Reply r = split_qwen3_reply({.role = m.role, .content = content});
+                thinking = r.thinking;
+                content = r.content;
+            }
+            out += "<|im_start|>assistant\n";
+            if (i > last_query) out += "<think>\n" + trimmed(thinking) + "\n</think>\n\n";
+            out += content + "<|im_end|>\n";
+        }
+    }
+    if (options.add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+        out += options.enable_thinking == false ? "<think>\n\n</think>\n\n" : "<think>\n";
+    }
+    return out;
+}
+
+// Gemma 4 drops a reply's thought channels ("<|channel>thought\n...<channel|>").
+std::string strip_gemma4_thinking(std::string_view text) {
+    std::string out;
+    for (size_t begin = 0;;) {
+        const size_t close = text.find("<channel|>", begin);
+        const std::string_view part = text.substr(begin, close == std::string_view::npos ? std::string_view::npos : close - begin);
+        out += part.substr(0, part.find("<|channel>"));
+        if (close == std::string_view::npos) break;
+        begin = close + std::string_view("<channel|>").size();
+    }
+    return trimmed(out);
+}
+
+// Gemma 4: "<|turn>role\ntext<turn|>\n", the system turn (with <|think|> when thinking is
+// on) first; replies as "model", without their thinking, consecutive replies in one turn.
+std::string render_gemma4(std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
+    const bool thinking = options.enable_thinking == true;
+    std::string out = options.bos_token;
+    std::span<const ChatMessage> rest = messages;
+    const bool has_system = !rest.empty() && (rest[0].role == "system" || rest[0].role == "developer");
+    if (thinking || has_system) {
+        out += "<|turn>system\n";
+        if (thinking) out += "<|think|>\n";
+        if (has_system) {
+            out += trimmed(rest[0].content);
+            rest = rest.subspan(1);
+        }
+        out += "<turn|>\n";
+    }
+    std::string_view previous_role;  // of the last message that was not a tool's
+    for (const ChatMessage & m : rest) {
+        if (m.role == "tool") continue;
+        const bool is_model = m.role == "assistant";
+        if (!(is_model && previous_role == "assistant")) out += "<|turn>" + (is_model ? std::string("model") : m.role) + "\n";
+        out += is_model ? strip_gemma4_thinking(m.content) : trimmed(m.content);
+        out += "<turn|>\n";
+        previous_role = m.role;
+    }
+    if (options.add_generation_prompt) {
+        out += "<|turn>model\n";
+        if (!thinking) out += "<|channel>thought\n<channel|>";
+    }
+    return out;
+}
+
 std::string render_harmony(std::span<const ChatMessage> messages, const ChatRenderOptions & options) {
     std::tm now{};
     if (options.local_time) {
@@ -255,6 +339,8 @@ std::string render_builtin(ChatFamily family, std::span<const ChatMessage> messa
         case ChatFamily::qwen3: return render_qwen3(messages, options);
         case ChatFamily::harmony: return render_harmony(messages, options);
         case ChatFamily::mistral3: return render_mistral3(messages, options);
+        case ChatFamily::qwen35: return render_qwen35(messages, options);
+        case ChatFamily::gemma4: return render_gemma4(messages, options);
     }
     return render_plain(messages, options);
 }

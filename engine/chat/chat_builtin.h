@@ -22,6 +22,16 @@
 //             thinking dropped); prompt "<|start|>assistant"
 //   mistral3  Mistral Small 3.x / Ministral 3: bos "[SYSTEM_PROMPT]sys[/SYSTEM_PROMPT]"
 //             "[INST]user[/INST]answer" eos; no default system prompt
+//   qwen35    Qwen3.5 / 3.6 (not qwen3's format): chatml with every message trimmed; replies
+//             after the last user message always carry "<think>\nthinking\n</think>\n\n"
+//             (empty or not), earlier ones none; the prompt opens the thinking,
+//             "<|im_start|>assistant\n<think>\n", or closes an empty one when enable_thinking
+//             is false (its tool calls, which no builtin writes, are Qwen3-Coder's XML)
+//   gemma4    Gemma 4: bos, "<|turn>system\n" (+ "<|think|>\n" when enable_thinking) sys
+//             "<turn|>\n" when either is there, then "<|turn>role\ntext<turn|>\n" with
+//             replies as "model" and their thought channels dropped; the prompt is
+//             "<|turn>model\n", plus an empty "<|channel>thought\n<channel|>" unless
+//             enable_thinking is true
 
 #include <span>
 #include <string>

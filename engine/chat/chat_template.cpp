@@ -48,6 +48,8 @@ std::string_view chat_family_name(ChatFamily family) {
         case ChatFamily::qwen3: return "qwen3";
         case ChatFamily::harmony: return "harmony";
         case ChatFamily::mistral3: return "mistral3";
+        case ChatFamily::qwen35: return "qwen35";
+        case ChatFamily::gemma4: return "gemma4";
     }
     return "plain";
 }
@@ -57,8 +59,11 @@ ChatFamily detect_family(std::string_view source) {
     if (has(source, "<｜User｜>") || has(source, "<｜Assistant｜>")) return ChatFamily::deepseek;
     if (has(source, "<|start_header_id|>")) return ChatFamily::llama3;
     if (has(source, "<|channel|>") && has(source, "<|message|>")) return ChatFamily::harmony;
+    // Qwen3.5 and 3.6 call tools in Qwen3-Coder's XML (<function=...>) and think by default.
+    if (has(source, "<|im_start|>") && has(source, "enable_thinking") && has(source, "<function=")) return ChatFamily::qwen35;
     if (has(source, "<|im_start|>") && has(source, "enable_thinking")) return ChatFamily::qwen3;
     if (has(source, "<|im_start|>")) return ChatFamily::chatml;
+    if (has(source, "<|turn>") && has(source, "<turn|>")) return ChatFamily::gemma4;
     if (has(source, "<start_of_turn>")) return ChatFamily::gemma;
     if (has(source, "<|assistant|>") && has(source, "<|end|>")) return ChatFamily::phi3;
     if (has(source, "<|assistant|>") || has(source, "<|user|>")) return ChatFamily::zephyr;
@@ -70,9 +75,11 @@ ChatFamily detect_family(std::string_view source) {
 
 std::optional<ChatFamily> family_of_architecture(std::string_view arch) {
     const auto starts = [&](std::string_view prefix) { return arch.substr(0, prefix.size()) == prefix; };
-    if (starts("qwen3")) return ChatFamily::qwen3;  // qwen3, qwen3moe, qwen35, qwen35moe
+    if (starts("qwen35")) return ChatFamily::qwen35;  // qwen35, qwen35moe
+    if (starts("qwen3")) return ChatFamily::qwen3;    // qwen3, qwen3moe
     if (starts("qwen2")) return ChatFamily::chatml;
-    if (starts("gemma") && arch != "gemma4") return ChatFamily::gemma;
+    if (arch == "gemma4") return ChatFamily::gemma4;
+    if (starts("gemma")) return ChatFamily::gemma;
     if (arch == "gpt-oss") return ChatFamily::harmony;
     if (arch == "mistral3") return ChatFamily::mistral3;
     if (arch == "phi3") return ChatFamily::phi3;

@@ -23,8 +23,9 @@ struct ChatMessage {
     std::string role;  // "system", "user", "assistant" (templates may know others, e.g. "tool")
     std::string content;
     // An assistant reply's thinking, kept apart from its content (ThinkingSplitter). Templates
-    // see it as `reasoning_content` and `thinking` when not empty, and decide: Qwen3 renders
-    // it only for replies after the last user message, gpt-oss drops it from earlier turns.
+    // see it as `reasoning_content` and `thinking` when not empty, and decide: Qwen3 and
+    // Qwen3.5 render it only for replies after the last user message, gpt-oss drops it from
+    // earlier turns, Gemma 4 from every reply without tool calls.
     std::string thinking;
 };
 
@@ -44,19 +45,19 @@ struct ChatRenderOptions {
 
 // Prompt formats with a builtin renderer (chat_builtin.h describes each). Shown to users by
 // chat_family_name(); not written to disk.
-enum class ChatFamily { plain, llama2, llama3, chatml, mistral, phi3, gemma, zephyr, deepseek, qwen3, harmony, mistral3 };
+enum class ChatFamily { plain, llama2, llama3, chatml, mistral, phi3, gemma, zephyr, deepseek, qwen3, harmony, mistral3, qwen35, gemma4 };
 
 std::string_view chat_family_name(ChatFamily family);
 
 // The family a template belongs to, from tell-tale markers in its source (<|im_start|>,
-// <|start_header_id|>, [INST], <start_of_turn>, <|channel|>, [SYSTEM_PROMPT]...); plain when
-// none is found.
+// <|start_header_id|>, [INST], <start_of_turn>, <|turn>, <|channel|>, [SYSTEM_PROMPT]...);
+// plain when none is found.
 ChatFamily detect_family(std::string_view jinja_source);
 
 // The family of a model architecture (general.architecture) whose models all share one
-// prompt format: qwen2* -> chatml, qwen3* -> qwen3, gemma* (not gemma4) -> gemma, gpt-oss ->
-// harmony, mistral3 -> mistral3, phi3 -> phi3. nullopt for the others ("llama" is used with
-// several formats).
+// prompt format: qwen2* -> chatml, qwen35 and qwen35moe (Qwen3.5, Qwen3.6) -> qwen35, other
+// qwen3* -> qwen3, gemma4 -> gemma4, other gemma* -> gemma, gpt-oss -> harmony, mistral3 ->
+// mistral3, phi3 -> phi3. nullopt for the others ("llama" is used with several formats).
 std::optional<ChatFamily> family_of_architecture(std::string_view architecture);
 
 class ChatTemplate {

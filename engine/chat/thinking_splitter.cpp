@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <span>
 
 #include "engine/chat/jinja_strings.h"
@@ -14,6 +15,25 @@ constexpr std::string_view think_open = "<think>";
 constexpr std::string_view think_close = "</think>";
 constexpr std::string_view bracket_open = "[THINK]";
 constexpr std::string_view bracket_close = "[/THINK]";
+constexpr std::string_view channel_open = "<|channel>thought";
+constexpr std::string_view channel_close = "<channel|>";
+
+// The opening and closing tag of a tag format (think tags, brackets, Gemma 4's channel).
+struct TagPair {
+    std::string_view open;
+    std::string_view close;
+};
+
+std::optional<TagPair> tags_of(ThinkingFormat format) {
+    switch (format) {
+        case ThinkingFormat::think_tags: return TagPair{think_open, think_close};
+        case ThinkingFormat::think_brackets: return TagPair{bracket_open, bracket_close};
+        case ThinkingFormat::thought_channel: return TagPair{channel_open, channel_close};
+        case ThinkingFormat::none:
+        case ThinkingFormat::harmony: break;
+    }
+    return std::nullopt;
+}
 
 // Harmony's structure tokens (their text, as the tokenizer renders them).
 constexpr std::string_view h_start = "<|start|>";
@@ -46,24 +66,21 @@ size_t partial_marker_at_end(std::string_view text, std::span<const std::string_
 ThinkingFormat thinking_format_of(ChatFamily family) {
     switch (family) {
         case ChatFamily::qwen3:
+        case ChatFamily::qwen35:
         case ChatFamily::chatml:
         case ChatFamily::deepseek: return ThinkingFormat::think_tags;
         case ChatFamily::mistral3: return ThinkingFormat::think_brackets;
+        case ChatFamily::gemma4: return ThinkingFormat::thought_channel;
         case ChatFamily::harmony: return ThinkingFormat::harmony;
         default: return ThinkingFormat::none;
     }
 }
 
 bool prompt_opens_thinking(ThinkingFormat format, std::string_view prompt) {
-    std::string_view open = think_open, close = think_close;
-    if (format == ThinkingFormat::think_brackets) {
-        open = bracket_open;
-        close = bracket_close;
-    } else if (format != ThinkingFormat::think_tags) {
-        return false;
-    }
-    const size_t at = prompt.rfind(open);
-    return at != std::string_view::npos && prompt.find(close, at) == std::string_view::npos;
+    const std::optional<TagPair> tags = tags_of(format);
+    if (!tags) return false;
+    const size_t at = prompt.rfind(tags->open);
+    return at != std::string_view::npos && prompt.find(tags->close, at) == std::string_view::npos;
 }
 
 ThinkingSplitter::ThinkingSplitter(ThinkingFormat format, bool in_thinking) : format_(format), starts_in_thinking_(in_thinking) {
@@ -71,6 +88,7 @@ ThinkingSplitter::ThinkingSplitter(ThinkingFormat format, bool in_thinking) : fo
         case ThinkingFormat::none: state_ = State::answer; break;
         case ThinkingFormat::think_tags:
         case ThinkingFormat::think_brackets:
+        case ThinkingFormat::thought_channel:
             state_ = State::start;
             if (in_thinking) enter(State::thinking, true, true);
             break;
@@ -130,7 +148,7 @@ void ThinkingSplitter::write_text(std::string_view text, ThinkingSplit & out) {
 
 void ThinkingSplitter::on_marker(std::string_view marker) {
     if (format_ != ThinkingFormat::harmony) {
-        if (marker == think_open || marker == bracket_open) {
+        if (marker == tags_of(format_)->open) {
             start_ws_.clear();
             enter(State::thinking, true, true);
         } else {
@@ -168,10 +186,9 @@ void ThinkingSplitter::scan(ThinkingSplit & out, bool final) {
         size_t n_active = 0;
         if (format_ == ThinkingFormat::harmony) {
             for (const std::string_view m : harmony_markers) active[n_active++] = m;
-        } else if (format_ != ThinkingFormat::none) {
-            const bool brackets = format_ == ThinkingFormat::think_brackets;
-            if (state_ == State::start) active[n_active++] = brackets ? bracket_open : think_open;
-            if (state_ == State::start || state_ == State::thinking) active[n_active++] = brackets ? bracket_close : think_close;
+        } else if (const std::optional<TagPair> tags = tags_of(format_)) {
+            if (state_ == State::start) active[n_active++] = tags->open;
+            if (state_ == State::start || state_ == State::thinking) active[n_active++] = tags->close;
         }
         const std::span<const std::string_view> markers(active.data(), n_active);
 

@@ -5,6 +5,10 @@
 //   that end their prompt inside the tag ("<think>\n": Qwen3.5, DeepSeek R1) make the reply
 //   start in the thinking; prompt_opens_thinking() says so.
 // - [THINK]...[/THINK] (Ministral 3 Reasoning, Magistral), the same way.
+// - Gemma 4's thought channel: "<|channel>thought\nthinking<channel|>answer" (llama.cpp's
+//   thinking tags for Gemma 4 are "<|channel>thought" and "<channel|>"), the same way; a
+//   prompt that ends in an empty channel ("<|channel>thought\n<channel|>", thinking off)
+//   leaves the reply in the answer.
 // - harmony (gpt-oss): messages "<|channel|>analysis<|message|>thinking<|end|>" and
 //   "<|start|>assistant<|channel|>final<|message|>answer", after a prompt that ends with
 //   "<|start|>assistant". The analysis channel is thinking; final, commentary and any other
@@ -15,11 +19,12 @@
 // whole text. A piece that may be the start of a tag is held back until the next piece
 // decides it, so nothing is shown that later turns out to be a tag.
 //
-// Tags count only where the format puts them: think tags open the thinking only before any
-// answer text (whitespace aside) and close it once; later tags are answer text. With think
-// tags the thinking is trimmed of surrounding whitespace and the answer of the whitespace
-// after the closing tag; a reply that never closes its thinking is all thinking. Harmony
-// message texts are kept as they are; messages of the same kind are joined with "\n\n".
+// Tags count only where the format puts them: think tags (and brackets, and Gemma 4's
+// channel) open the thinking only before any answer text (whitespace aside) and close it
+// once; later tags are answer text. With think tags the thinking is trimmed of surrounding
+// whitespace and the answer of the whitespace after the closing tag; a reply that never
+// closes its thinking is all thinking. Harmony message texts are kept as they are; messages
+// of the same kind are joined with "\n\n".
 
 #include <string>
 #include <string_view>
@@ -29,18 +34,21 @@
 namespace lr::chat {
 
 enum class ThinkingFormat {
-    none,            // the whole reply is answer
-    think_tags,      // <think> ... </think>
-    think_brackets,  // [THINK] ... [/THINK]
-    harmony,         // gpt-oss channels
+    none,             // the whole reply is answer
+    think_tags,       // <think> ... </think>
+    think_brackets,   // [THINK] ... [/THINK]
+    thought_channel,  // Gemma 4: <|channel>thought ... <channel|>
+    harmony,          // gpt-oss channels
 };
 
-// The format replies of a template family use: qwen3, chatml and deepseek -> think_tags,
-// mistral3 -> think_brackets, harmony -> harmony, others none.
+// The format replies of a template family use: qwen3, qwen35, chatml and deepseek ->
+// think_tags, mistral3 -> think_brackets, gemma4 -> thought_channel, harmony -> harmony,
+// others none.
 ThinkingFormat thinking_format_of(ChatFamily family);
 
 // True when `prompt` (a rendered chat prompt) leaves the reply inside the thinking: its last
 // opening tag is not closed (Qwen3.5's and DeepSeek R1's "<think>\n" generation prompt).
+// Gemma 4's template never ends so (its model writes "<|channel>thought" itself).
 bool prompt_opens_thinking(ThinkingFormat format, std::string_view prompt);
 
 // What a piece of reply adds to each part.

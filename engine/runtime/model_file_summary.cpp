@@ -76,8 +76,8 @@ std::optional<std::string> unsupported_reason(const gguf::GgufFile & file, const
     }
     if (auto tokenizer = file.get_string("tokenizer.ggml.model"); tokenizer.ok() && tokenizer->has_value()) {
         const std::string_view model = **tokenizer;
-        if (model != "llama" && model != "gpt2") {
-            return "its tokenizer '" + std::string(model) + "' is not supported (SentencePiece 'llama' and BPE 'gpt2' are)";
+        if (model != "llama" && model != "gpt2" && model != "gemma4") {
+            return "its tokenizer '" + std::string(model) + "' is not supported (SentencePiece 'llama', BPE 'gpt2' and 'gemma4' are)";
         }
     }
     if (file.find_tensor("token_embd.weight") == nullptr) return "it has no token embedding tensor (a vocabulary-only or adapter file?)";

@@ -6,9 +6,15 @@
 
 namespace lr {
 
-BpeModel BpeModel::build(std::span<const std::string> merges, const TokenIndex & tokens, int32_t n_vocab) {
+BpeModel BpeModel::build(std::span<const std::string> merges, const TokenIndex & tokens, int32_t n_vocab, ByteFallback fallback) {
     BpeModel model;
     model.n_vocab_ = n_vocab;
+    constexpr char hex[] = "0123456789ABCDEF";
+    for (size_t b = 0; b < 256; ++b) {
+        const std::string text = fallback == ByteFallback::raw ? std::string(1, static_cast<char>(b))
+                                                               : std::string{'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+        model.byte_tokens_[b] = find_token(tokens, text).value_or(-1);
+    }
     model.merges_.reserve(merges.size());
     const auto id_or_add = [&](std::string_view piece) {
         if (const auto id = find_token(tokens, piece)) return *id;
@@ -111,9 +117,9 @@ void BpeModel::encode_word(std::string_view word, const TokenIndex & tokens, std
             continue;
         }
         for (uint32_t b = 0; b < s.n_bytes; ++b) {
-            const auto id = find_token(tokens, word.substr(s.begin + b, 1));
-            if (!id) continue;
-            out.push_back(*id);
+            const int32_t id = byte_tokens_[static_cast<uint8_t>(word[s.begin + b])];
+            if (id < 0) continue;
+            out.push_back(id);
             if (spans) spans->push_back({s.begin + b, s.begin + b + 1});
         }
     }

@@ -29,6 +29,7 @@ public:
     bool letter(size_t pos) const { return in(pos) && text_.flags[pos].is_letter; }
     bool number(size_t pos) const { return in(pos) && text_.flags[pos].is_number; }
     bool space(size_t pos) const { return in(pos) && text_.flags[pos].is_whitespace; }
+    bool mark(size_t pos) const { return in(pos) && text_.flags[pos].is_mark; }
     // [^\s\p{L}\p{N}]: any code point that is not whitespace, letter or number.
     bool other(size_t pos) const {
         if (!in(pos)) return false;
@@ -129,19 +130,27 @@ void split_gpt2(const Text & text, size_t begin, size_t end, std::vector<size_t>
     }
 }
 
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}|
-//  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-void split_llama3(const Text & text, size_t begin, size_t end, size_t max_digits, std::vector<size_t> & out) {
+// How the Llama 3 family of regexes differ.
+struct Llama3Variant {
+    size_t max_digits;   // \p{N}{1,max_digits}
+    bool marks = false;  // qwen35: [\p{L}\p{M}]+ for words, [^\s\p{L}\p{M}\p{N}]+ for the rest
+};
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?W+|\p{N}{1,max_digits}|
+//  ?[^\s W \p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+   with W = \p{L} (or [\p{L}\p{M}])
+void split_llama3(const Text & text, size_t begin, size_t end, Llama3Variant variant, std::vector<size_t> & out) {
     Scanner s(text, begin, end, out);
+    const auto word = [&](size_t pos) { return s.letter(pos) || (variant.marks && s.mark(pos)); };
+    const auto other = [&](size_t pos) { return s.other(pos) && !(variant.marks && s.mark(pos)); };
     for (size_t pos = begin; pos < end;) {
         if (const size_t n = s.contraction(pos, true)) {
             pos += s.emit(pos + n);
             continue;
         }
-        // [^\r\n\p{L}\p{N}]?\p{L}+
-        if (!s.crlf(pos) && !s.number(pos) && (s.letter(pos) || s.letter(pos + 1))) {
+        // [^\r\n\p{L}\p{N}]?W+ (a mark at pos is both the optional prefix and a W)
+        if (!s.crlf(pos) && !s.number(pos) && (word(pos) || word(pos + 1))) {
             ++pos;
-            while (s.letter(pos)) ++pos;
+            while (word(pos)) ++pos;
             s.emit(pos);
             continue;
         }
@@ -149,7 +158,7 @@ void split_llama3(const Text & text, size_t begin, size_t end, size_t max_digits
         if (s.number(pos)) {
             size_t first = pos;
             while (s.number(pos)) {
-                if (++pos - first >= max_digits) {
+                if (++pos - first >= variant.max_digits) {
                     s.emit(pos);
                     first = pos;
                 }
@@ -157,14 +166,14 @@ void split_llama3(const Text & text, size_t begin, size_t end, size_t max_digits
             s.emit(pos);
             continue;
         }
-        //  ?[^\s\p{L}\p{N}]+[\r\n]*
+        //  ?[^\s W \p{N}]+[\r\n]*
         // NOTE: like llama.cpp, a lone space ending the segment is taken here too; the
         // words come out the same as through \s+.
         const bool lead_space = s.cpt(pos) == ' ';
         const size_t at = lead_space ? pos + 1 : pos;
-        if (s.other(at) || (lead_space && !s.in(at))) {
+        if (other(at) || (lead_space && !s.in(at))) {
             pos = at;
-            while (s.other(pos)) ++pos;
+            while (other(pos)) ++pos;
             while (s.crlf(pos)) ++pos;
             s.emit(pos);
             continue;
@@ -295,8 +304,10 @@ std::string_view pre_tokenizer_name(PreTokenizer kind) {
         case PreTokenizer::gpt2: return "gpt-2";
         case PreTokenizer::llama3: return "llama-bpe";
         case PreTokenizer::qwen2: return "qwen2";
+        case PreTokenizer::qwen35: return "qwen35";
         case PreTokenizer::gpt4o: return "gpt-4o";
         case PreTokenizer::tekken: return "tekken";
+        case PreTokenizer::gemma4: return "gemma4";
     }
     return "?";
 }
@@ -308,10 +319,15 @@ std::vector<size_t> split_words(PreTokenizer kind, std::span<const uint32_t> cpt
     switch (kind) {
         case PreTokenizer::llama_default: return split_default(text);
         case PreTokenizer::gpt2: split_gpt2(text, 0, cpts.size(), words); break;
-        case PreTokenizer::llama3: split_llama3(text, 0, cpts.size(), 3, words); break;
-        case PreTokenizer::qwen2: split_llama3(text, 0, cpts.size(), 1, words); break;
+        case PreTokenizer::llama3: split_llama3(text, 0, cpts.size(), {.max_digits = 3}, words); break;
+        case PreTokenizer::qwen2: split_llama3(text, 0, cpts.size(), {.max_digits = 1}, words); break;
+        case PreTokenizer::qwen35: split_llama3(text, 0, cpts.size(), {.max_digits = 1, .marks = true}, words); break;
         case PreTokenizer::gpt4o: split_o200k(text, 0, cpts.size(), true, 3, words); break;
         case PreTokenizer::tekken: split_o200k(text, 0, cpts.size(), false, 1, words); break;
+        case PreTokenizer::gemma4:
+            split_runs(
+                0, cpts.size(), [&](size_t p) { return cpts[p] == '\n'; }, words);
+            break;
     }
     return words;
 }

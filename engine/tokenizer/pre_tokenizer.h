@@ -24,6 +24,11 @@ enum class PreTokenizer {
     llama3,
     // "qwen2" and aliases: the Llama 3 regex with single digits (\p{N} instead of \p{N}{1,3}).
     qwen2,
+    // "qwen35" (Qwen3.5, Qwen3.6): qwen2's regex with combining marks kept in words and out
+    // of punctuation runs:
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+    //  ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    qwen35,
     // "gpt-4o" (o200k: gpt-oss, Llama 4) as llama.cpp rewrites it for std::regex, where a
     // letter is "upper" unless it is a-z and "lower" unless it is A-Z (so any non-ASCII
     // letter is both), and combining marks (\p{M}) are not letters:
@@ -36,6 +41,10 @@ enum class PreTokenizer {
     // "tekken" (Mistral Nemo, Mistral 3): the gpt-4o regex without C and with single
     // digits (\p{N}).
     tekken,
+    // Gemma 4's SentencePiece-style BPE (tokenizer.ggml.model "gemma4"): the text, its spaces
+    // already escaped to U+2581, split into runs of newlines and runs of anything else,
+    // [^\n]+|[\n]+. Its words are merged as UTF-8, not in GPT-2's byte alphabet.
+    gemma4,
 };
 
 std::string_view pre_tokenizer_name(PreTokenizer kind);

@@ -188,13 +188,16 @@ struct Tokenizer::Impl {
     void encode_spm_fragment(std::string_view raw, size_t base, bool prefixed, std::vector<int32_t> & out,
                              std::vector<TextSpan> * spans) const;
     void encode_bpe_fragment(std::string_view text, size_t base, std::vector<int32_t> & out, std::vector<TextSpan> * spans) const;
+    void encode_gemma4_fragment(std::string_view text, size_t base, std::vector<int32_t> & out, std::vector<TextSpan> * spans) const;
+    // Normal tokens spell spaces as U+2581 (SentencePiece, Gemma 4), not in GPT-2's alphabet.
+    bool escapes_spaces() const { return vocab.type == VocabType::spm || vocab.pre == PreTokenizer::gemma4; }
 };
 
 std::string Tokenizer::Impl::make_piece(int32_t id) const {
     const TokenData & t = vocab.tokens[static_cast<size_t>(id)];
     if (t.attr & (token_attr::unknown | token_attr::control | token_attr::user_defined)) return t.text;
     if (t.attr & token_attr::normal) {
-        return vocab.type == VocabType::spm ? unescape_spaces(t.text) : decode_byte_level(t.text);
+        return escapes_spaces() ? unescape_spaces(t.text) : decode_byte_level(t.text);
     }
     if (t.attr & token_attr::byte) {
         // NOTE: a byte-typed token not spelled <0xXX> would crash llama.cpp; show its text.
@@ -261,6 +264,54 @@ void Tokenizer::Impl::encode_bpe_fragment(std::string_view text, size_t base, st
     }
 }
 
+void Tokenizer::Impl::encode_gemma4_fragment(std::string_view text, size_t base, std::vector<int32_t> & out,
+                                             std::vector<TextSpan> * spans) const {
+    // The text with spaces as U+2581, re-encoded from its code points as llama.cpp's split
+    // does (U+FFFD for bytes that are not UTF-8); with spans, where each byte came from.
+    std::vector<uint32_t> cpts;
+    std::string escaped;
+    std::vector<size_t> cpt_at;  // where each code point starts in `escaped`
+    std::vector<size_t> raw_at;  // with spans: per byte of `escaped`, then its end, the offset in `text`
+    for (size_t pos = 0; pos < text.size();) {
+        const unicode::Decoded d = unicode::decode_lenient(text, pos);
+        cpts.push_back(d.cpt);
+        cpt_at.push_back(escaped.size());
+        if (d.cpt == ' ') {
+            escaped.append(escaped_space);
+        } else {
+            unicode::append_utf8(escaped, d.cpt);
+        }
+        if (spans) {
+            for (size_t b = raw_at.size(); b < escaped.size(); ++b) raw_at.push_back(pos + std::min<size_t>(b - cpt_at.back(), d.n_bytes));
+        }
+        pos += d.n_bytes;
+    }
+    cpt_at.push_back(escaped.size());
+    raw_at.push_back(text.size());
+
+    size_t first_cpt = 0;
+    for (const size_t len : split_words(PreTokenizer::gemma4, cpts)) {
+        const size_t begin = cpt_at[first_cpt];
+        const std::string_view word = std::string_view(escaped).substr(begin, cpt_at[first_cpt + len] - begin);
+        first_cpt += len;
+        const size_t first = spans ? spans->size() : 0;
+        // A run of newlines that is a token stays whole (llama.cpp's fix for Gemma 4).
+        const bool newlines = word.find_first_not_of('\n') == std::string_view::npos;
+        const std::optional<int32_t> whole = vocab.ignore_merges || newlines ? find_token(index, word) : std::nullopt;
+        if (whole) {
+            out.push_back(*whole);
+            if (spans) spans->push_back({0, word.size()});
+        } else {
+            bpe.encode_word(word, index, out, spans);
+        }
+        if (!spans) continue;
+        for (size_t i = first; i < spans->size(); ++i) {
+            TextSpan & t = (*spans)[i];
+            t = {base + raw_at[begin + t.begin], base + raw_at[begin + t.end]};
+        }
+    }
+}
+
 void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, std::vector<int32_t> & out, std::vector<TextSpan> * spans,
                              std::vector<ResumePoint> * points) const {
     const auto push = [&](int32_t id, TextSpan span) {
@@ -282,7 +333,11 @@ void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, s
         }
         const std::string_view raw = text.substr(f.offset, f.length);
         if (vocab.type != VocabType::spm) {
-            encode_bpe_fragment(raw, f.offset, out, spans);
+            if (vocab.pre == PreTokenizer::gemma4) {
+                encode_gemma4_fragment(raw, f.offset, out, spans);
+            } else {
+                encode_bpe_fragment(raw, f.offset, out, spans);
+            }
             continue;
         }
         const size_t first = out.size();
@@ -345,7 +400,8 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
         LR_ASSIGN_OR_RETURN(SpmModel spm, SpmModel::create(vocab, impl->index));
         impl->spm.emplace(std::move(spm));
     } else {
-        impl->bpe = BpeModel::build(vocab.merges, impl->index, vocab.n_tokens());
+        const ByteFallback fallback = vocab.pre == PreTokenizer::gemma4 ? ByteFallback::hex : ByteFallback::raw;
+        impl->bpe = BpeModel::build(vocab.merges, impl->index, vocab.n_tokens(), fallback);
     }
     impl->vocab = std::move(vocab);
     impl->pieces.resize(impl->vocab.tokens.size());

@@ -96,6 +96,7 @@ CodepointFlags codepoint_flags(uint32_t cpt) {
     f.is_letter = (mask & U_GC_L_MASK) != 0;
     f.is_number = (mask & U_GC_N_MASK) != 0;
     f.is_punctuation = (mask & U_GC_P_MASK) != 0;
+    f.is_mark = (mask & U_GC_M_MASK) != 0;
     f.is_whitespace = u_isUWhiteSpace(c) != 0;
     return f;
 }

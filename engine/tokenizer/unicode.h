@@ -43,12 +43,13 @@ std::vector<uint32_t> codepoints_lenient(std::string_view text);
 
 using lr::append_utf8;  // engine/common/utf8.h
 
-// The classes the pre-tokenizer regexes use (\p{L}, \p{N}, \p{P}, \s = White_Space).
+// The classes the pre-tokenizer regexes use (\p{L}, \p{N}, \p{P}, \p{M}, \s = White_Space).
 struct CodepointFlags {
     bool is_letter = false;
     bool is_number = false;
     bool is_punctuation = false;
     bool is_whitespace = false;
+    bool is_mark = false;  // combining marks: Mn, Mc, Me
 };
 CodepointFlags codepoint_flags(uint32_t cpt);
 

@@ -41,6 +41,9 @@ std::optional<PreConfig> pre_config(std::string_view name) {
     if (name == "qwen2" || name == "deepseek-r1-qwen") {
         return PreConfig{.pre = PreTokenizer::qwen2, .clean_spaces = false};
     }
+    if (name == "qwen35") return PreConfig{.pre = PreTokenizer::qwen35, .clean_spaces = false};
+    // llama.cpp forces BOS on for this pre-tokenizer (after the file's add_bos_token).
+    if (name == "gemma4" || name == "granite-embed-multi-311m") return PreConfig{.pre = PreTokenizer::gemma4, .add_bos = true};
     if (name == "stablelm2" || name == "megrez") return PreConfig{.pre = PreTokenizer::qwen2};
     constexpr std::array gpt4o_names{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"};
     if (in(gpt4o_names)) return PreConfig{.pre = PreTokenizer::gpt4o, .clean_spaces = false};
@@ -221,17 +224,20 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
         return error(StatusCode::not_found, path + ": " + std::string(key_model) + " is missing: the file has no tokenizer");
     }
     vocab.model_name = std::string(*model);
+    // Gemma 4's "gemma4" model is BPE over U+2581-escaped UTF-8; llama.cpp ignores the file's
+    // pre-tokenizer name for it and uses "gemma4".
+    const bool gemma4 = *model == "gemma4";
     if (*model == "llama") {
         vocab.type = VocabType::spm;
-    } else if (*model == "gpt2") {
+    } else if (*model == "gpt2" || gemma4) {
         vocab.type = VocabType::bpe;
     } else {
         return error(StatusCode::unsupported, path + ": tokenizer model '" + vocab.model_name + "' (" + std::string(key_model) +
-                                                  ") is not supported; Longread reads 'llama' (SentencePiece) "
-                                                  "and 'gpt2' (byte-level BPE) vocabularies");
+                                                  ") is not supported; Longread reads 'llama' (SentencePiece), "
+                                                  "'gpt2' (byte-level BPE) and 'gemma4' vocabularies");
     }
     LR_ASSIGN_OR_RETURN(const std::optional<std::string_view> pre, file.get_string(key_pre));
-    vocab.pre_name = pre ? std::string(*pre) : std::string();
+    vocab.pre_name = gemma4 ? std::string("gemma4") : pre ? std::string(*pre) : std::string();
 
     // --- tokens, scores, types
     LR_ASSIGN_OR_RETURN(const std::optional<std::vector<std::string_view>> texts, file.get_string_array(key_tokens));
@@ -281,9 +287,10 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
                          path + ": " + std::string(key_merges) + " is missing (a 'gpt2' vocabulary needs its BPE merges)");
         }
         vocab.merges.assign(merges->begin(), merges->end());
-        // NOTE: llama.cpp's defaults for BPE vocabularies (GPT-NeoX era); files set them.
-        vocab.bos_id = 11;
-        vocab.eos_id = 11;
+        // NOTE: llama.cpp's defaults for "gpt2" vocabularies (GPT-NeoX era); files set them.
+        // A "gemma4" vocabulary has none but its keys.
+        vocab.bos_id = gemma4 ? -1 : 11;
+        vocab.eos_id = gemma4 ? -1 : 11;
         std::optional<PreConfig> config = pre_config(vocab.pre_name);
         if (!config) {
             vocab.notes.push_back(std::string(key_pre) + ": unknown pre-tokenizer '" + vocab.pre_name +
@@ -329,7 +336,8 @@ Result<Vocab> load_vocab(const gguf::GgufFile & file) {
     }
 
     LR_ASSIGN_OR_RETURN(const std::optional<bool> add_bos, file.get_bool(key_add_bos));
-    if (add_bos) vocab.add_bos = *add_bos;
+    // NOTE: llama.cpp adds BOS for Gemma 4 whatever the file says (its PR 21500).
+    if (add_bos && !(vocab.type == VocabType::bpe && vocab.pre == PreTokenizer::gemma4)) vocab.add_bos = *add_bos;
     LR_ASSIGN_OR_RETURN(const std::optional<bool> add_eos, file.get_bool(key_add_eos));
     if (add_eos) vocab.add_eos = *add_eos;
     if (vocab.add_bos && vocab.bos_id < 0) {

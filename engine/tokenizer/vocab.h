@@ -3,7 +3,9 @@
 // llama.cpp's defaults filled in for the keys a file leaves out.
 //
 // Decisions (llama.cpp behaviour unless said otherwise):
-// - tokenizer.ggml.model "llama" -> SentencePiece (spm), "gpt2" -> byte-level BPE. Other
+// - tokenizer.ggml.model "llama" -> SentencePiece (spm), "gpt2" -> byte-level BPE, "gemma4"
+//   -> BPE with PreTokenizer::gemma4 whatever tokenizer.ggml.pre says (merges over UTF-8 with
+//   spaces as U+2581, byte fallback <0xXX>, no default special ids, BOS always added). Other
 //   models ("bert", "t5", "rwkv", ...) are Status::unsupported naming the model.
 // - tokenizer.ggml.pre (BPE only) picks the pre-tokenizer; llama.cpp's aliases of the
 //   supported ones are accepted. A missing key or "default" -> PreTokenizer::llama_default.
@@ -15,7 +17,8 @@
 //   bos/eos/unk (llama.cpp would warn and keep the default); a note, and the key ignored,
 //   for padding/eot/eom.
 // - add_bos / add_eos / add_space_prefix default per model and pre-tokenizer (spm: BOS and
-//   space prefix; llama-bpe: BOS; others: neither), then the file's keys override.
+//   space prefix; llama-bpe: BOS; others: neither), then the file's keys override, except
+//   that Gemma 4 always adds BOS (as llama.cpp does).
 // - End of generation: eos, eot, eom, and every token whose text llama.cpp treats as
 //   end-of-turn (<|eot_id|>, <|im_end|>, <|end|>, <|return|>, <|call|>, <end_of_turn>,
 //   <|endoftext|>, </s>, <|eom_id|>, <eos>, <EOT>, <|end_of_text|>, ...: the list is in
@@ -48,7 +51,7 @@ namespace lr {
 
 enum class VocabType {
     spm,  // "llama": SentencePiece BPE over U+2581-escaped text, byte fallback <0xXX>
-    bpe,  // "gpt2": byte-level BPE with merges and a pre-tokenizer
+    bpe,  // "gpt2": byte-level BPE with merges and a pre-tokenizer; "gemma4" (PreTokenizer::gemma4)
 };
 
 // tokenizer.ggml.token_type values. Written to disk: never renumber.

@@ -37,6 +37,12 @@ inline std::vector<chat::ChatMessage> conversation(const QString & name) {
     if (name == "think_apart") return {hello, {"assistant", "Hi there.", "Greet back."}, question};
     // The reply being written: the last message, with its thinking.
     if (name == "reply") return {{"user", "What is 2+2?"}, {"assistant", "4.", "Add."}};
+    // Two replies after the last question, the first without thinking.
+    if (name == "two_replies") return {{"user", "What is 2+2?"}, {"assistant", "Let me see."}, {"assistant", "4.", "Add."}};
+    // A developer message where the system message would be (Gemma 4 and gpt-oss take it so).
+    if (name == "developer") return {{"developer", " Be brief. "}, hello};
+    // A Gemma 4 reply whose thought channel is still in its text, then a new question.
+    if (name == "channel_in_text") return {hello, {"assistant", "<|channel>thought\nGreet back.<channel|>Hi there."}, question};
     return {};
 }
 

@@ -4,6 +4,8 @@
 //
 // The expected strings were worked out by reading each template with Hugging Face's
 // settings in mind (trim_blocks, lstrip_blocks, keep_trailing_newline off; tools undefined).
+// Those of Qwen3.5 and Gemma 4 were also checked against jinja2 3.1.6 set up as
+// transformers' apply_chat_template sets it up (its tojson, raise_exception, loopcontrols).
 
 #include <QtTest>
 
@@ -12,6 +14,8 @@
 
 #include "chat/chat_conversations.h"
 #include "engine/chat/chat_template.h"
+#include "engine/chat/jinja_json.h"
+#include "engine/chat/jinja_template.h"
 #include "engine/gguf/gguf_file.h"
 
 Q_DECLARE_METATYPE(lr::chat::ChatFamily)
@@ -135,18 +139,39 @@ private slots:
                                           << "user" << true << Vars{} << "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n";
 
         const char * qwen35 = "Qwen3.5-4B.jinja";
-        const QString qwen35_full =
+        const QString qwen35_turns =
             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
             "<|im_start|>user\nHello!<|im_end|>\n"
             "<|im_start|>assistant\nHi there.<|im_end|>\n"
-            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
-            "<|im_start|>assistant\n";
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n";
+        const QString qwen35_full = qwen35_turns + "<|im_start|>assistant\n";
         QTest::newRow("qwen3.5/full") << qwen35 << "full" << true << Vars{} << qwen35_full + "<think>\n";
         QTest::newRow("qwen3.5/full/thinking off")
             << qwen35 << "full" << true << Vars{.enable_thinking = false} << qwen35_full + "<think>\n\n</think>\n\n";
         QTest::newRow("qwen3.5/reply") << qwen35 << "reply" << false << Vars{}
                                        << "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
                                           "<|im_start|>assistant\n<think>\nAdd.\n</think>\n\n4.<|im_end|>\n";
+        QTest::newRow("qwen3.5/full/thinking on") << qwen35 << "full" << true << Vars{.enable_thinking = true} << qwen35_full + "<think>\n";
+        QTest::newRow("qwen3.5/full/no-prompt") << qwen35 << "full" << false << Vars{} << qwen35_turns;
+        QTest::newRow("qwen3.5/user") << qwen35 << "user" << true << Vars{}
+                                      << "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n";
+        // Earlier replies lose their thinking, kept in the text or apart; contents are trimmed.
+        const QString qwen35_no_system =
+            "<|im_start|>user\nHello!<|im_end|>\n"
+            "<|im_start|>assistant\nHi there.<|im_end|>\n"
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n";
+        QTest::newRow("qwen3.5/think in text") << qwen35 << "think_in_text" << true << Vars{} << qwen35_no_system;
+        QTest::newRow("qwen3.5/think apart") << qwen35 << "think_apart" << true << Vars{} << qwen35_no_system;
+        // Unlike Qwen3, every reply after the last question has a think block, an empty one too.
+        QTest::newRow("qwen3.5/two replies") << qwen35 << "two_replies" << false << Vars{}
+                                             << "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+                                                "<|im_start|>assistant\n<think>\n\n</think>\n\nLet me see.<|im_end|>\n"
+                                                "<|im_start|>assistant\n<think>\nAdd.\n</think>\n\n4.<|im_end|>\n";
+        QTest::newRow("qwen3/two replies") << qwen3 << "two_replies" << false << Vars{}
+                                           << "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+                                              "<|im_start|>assistant\nLet me see.<|im_end|>\n"
+                                              "<|im_start|>assistant\n<think>\nAdd.\n</think>\n\n4.<|im_end|>\n";
 
         const char * oss = "openai-gpt-oss-120b.jinja";
         QTest::newRow("gpt-oss/full") << oss << "full" << true << Vars{}
@@ -208,6 +233,29 @@ private slots:
                                                   << "<s><|turn>system\n<|think|>\nYou are a helpful assistant.<turn|>\n" + k_gemma4_turns;
         QTest::newRow("gemma-4/no-system") << gemma4 << "no_system" << true << Vars{}
                                            << "<s>" + k_gemma4_turns + "<|channel>thought\n<channel|>";
+        QTest::newRow("gemma-4/full/thinking off")
+            << gemma4 << "full" << true << Vars{.enable_thinking = false}
+            << "<s><|turn>system\nYou are a helpful assistant.<turn|>\n" + k_gemma4_turns + "<|channel>thought\n<channel|>";
+        QTest::newRow("gemma-4/user") << gemma4 << "user" << true << Vars{}
+                                      << "<s><|turn>user\nHello!<turn|>\n<|turn>model\n<|channel>thought\n<channel|>";
+        QTest::newRow("gemma-4/user/no-prompt") << gemma4 << "user" << false << Vars{} << "<s><|turn>user\nHello!<turn|>\n";
+        // Thinking on opens a system turn of its own when there is no system message.
+        QTest::newRow("gemma-4/user/thinking on") << gemma4 << "user" << true << Vars{.enable_thinking = true}
+                                                  << "<s><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHello!<turn|>\n<|turn>model\n";
+        // Replies never show their thinking (only next to tool calls), apart or in the text.
+        QTest::newRow("gemma-4/think apart") << gemma4 << "think_apart" << true << Vars{.enable_thinking = true}
+                                             << "<s><|turn>system\n<|think|>\n<turn|>\n" + k_gemma4_turns;
+        QTest::newRow("gemma-4/channel in text")
+            << gemma4 << "channel_in_text" << true << Vars{} << "<s>" + k_gemma4_turns + "<|channel>thought\n<channel|>";
+        QTest::newRow("gemma-4/reply") << gemma4 << "reply" << false << Vars{}
+                                       << "<s><|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\n4.<turn|>\n";
+        QTest::newRow("gemma-4/developer") << gemma4 << "developer" << true << Vars{}
+                                           << "<s><|turn>system\nBe brief.<turn|>\n<|turn>user\nHello!<turn|>\n<|turn>model\n"
+                                              "<|channel>thought\n<channel|>";
+        // A reply that follows a reply continues the model's turn: no second header.
+        QTest::newRow("gemma-4/two replies") << gemma4 << "two_replies" << true << Vars{}
+                                             << "<s><|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\nLet me see.<turn|>\n4.<turn|>\n"
+                                                "<|turn>model\n<|channel>thought\n<channel|>";
     }
     void templates() {
         QFETCH(QString, file);
@@ -220,6 +268,110 @@ private slots:
         Result<ChatTemplate> tmpl = ChatTemplate::parse(source);
         QVERIFY2(tmpl.ok(), tmpl.status().message().c_str());
         Result<std::string> out = tmpl->render(conversation(conv), options(generation_prompt, vars));
+        QVERIFY2(out.ok(), out.status().message().c_str());
+        QCOMPARE(QString::fromStdString(*out), expected);
+    }
+
+    // Tool calls and their results through both templates (the Jinja paths chats do not
+    // take: macros with keyword arguments, dictsort, items, loop.previtem, filters in
+    // conditional expressions). The expected text is Hugging Face's rendering: jinja2 3.1.6
+    // set up as apply_chat_template sets it up (trim_blocks, lstrip_blocks, its tojson).
+    void toolConversations_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("qwen3.5")
+            << "Qwen3.5-4B.jinja"
+            << QString(
+                   "<|im_start|>system\n"
+                   "# Tools\n"
+                   "\n"
+                   "You have access to the following functions:\n"
+                   "\n"
+                   "<tools>\n"
+                   "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Get the weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n"
+                   "</tools>\n"
+                   "\n"
+                   "If you choose to call a function ONLY reply in the following format with NO suffix:\n"
+                   "\n"
+                   "<tool_call>\n"
+                   "<function=example_function_name>\n"
+                   "<parameter=example_parameter_1>\n"
+                   "value_1\n"
+                   "</parameter>\n"
+                   "<parameter=example_parameter_2>\n"
+                   "This is the value for the second parameter\n"
+                   "that can span\n"
+                   "multiple lines\n"
+                   "</parameter>\n"
+                   "</function>\n"
+                   "</tool_call>\n"
+                   "\n"
+                   "<IMPORTANT>\n"
+                   "Reminder:\n"
+                   "- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"
+                   "- Required parameters MUST be specified\n"
+                   "- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n"
+                   "- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n"
+                   "</IMPORTANT><|im_end|>\n"
+                   "<|im_start|>user\n"
+                   "Weather in Paris?<|im_end|>\n"
+                   "<|im_start|>assistant\n"
+                   "<think>\n"
+                   "Need weather.\n"
+                   "</think>\n"
+                   "\n"
+                   "<tool_call>\n"
+                   "<function=get_weather>\n"
+                   "<parameter=city>\n"
+                   "Paris\n"
+                   "</parameter>\n"
+                   "</function>\n"
+                   "</tool_call><|im_end|>\n"
+                   "<|im_start|>user\n"
+                   "<tool_response>\n"
+                   "Sunny\n"
+                   "</tool_response><|im_end|>\n"
+                   "<|im_start|>assistant\n"
+                   "<think>\n"
+                   "\n"
+                   "</think>\n"
+                   "\n"
+                   "It is sunny.<|im_end|>\n"
+                   "<|im_start|>assistant\n"
+                   "<think>\n");
+        QTest::newRow("gemma-4")
+            << "google-gemma-4-31B-it.jinja"
+            << QString(
+                   "<s><|turn>system\n"
+                   "<|tool>declaration:get_weather{description:<|\"|>Get the weather<|\"|>,parameters:{properties:{city:{type:<|\"|>STRING<|\"|>}},required:[<|\"|>city<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><turn|>\n"
+                   "<|turn>user\n"
+                   "Weather in Paris?<turn|>\n"
+                   "<|turn>model\n"
+                   "<|channel>thought\n"
+                   "Need weather.\n"
+                   "<channel|><|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|><|tool_response>response:get_weather{value:<|\"|>Sunny<|\"|>}<tool_response|>It is sunny.<turn|>\n"
+                   "<|turn>model\n"
+                   "<|channel>thought\n"
+                   "<channel|>");
+    }
+    void toolConversations() {
+        QFETCH(QString, file);
+        QFETCH(QString, expected);
+        Result<jinja::Template> t = jinja::Template::parse(read_template(file));
+        QVERIFY2(t.ok(), t.status().message().c_str());
+        Result<jinja::Value> context = jinja::parse_json(R"({
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": "", "reasoning_content": "Need weather.",
+                 "tool_calls": [{"id": "call_1", "type": "function",
+                                 "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"},
+                {"role": "assistant", "content": "It is sunny."}],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather",
+                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+            "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>"})");
+        QVERIFY2(context.ok(), context.status().message().c_str());
+        Result<std::string> out = t->render(*context);
         QVERIFY2(out.ok(), out.status().message().c_str());
         QCOMPARE(QString::fromStdString(*out), expected);
     }
@@ -274,13 +426,20 @@ private slots:
         };
         const std::vector<Row> rows = {
             {"Qwen-Qwen3-0.6B.jinja", ChatFamily::qwen3, {"full", "user", "no_system", "think_in_text", "think_apart", "reply"}},
+            {"Qwen3.5-4B.jinja",
+             ChatFamily::qwen35,
+             {"full", "user", "no_system", "assistant_first", "think_in_text", "think_apart", "reply", "two_replies"}},
+            {"google-gemma-4-31B-it.jinja",
+             ChatFamily::gemma4,
+             {"full", "user", "no_system", "assistant_first", "think_in_text", "think_apart", "reply", "two_replies", "channel_in_text",
+              "developer"}},
             {"openai-gpt-oss-120b.jinja", ChatFamily::harmony, {"full", "user", "no_system", "think_apart", "reply"}},
             {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ChatFamily::mistral3, {"full"}},
             {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ChatFamily::mistral3, {"full"}},
             {"vocab:ggml-vocab-gemma3.gguf", ChatFamily::gemma, {"full", "user", "no_system"}},
             {"microsoft-Phi-3.5-mini-instruct.jinja", ChatFamily::phi3, {"full", "user", "no_system"}},
         };
-        const Vars variants[] = {{}, {.enable_thinking = false, .reasoning_effort = "high"}};
+        const Vars variants[] = {{}, {.enable_thinking = false, .reasoning_effort = "high"}, {.enable_thinking = true}};
         for (const Row & r : rows) {
             for (const char * conv : r.convs) {
                 for (const bool prompt : {true, false}) {
@@ -317,7 +476,9 @@ private slots:
         QTest::newRow("qwen3moe") << "qwen3moe" << int(ChatFamily::qwen3);
         QTest::newRow("qwen2") << "qwen2" << int(ChatFamily::chatml);
         QTest::newRow("gemma3") << "gemma3" << int(ChatFamily::gemma);
-        QTest::newRow("gemma4") << "gemma4" << -1;
+        QTest::newRow("gemma4") << "gemma4" << int(ChatFamily::gemma4);
+        QTest::newRow("qwen35") << "qwen35" << int(ChatFamily::qwen35);
+        QTest::newRow("qwen35moe") << "qwen35moe" << int(ChatFamily::qwen35);
         QTest::newRow("gpt-oss") << "gpt-oss" << int(ChatFamily::harmony);
         QTest::newRow("mistral3") << "mistral3" << int(ChatFamily::mistral3);
         QTest::newRow("phi3") << "phi3" << int(ChatFamily::phi3);
@@ -341,6 +502,12 @@ private slots:
         QVERIFY2(QString::fromStdString(reason).contains("qwen3 format of architecture 'qwen3'"), reason.c_str());
         QCOMPARE(ChatTemplate::for_model("", "gpt-oss").family(), ChatFamily::harmony);
         QCOMPARE(ChatTemplate::for_model("", "gemma3").family(), ChatFamily::gemma);
+        QCOMPARE(ChatTemplate::for_model("", "gemma4").family(), ChatFamily::gemma4);
+        QCOMPARE(ChatTemplate::for_model("", "qwen35").family(), ChatFamily::qwen35);
+        QCOMPARE(ChatTemplate::for_model("", "qwen35moe").family(), ChatFamily::qwen35);
+        // A broken Gemma 4 or Qwen3.5 template keeps its own format.
+        QCOMPARE(ChatTemplate::for_model("{% if %}<|turn>user\n<turn|>", "llama").family(), ChatFamily::gemma4);
+        QCOMPARE(ChatTemplate::for_model("{% if %}<|im_start|>{{ enable_thinking }}<function=", "llama").family(), ChatFamily::qwen35);
         QCOMPARE(ChatTemplate::for_model("", "mistral3").family(), ChatFamily::mistral3);
         QCOMPARE(ChatTemplate::for_model("", "llama").family(), ChatFamily::plain);
         QCOMPARE(ChatTemplate::for_model("{% if %}<|im_start|>", "gpt-oss").family(), ChatFamily::chatml);
@@ -350,10 +517,36 @@ private slots:
         QVERIFY(reason.empty());
     }
 
+    // The tiny 2026 models carry no chat template: their architecture picks the builtin.
+    void tinyModelsUseTheirArchitecturesFormat_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<ChatFamily>("family");
+        QTest::newRow("qwen35") << "tiny-qwen35-f32.gguf" << ChatFamily::qwen35;
+        QTest::newRow("qwen35moe") << "tiny-qwen35moe-f32.gguf" << ChatFamily::qwen35;
+        QTest::newRow("gemma4") << "tiny-gemma4-f32.gguf" << ChatFamily::gemma4;
+    }
+    void tinyModelsUseTheirArchitecturesFormat() {
+        QFETCH(QString, model);
+        QFETCH(ChatFamily, family);
+        const auto file = gguf::GgufFile::open(std::string(LONGREAD_SHARED_DIR) + "/models/tiny-2026/" + model.toStdString());
+        QVERIFY2(file.ok(), file.status().message().c_str());
+        const auto arch = file->get_string("general.architecture");
+        QVERIFY(arch.ok() && *arch);
+        const auto source = file->get_string("tokenizer.chat_template");
+        QVERIFY(source.ok() && !*source);
+        std::string reason;
+        const ChatTemplate t = ChatTemplate::for_model("", **arch, &reason);
+        QVERIFY(t.is_builtin());
+        QCOMPARE(t.family(), family);
+        QVERIFY2(QString::fromStdString(reason).contains("format of architecture"), reason.c_str());
+    }
+
     void familyNames() {
         QCOMPARE(QString::fromStdString(std::string(chat_family_name(ChatFamily::qwen3))), QString("qwen3"));
         QCOMPARE(QString::fromStdString(std::string(chat_family_name(ChatFamily::harmony))), QString("harmony"));
         QCOMPARE(QString::fromStdString(std::string(chat_family_name(ChatFamily::mistral3))), QString("mistral3"));
+        QCOMPARE(QString::fromStdString(std::string(chat_family_name(ChatFamily::qwen35))), QString("qwen35"));
+        QCOMPARE(QString::fromStdString(std::string(chat_family_name(ChatFamily::gemma4))), QString("gemma4"));
     }
 };
 

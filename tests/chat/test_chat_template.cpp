@@ -443,7 +443,8 @@ private slots:
         QTest::newRow("phi-3.5") << "microsoft-Phi-3.5-mini-instruct.jinja" << ChatFamily::phi3;
         QTest::newRow("mistral-nemo") << "mistralai-Mistral-Nemo-Instruct-2407.jinja" << ChatFamily::mistral;
         QTest::newRow("qwen3") << "Qwen-Qwen3-0.6B.jinja" << ChatFamily::qwen3;
-        QTest::newRow("qwen3.5") << "Qwen3.5-4B.jinja" << ChatFamily::qwen3;
+        QTest::newRow("qwen3.5") << "Qwen3.5-4B.jinja" << ChatFamily::qwen35;
+        QTest::newRow("gemma-4") << "google-gemma-4-31B-it.jinja" << ChatFamily::gemma4;
         QTest::newRow("qwq") << "Qwen-QwQ-32B.jinja" << ChatFamily::qwen3;
         QTest::newRow("qwen3-coder") << "Qwen3-Coder.jinja" << ChatFamily::chatml;
         QTest::newRow("gpt-oss") << "openai-gpt-oss-120b.jinja" << ChatFamily::harmony;
@@ -469,6 +470,8 @@ private slots:
         QTest::newRow("deepseek") << "<｜User｜>" << ChatFamily::deepseek;
         QTest::newRow("llama3") << "<|start_header_id|>" << ChatFamily::llama3;
         QTest::newRow("qwen3") << "{{ '<|im_start|>' }}{% if enable_thinking %}" << ChatFamily::qwen3;
+        QTest::newRow("qwen35") << "{{ '<|im_start|>' }}{% if enable_thinking %}{{ '<function=' }}" << ChatFamily::qwen35;
+        QTest::newRow("gemma4") << "{{ '<|turn>user\\n' + m + '<turn|>\\n' }}" << ChatFamily::gemma4;
         QTest::newRow("harmony") << "<|start|>user<|message|>{{ m }}<|end|><|start|>assistant<|channel|>" << ChatFamily::harmony;
         QTest::newRow("mistral3") << "[SYSTEM_PROMPT]{{ s }}[/SYSTEM_PROMPT][INST]" << ChatFamily::mistral3;
         QTest::newRow("unknown") << "{{ messages }}" << ChatFamily::plain;

@@ -1,5 +1,6 @@
-// ThinkingSplitter: Qwen3's <think> tags, Mistral's [THINK], gpt-oss's harmony channels, on
-// whole replies and on the same replies streamed in every way of cutting them.
+// ThinkingSplitter: Qwen3's and Qwen3.5's <think> tags, Mistral's [THINK], Gemma 4's thought
+// channel, gpt-oss's harmony channels, on whole replies and on the same replies streamed in
+// every way of cutting them.
 
 #include <QtTest>
 
@@ -88,6 +89,37 @@ private slots:
         QTest::newRow("mistral brackets") << ThinkingFormat::think_brackets << false << "[THINK]Let me see.[/THINK]Four."
                                           << "Let me see."
                                           << "Four.";
+        // Qwen3.5's prompt ends in "<think>\n": the reply starts in the thinking.
+        QTest::newRow("qwen3.5") << tags << true << "The user greets.\n</think>\n\nHello!"
+                                 << "The user greets."
+                                 << "Hello!";
+        // With enable_thinking false the prompt closed an empty block: all answer.
+        QTest::newRow("qwen3.5 thinking off") << tags << false << "Hello!"
+                                              << ""
+                                              << "Hello!";
+
+        const auto channel = ThinkingFormat::thought_channel;
+        QTest::newRow("gemma4") << channel << false << "<|channel>thought\nThe user adds.\n2+2=4.<channel|>The answer is 4."
+                                << "The user adds.\n2+2=4."
+                                << "The answer is 4.";
+        QTest::newRow("gemma4 no thinking") << channel << false << "The answer is 4."
+                                            << ""
+                                            << "The answer is 4.";
+        QTest::newRow("gemma4 empty channel") << channel << false << "<|channel>thought\n<channel|>Hi"
+                                              << ""
+                                              << "Hi";
+        QTest::newRow("gemma4 never closed") << channel << false << "<|channel>thought\nStill thinking"
+                                             << "Still thinking"
+                                             << "";
+        QTest::newRow("gemma4 channel inside the answer") << channel << false << "Write <|channel>thought then <channel|>."
+                                                          << ""
+                                                          << "Write <|channel>thought then <channel|>.";
+        QTest::newRow("gemma4 a channel of another name is text") << channel << false << "<|channel>final\nHi"
+                                                                  << ""
+                                                                  << "<|channel>final\nHi";
+        QTest::newRow("gemma4 think tags are text") << channel << false << "<think>x</think>y"
+                                                    << ""
+                                                    << "<think>x</think>y";
         QTest::newRow("none") << ThinkingFormat::none << false << "<think>x</think>y"
                               << ""
                               << "<think>x</think>y";
@@ -168,6 +200,15 @@ private slots:
         QCOMPARE(p.answer, std::string("Four"));
         QCOMPARE(s.flush().answer, std::string());
 
+        ThinkingSplitter g(ThinkingFormat::thought_channel);
+        QVERIFY(g.push("<|channel>").empty());  // the start of "<|channel>thought"
+        QVERIFY(g.push("thought").empty());
+        QVERIFY(g.in_thinking());
+        QVERIFY(g.push("\n").empty());
+        QCOMPARE(g.push("Add.").thinking, std::string("Add."));
+        QVERIFY(g.push("<channel").empty());
+        QCOMPARE(g.push("|>4").answer, std::string("4"));
+
         ThinkingSplitter h(ThinkingFormat::harmony);
         QVERIFY(h.push("<|channel|>analysis").empty());
         QVERIFY(h.push("<|message|>").empty());
@@ -192,10 +233,16 @@ private slots:
         QVERIFY(!prompt_opens_thinking(ThinkingFormat::think_tags, "<|im_start|>assistant\n"));
         QVERIFY(prompt_opens_thinking(ThinkingFormat::think_brackets, "[INST]Hi[/INST][THINK]"));
         QVERIFY(!prompt_opens_thinking(ThinkingFormat::harmony, "<|start|>assistant<think>"));
+        // Gemma 4: thinking on ends the prompt with the model's turn, off with an empty channel.
+        QVERIFY(!prompt_opens_thinking(ThinkingFormat::thought_channel, "<|turn>model\n"));
+        QVERIFY(!prompt_opens_thinking(ThinkingFormat::thought_channel, "<|turn>model\n<|channel>thought\n<channel|>"));
+        QVERIFY(prompt_opens_thinking(ThinkingFormat::thought_channel, "<|turn>model\n<|channel>thought\n"));
     }
 
     void formatOfFamily() {
         QCOMPARE(thinking_format_of(ChatFamily::qwen3), ThinkingFormat::think_tags);
+        QCOMPARE(thinking_format_of(ChatFamily::qwen35), ThinkingFormat::think_tags);
+        QCOMPARE(thinking_format_of(ChatFamily::gemma4), ThinkingFormat::thought_channel);
         QCOMPARE(thinking_format_of(ChatFamily::deepseek), ThinkingFormat::think_tags);
         QCOMPARE(thinking_format_of(ChatFamily::harmony), ThinkingFormat::harmony);
         QCOMPARE(thinking_format_of(ChatFamily::mistral3), ThinkingFormat::think_brackets);

@@ -157,7 +157,7 @@ std::string escape_for_spm(std::string_view text) {
     return out;
 }
 
-// A regex with \p{L}, \p{N}, \p{P} rewritten for collapsed text as llama.cpp rewrites it:
+// A regex with \p{L}, \p{N}, \p{P}, \p{M} rewritten for collapsed text as llama.cpp rewrites it:
 // each class becomes its stand-in byte plus its ASCII members, in brackets of its own
 // unless it already is inside brackets.
 std::string collapse_pattern(const std::string & re) {
@@ -171,6 +171,7 @@ std::string collapse_pattern(const std::string & re) {
         {"\\p{P}",
          "\xd3"
          "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"},
+        {"\\p{M}", "\xd4"},
     };
     std::string out;
     bool inside = false;
@@ -199,7 +200,12 @@ std::vector<size_t> regex_split_collapsed(const std::vector<uint32_t> & cpts, co
             continue;
         }
         const unicode::CodepointFlags f = unicode::codepoint_flags(c);
-        collapsed += f.is_whitespace ? '\x0b' : f.is_letter ? '\xd2' : f.is_number ? '\xd1' : f.is_punctuation ? '\xd3' : '\xd0';
+        collapsed += f.is_whitespace    ? '\x0b'
+                     : f.is_letter      ? '\xd2'
+                     : f.is_number      ? '\xd1'
+                     : f.is_punctuation ? '\xd3'
+                     : f.is_mark        ? '\xd4'
+                                        : '\xd0';
     }
     std::vector<size_t> words{cpts.size()};
     for (const QString & pattern : patterns) {
@@ -714,6 +720,28 @@ private slots:
                                               << "a|\u00a0|\u00a0b";
         QTest::newRow("qwen2 digits") << qwen2 << "12345"
                                       << "1|2|3|4|5";
+        // qwen35: combining marks stay in their words (qwen2 cuts them off as punctuation).
+        const int qwen35 = int(PreTokenizer::qwen35);
+        QTest::newRow("qwen2 combining mark") << qwen2 << "ne\u0301e"
+                                              << "ne|\u0301e";
+        QTest::newRow("qwen35 combining mark") << qwen35 << "ne\u0301e"
+                                               << "ne\u0301e";
+        QTest::newRow("qwen2 devanagari") << qwen2 << "\u0915\u093f \u0915\u093f"
+                                          << "\u0915|\u093f| \u0915|\u093f";
+        QTest::newRow("qwen35 devanagari") << qwen35 << "\u0915\u093f \u0915\u093f"
+                                           << "\u0915\u093f| \u0915\u093f";
+        QTest::newRow("qwen35 mark after punctuation") << qwen35 << "a.\u0301b"
+                                                       << "a|.\u0301b";
+        QTest::newRow("qwen35 digits") << qwen35 << "x12345"
+                                       << "x|1|2|3|4|5";
+        QTest::newRow("qwen35 contractions") << qwen35 << "I'M don't"
+                                             << "I|'M| don|'t";
+        // gemma4: runs of newlines and runs of the rest, nothing else.
+        const int gemma4 = int(PreTokenizer::gemma4);
+        QTest::newRow("gemma4 lines") << gemma4 << "Hi there!\n\nx 1\n"
+                                      << "Hi there!|\n\n|x 1|\n";
+        QTest::newRow("gemma4 carriage return is text") << gemma4 << "a\r\nb"
+                                                        << "a\r|\n|b";
         QTest::newRow("default") << def << "a+b=12345.6"
                                  << "a|+|b|=|123|45|.|6";
         QTest::newRow("default comma") << def << "Hello, world"
@@ -786,6 +814,11 @@ private slots:
                                << QStringList{R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|)"
                                               R"([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|)"
                                               R"(\s*[\r\n]+|\s+(?!\S)|\s+)"};
+        QTest::newRow("qwen35") << int(PreTokenizer::qwen35)
+                                << QStringList{R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|)"
+                                               R"([^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|)"
+                                               R"(\s*[\r\n]+|\s+(?!\S)|\s+)"};
+        QTest::newRow("gemma4") << int(PreTokenizer::gemma4) << QStringList{R"([^\n]+|[\n]+)"};
         QTest::newRow("default") << int(PreTokenizer::llama_default)
                                  << QStringList{R"([\p{P}\$\+<=>\^~\|]+)", gpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"};
         // As llama.cpp runs them (llama-vocab.cpp), lookaheads standing in for \p{Lu}/\p{Ll}.
@@ -1024,6 +1057,7 @@ private slots:
         QTest::newRow("tekken") << "tekken" << int(PreTokenizer::tekken) << "0 5 6 7 8";
         QTest::newRow("gpt-4o") << "gpt-4o" << int(PreTokenizer::gpt4o) << "4 3 6 9";
         QTest::newRow("llama4") << "llama4" << int(PreTokenizer::gpt4o) << "4 3 6 9";
+        QTest::newRow("qwen35") << "qwen35" << int(PreTokenizer::qwen35) << "4 3 6 7 8";
     }
     void newPreTokenizerNames() {
         QFETCH(QString, name);
@@ -1045,6 +1079,59 @@ private slots:
         QVERIFY(t.ok());
         QCOMPARE(ids_to_string(t->encode("abc 12", true, false)), ids);
         QCOMPARE(t->decode(t->encode("abc 12", true, false)), std::string("abc 12"));
+    }
+
+    // Gemma 4's "gemma4" tokenizer model as llama.cpp runs it (llama-vocab.cpp, August
+    // 2026): BPE over the text with spaces as U+2581, merged as UTF-8 within runs of newlines
+    // and runs of the rest; a newline run that is a token stays whole; a piece that is no
+    // token falls back to <0xXX> tokens; BOS always added; no default special ids.
+    void gemma4Vocabulary() {
+        gguf::GgufWriter w;
+        w.set_string("tokenizer.ggml.model", "gemma4");
+        w.set_string("tokenizer.ggml.pre", "default");  // ignored: a gemma4 model is gemma4
+        w.set_string_array("tokenizer.ggml.tokens", {"<pad>", "<eos>", "<bos>", "<unk>", "\n", "\n\n", "\xe2\x96\x81", "h", "i", "hi",
+                                                     "\xe2\x96\x81hi", "<0xC3>", "<0xA9>", "<|turn>", "<turn|>"});
+        w.set_int32_array("tokenizer.ggml.token_type", {3, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 6, 6, 3, 3});
+        w.set_string_array("tokenizer.ggml.merges", {"h i", "\xe2\x96\x81 hi"});
+        w.set_uint32("tokenizer.ggml.bos_token_id", 2);
+        w.set_uint32("tokenizer.ggml.eos_token_id", 1);
+        w.set_bool("tokenizer.ggml.add_bos_token", false);  // llama.cpp overrides it
+        const auto parsed = parse_vocab(w);
+        QVERIFY2(parsed->vocab.ok(), parsed->vocab.status().message().c_str());
+        const Vocab & v = *parsed->vocab;
+        QCOMPARE(v.type, VocabType::bpe);
+        QCOMPARE(v.pre, PreTokenizer::gemma4);
+        QCOMPARE(v.pre_name, std::string("gemma4"));
+        QVERIFY(v.notes.empty());
+        QVERIFY(v.add_bos);
+        QCOMPARE(v.bos_id, 2);
+        QCOMPARE(v.eos_id, 1);
+        QCOMPARE(v.unk_id, -1);
+        QVERIFY(std::find(v.eog_ids.begin(), v.eog_ids.end(), 14) != v.eog_ids.end());  // <turn|>
+        Result<Tokenizer> t = Tokenizer::create(v);
+        QVERIFY2(t.ok(), t.status().message().c_str());
+
+        // "hi hi" -> hi + ▁hi; "\n\n" is a token; "é" is none: its bytes.
+        const std::string text = "hi hi\n\n\xc3\xa9";
+        const std::vector<int32_t> ids = t->encode(text, true, false);
+        QCOMPARE(ids_to_string(ids), QString("2 9 10 5 11 12"));
+        QCOMPARE(t->decode(std::span(ids).subspan(1)), text);
+        QCOMPARE(t->token_to_piece(10, false), std::string(" hi"));
+        // No merge makes "\n\n", yet a run of two is that token; a run of three is not one.
+        QCOMPARE(ids_to_string(t->encode("\n\n\n", false, false)), QString("4 4 4"));
+        // A byte without a <0xXX> token is dropped, as llama.cpp does.
+        QCOMPARE(ids_to_string(t->encode("h\xe2\x82\xac", false, false)), QString("7"));
+        // With parse_special, a special token's text is that token.
+        QCOMPARE(ids_to_string(t->encode("<|turn>hi", false, true)), QString("13 9"));
+
+        // Offsets are bytes of the original text: the U+2581 of " hi" is its space.
+        const EncodedText e = t->encode_with_offsets("hi hi\n\n", false, false);
+        QCOMPARE(ids_to_string(e.tokens), QString("9 10 5"));
+        QCOMPARE(e.spans.size(), size_t(3));
+        QCOMPARE(e.spans[1].begin, size_t(2));
+        QCOMPARE(e.spans[1].end, size_t(5));
+        QCOMPARE(e.spans[2].begin, size_t(5));
+        QCOMPARE(e.spans[2].end, size_t(7));
     }
 
     void invalidUtf8Input() {
