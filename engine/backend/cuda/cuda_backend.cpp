@@ -428,6 +428,7 @@ void CudaBackend::l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float
 
 void CudaBackend::causal_conv_silu(const float * x, int64_t n_tokens, const WeightView & kernel, float * state, float * out) {
     LR_ASSERT(kernel.type == DType::F32 && kernel.n_cols >= 2);
+    LR_ASSERT(x != out);  // a thread per output reads other tokens' inputs
     cuda::launch_causal_conv_silu(x, n_tokens, static_cast<const float *>(kernel.data), kernel.n_rows, kernel.n_cols, state, out,
                                   impl_->op_stream());
 }
