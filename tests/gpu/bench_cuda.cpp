@@ -9,6 +9,9 @@
 //                      memory clock and bus width, the two references of the ratio below;
 //   matvec kernel      the decode product alone on ffn_down's shape [4096 x 14336] Q4_K and
 //                      Q8_0 (weight bytes per second: the bandwidth ratio of the kernel);
+//   delta rule         the gated delta rule alone on a Qwen3.5 Gated DeltaNet layer's shape
+//                      (16 k heads, 32 v heads of 128): 512 tokens chunked, one token recurrent
+//                      (time per layer);
 //   prefill            512 prompt tokens in chunks of 512 (tok/s);
 //   decode             64 greedy tokens after that prompt (tok/s; weight bytes read per token x
 //                      tok/s = effective bandwidth; ratio to both references);
@@ -19,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +89,33 @@ double matvec_gbs(CudaBackend & b, DType type, int64_t n_rows, int64_t n_cols) {
     for (int i = 0; i < reps; ++i) b.matmul(*wv, x->as<float>(), 1, y->as<float>());
     b.synchronize();
     return double(w.size()) * reps / seconds_since(t0) / 1e9;
+}
+
+// The gated delta rule alone, milliseconds per call over one layer's state.
+double delta_rule_ms(CudaBackend & b, int64_t n_tokens, int32_t chunk_tokens) {
+    const DeltaRuleParams p{.n_k_heads = 16, .n_v_heads = 32, .head_k_dim = 128, .head_v_dim = 128, .chunk_tokens = chunk_tokens};
+    const size_t qk = size_t(n_tokens) * p.n_k_heads * p.head_k_dim, v = size_t(n_tokens) * p.n_v_heads * p.head_v_dim;
+    const size_t state_floats = size_t(p.n_v_heads) * p.head_v_dim * p.head_k_dim;
+    auto q = b.alloc(qk * 4), k = b.alloc(qk * 4), vv = b.alloc(v * 4), out = b.alloc(v * 4), state = b.alloc(state_floats * 4);
+    if (!q.ok() || !k.ok() || !vv.ok() || !out.ok() || !state.ok()) die("out of VRAM");
+    // Unit q and k rows (all 1/sqrt(128)), decays and betas as the model's.
+    const std::vector<float> unit(qk, 1.0f / std::sqrt(128.0f)), values(v, 0.5f), zeros(state_floats, 0.0f);
+    const std::vector<float> g(size_t(n_tokens) * p.n_v_heads, -0.5f), beta(g.size(), 0.5f);
+    b.copy_to_device(q->data(), unit.data(), qk * 4);
+    b.copy_to_device(k->data(), unit.data(), qk * 4);
+    b.copy_to_device(vv->data(), values.data(), v * 4);
+    b.copy_to_device(state->data(), zeros.data(), state_floats * 4);
+    auto call = [&] {
+        b.gated_delta_rule(q->as<float>(), k->as<float>(), vv->as<float>(), g.data(), beta.data(), n_tokens, p, state->as<float>(),
+                           out->as<float>());
+    };
+    call();
+    b.synchronize();
+    const int reps = 20;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) call();
+    b.synchronize();
+    return seconds_since(t0) * 1e3 / reps;
 }
 
 std::vector<int32_t> random_tokens(size_t n, uint32_t n_vocab, uint32_t seed) {
@@ -166,6 +197,9 @@ int main(int argc, char ** argv) {
     const double mv_f16 = matvec_gbs(backend, DType::F16, 4096, 14336);
     std::printf("matvec [4096 x 14336]: Q4_K %.0f GB/s, Q8_0 %.0f GB/s, F16 %.0f GB/s\n", mv_q4k, mv_q80, mv_f16);
     json << "  \"matvec_gbs\": {\"Q4_K\": " << mv_q4k << ", \"Q8_0\": " << mv_q80 << ", \"F16\": " << mv_f16 << "},\n";
+    const double dr_prefill = delta_rule_ms(backend, 512, 64), dr_decode = delta_rule_ms(backend, 1, 0);
+    std::printf("delta rule [32 v heads of 128]: 512 tokens chunked %.2f ms, one token %.1f us (per layer)\n", dr_prefill, dr_decode * 1e3);
+    json << "  \"delta_rule_ms\": {\"prefill_512\": " << dr_prefill << ", \"decode\": " << dr_decode << "},\n";
 
     // The model.
     if (model_path.empty()) {

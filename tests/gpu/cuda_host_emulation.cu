@@ -8,9 +8,13 @@
 #include "cuda_host_emulation.h"
 #include "engine/backend/cpu/activations.h"
 #include "engine/backend/cuda/attention.cuh"
+#include "engine/backend/cuda/causal_conv.cuh"
+#include "engine/backend/cuda/delta_rule.cuh"
 #include "engine/backend/cuda/dequant.cuh"
+#include "engine/backend/cuda/gates.cuh"
 #include "engine/backend/cuda/geglu.cuh"
 #include "engine/backend/cuda/kv_codec.cuh"
+#include "engine/backend/cuda/l2_norm.cuh"
 #include "engine/backend/cuda/matvec.cuh"
 #include "engine/backend/cuda/moe.cuh"
 #include "engine/backend/cuda/rope.cuh"
@@ -239,6 +243,54 @@ void emulate_moe_combine(const float * y, const int32_t * slot_of, const float *
     for (int64_t t = 0; t < n_tokens; ++t) {
         for (int64_t c = 0; c < n_cols; ++c) {
             out[t * n_cols + c] = combine_one(y, slot_of + t * n_used, weights + t * n_used, n_used, n_cols, c);
+        }
+    }
+}
+
+void emulate_sigmoid_mul(float * x, const float * gate, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = sigmoid_mul_one(x[i], gate[i]);
+}
+
+void emulate_l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) {
+    for (int64_t r = 0; r < n_rows; ++r) l2_norm_row(x, n_cols, eps, r, out);
+}
+
+void emulate_causal_conv_silu(const float * x, int64_t n_tokens, const float * kernel, int64_t n_channels, int64_t width, float * state,
+                              float * out) {
+    const conv::Args a{
+        .x = x, .kernel = kernel, .state = state, .out = out, .n_tokens = n_tokens, .n_channels = n_channels, .width = width};
+    for (int64_t i = 0; i < n_tokens * n_channels; ++i) conv::conv_one(a, i / n_channels, i % n_channels);
+    for (int64_t c = 0; c < n_channels; ++c) conv::shift_state(a, c);
+}
+
+void emulate_gated_delta_rule(const float * q, const float * k, const float * v, const float * g, const float * beta, int64_t n_tokens,
+                              const DeltaRuleParams & p, float * state, float * out) {
+    std::vector<float> scratch(size_t(p.n_v_heads) * size_t(delta::scratch_floats(p.chunk_tokens, p.head_k_dim, p.head_v_dim)));
+    const delta::Args a{.q = q,
+                        .k = k,
+                        .v = v,
+                        .g = g,
+                        .beta = beta,
+                        .state = state,
+                        .out = out,
+                        .scratch = scratch.data(),
+                        .n_tokens = n_tokens,
+                        .n_k_heads = p.n_k_heads,
+                        .n_v_heads = p.n_v_heads,
+                        .dk = p.head_k_dim,
+                        .dv = p.head_v_dim,
+                        .chunk = p.chunk_tokens,
+                        .scale = delta::q_scale(p.head_k_dim)};
+    for (int64_t h = 0; h < p.n_v_heads; ++h) {
+        if (p.chunk_tokens == 0) {
+            for (int64_t j = 0; j < p.head_v_dim; ++j) delta::recurrent_row(a, h, j);
+            continue;
+        }
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += p.chunk_tokens) {
+            const delta::Chunk c = delta::chunk_of(a, h, t0);
+            for (int phase = 0; phase < delta::kPhases; ++phase) {
+                for (int tid = 0; tid < delta::kChunkThreads; ++tid) delta::run_phase(phase, c, tid, delta::kChunkThreads);
+            }
         }
     }
 }

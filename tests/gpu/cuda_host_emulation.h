@@ -49,4 +49,15 @@ void emulate_swiglu_oai(const float * gate, const float * up, int64_t n, float *
 void emulate_moe_combine(const float * y, const int32_t * slot_of, const float * weights, int32_t n_used, int64_t n_tokens, int64_t n_cols,
                          float * out);
 
+// The Gated DeltaNet kernels (gates.cuh, l2_norm.cuh, causal_conv.cuh, delta_rule.cuh),
+// thread by thread; the delta rule's chunked form block by block, each phase over all its
+// threads before the next (barrier order). Arguments as the Backend ops'.
+void emulate_sigmoid_mul(float * x, const float * gate, int64_t n);
+void emulate_l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out);
+//                                          kernel: [n_channels][width], state: [n_channels][width - 1]
+void emulate_causal_conv_silu(const float * x, int64_t n_tokens, const float * kernel, int64_t n_channels, int64_t width, float * state,
+                              float * out);
+void emulate_gated_delta_rule(const float * q, const float * k, const float * v, const float * g, const float * beta, int64_t n_tokens,
+                              const DeltaRuleParams & p, float * state, float * out);
+
 }  // namespace lr::test

@@ -8,7 +8,8 @@
 //             that only hold for the CUDA kernels' numerics are skipped;
 //   =emulate  the CPU backend with the CUDA kernels' own code for matmul (matvec.cuh, run
 //             lane by lane; the GEMM path in double over f16-rounded inputs), attention
-//             (attention.cuh, thread by thread), rope (rope.cuh) and geglu (geglu.cuh):
+//             (attention.cuh, thread by thread), rope (rope.cuh), geglu (geglu.cuh) and the
+//             Gated DeltaNet ops (gates.cuh, l2_norm.cuh, causal_conv.cuh, delta_rule.cuh):
 //             whole models with the GPU's numerics, to
 //             check the tolerances of the model tests before a GPU runs them.
 
@@ -54,19 +55,19 @@ public:
     void moe_ffn(const ExpertWeights & w, const float * x, int64_t n, const ExpertRoutes & r, float * out) override {
         cpu_.moe_ffn(w, x, n, r, out);
     }
-    void sigmoid_mul(float * x, const float * gate, int64_t n) override { cpu_.sigmoid_mul(x, gate, n); }
+    void sigmoid_mul(float * x, const float * gate, int64_t n) override { emulate_sigmoid_mul(x, gate, n); }
     void copy_rows(const float * src, int64_t ss, int64_t n_rows, int64_t n_cols, float * dst, int64_t ds) override {
         cpu_.copy_rows(src, ss, n_rows, n_cols, dst, ds);
     }
     void l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) override {
-        cpu_.l2_norm(x, n_rows, n_cols, eps, out);
+        emulate_l2_norm(x, n_rows, n_cols, eps, out);
     }
     void causal_conv_silu(const float * x, int64_t n, const WeightView & kernel, float * state, float * out) override {
-        cpu_.causal_conv_silu(x, n, kernel, state, out);
+        emulate_causal_conv_silu(x, n, static_cast<const float *>(kernel.data), kernel.n_rows, kernel.n_cols, state, out);
     }
     void gated_delta_rule(const float * q, const float * k, const float * v, const float * g, const float * beta, int64_t n,
                           const DeltaRuleParams & p, float * state, float * out) override {
-        cpu_.gated_delta_rule(q, k, v, g, beta, n, p, state, out);
+        emulate_gated_delta_rule(q, k, v, g, beta, n, p, state, out);
     }
     void rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeParams & p) override {
         emulate_rope(x, n_tokens, n_heads, pos, p);

@@ -2,8 +2,10 @@
 // reference: bit for bit, dequant_one and every lane of dequant_step for every weight type
 // (the lane mappings of the matvec and GEMM kernels cover each column exactly once with the
 // right value), the KV codecs of kv_write and attention, rope's per-pair code (linear,
-// LongRoPE, YaRN), geglu over the CPU's GELU table, and the routed experts' clamped
-// SwiGLU and weighted sum; within the error bounds of
+// LongRoPE, YaRN), geglu over the CPU's GELU table, the routed experts' clamped SwiGLU and
+// weighted sum, and the Gated DeltaNet kernels (sigmoid_mul, l2_norm, the causal convolution
+// with its state, the delta rule's recurrent form row by row and its chunked form block by
+// block in barrier order, over ubatches that carry the state); within the error bounds of
 // test_cuda_ops, the matvec kernel (lane by lane, with the warp's butterfly sum) and the
 // five attention kernels (block by block, thread by thread in barrier order, with the
 // chunking of a small and a large GPU, sliding windows included). Needs nvcc at build
@@ -14,6 +16,7 @@
 #include <cstring>
 
 #include "cuda_host_emulation.h"
+#include "delta_net_cases.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/kv_codec_rows.h"
 #include "engine/common/fp16.h"
@@ -348,6 +351,71 @@ private slots:
             y[size_t(s)] = down_w[size_t(ids[size_t(s)])] * h[size_t(s)] + biases[size_t(2 * n_expert + ids[size_t(s)])];
         emulate_moe_combine(y.data(), slot_of.data(), weights.data(), n_used, n_tokens, 1, got.data());
         QVERIFY(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+
+    // The Gated DeltaNet kernels give the CPU's bits here, where expf is the host's libm
+    // (the device's expf is within 2 ulp: test_cuda_ops bounds that). A zero row and a row
+    // below eps take l2_norm's eps branch.
+    void sigmoidMulAndL2NormBitIdentical() {
+        Rng rng{17};
+        CpuBackend cpu({.n_threads = 1, .isa = CpuIsa::scalar});
+        for (const auto & [n_rows, n_cols] : {std::pair<int64_t, int64_t>{1, 128}, {48, 128}, {7, 16}, {5, 100}}) {
+            std::vector<float> x = rng.activations(size_t(n_rows * n_cols), 2.0f), gate = rng.activations(x.size(), 4.0f);
+            if (n_rows > 2) {
+                std::fill(x.begin(), x.begin() + n_cols, 0.0f);
+                for (int64_t c = 0; c < n_cols; ++c) x[size_t(n_cols + c)] *= 1e-8f;
+            }
+            std::vector<float> want(x.size()), got = x;
+            cpu.l2_norm(x.data(), n_rows, n_cols, 1e-6f, want.data());
+            emulate_l2_norm(got.data(), n_rows, n_cols, 1e-6f, got.data());  // in place, as the model calls it
+            QVERIFY2(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
+                     qPrintable(QString("l2_norm %1x%2: max |d| %3").arg(n_rows).arg(n_cols).arg(largest_difference(got, want))));
+            want = x, got = x;
+            cpu.sigmoid_mul(want.data(), gate.data(), int64_t(x.size()));
+            emulate_sigmoid_mul(got.data(), gate.data(), int64_t(x.size()));
+            QVERIFY2(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
+                     qPrintable(QString("sigmoid_mul: max |d| %1").arg(largest_difference(got, want))));
+        }
+    }
+
+    void causalConvBitIdentical_data() { add_conv_rows(); }
+    void causalConvBitIdentical() {
+        QFETCH(ConvCase, c);
+        Rng rng{uint64_t(c.n_channels * c.width)};
+        const std::vector<float> kernel = rng.activations(size_t(c.n_channels * c.width), 0.5f);
+        std::vector<float> want_state = rng.activations(size_t(c.n_channels * (c.width - 1))), got_state = want_state;
+        CpuBackend cpu({.n_threads = 1, .isa = CpuIsa::scalar});
+        for (int64_t n : c.ubatches) {
+            const std::vector<float> x = rng.activations(size_t(n * c.n_channels), 2.0f);
+            std::vector<float> want(x.size()), got(x.size());
+            cpu.causal_conv_silu(x.data(), n, {DType::F32, c.width, c.n_channels, kernel.data()}, want_state.data(), want.data());
+            emulate_causal_conv_silu(x.data(), n, kernel.data(), c.n_channels, c.width, got_state.data(), got.data());
+            QVERIFY2(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
+                     qPrintable(QString("%1 tokens: max |d| %2").arg(n).arg(largest_difference(got, want))));
+            QVERIFY2(got_state == want_state, qPrintable(QString("state after %1 tokens").arg(n)));
+        }
+    }
+
+    // Each form of the delta rule, the outputs and the state after every ubatch.
+    void deltaRuleBitIdentical_data() { add_delta_rule_rows(); }
+    void deltaRuleBitIdentical() {
+        QFETCH(DeltaRuleCase, c);
+        Rng rng{uint64_t(c.shape.head_k_dim * 31 + c.shape.n_v_heads)};
+        std::vector<float> want_state = delta_rule_state(rng, c.shape), got_state = want_state;
+        CpuBackend cpu({.n_threads = 1, .isa = CpuIsa::scalar});
+        for (const auto & [n, chunk] : c.ubatches) {
+            DeltaRuleParams p = c.shape;
+            p.chunk_tokens = chunk;
+            const DeltaRuleInputs in = delta_rule_inputs(rng, p, n);
+            std::vector<float> want(size_t(n * p.n_v_heads * p.head_v_dim)), got(want.size());
+            cpu.gated_delta_rule(in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), n, p, want_state.data(), want.data());
+            emulate_gated_delta_rule(in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), n, p, got_state.data(),
+                                     got.data());
+            const QString at = QString("%1 tokens, chunk %2: ").arg(n).arg(chunk);
+            QVERIFY2(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
+                     qPrintable(at + QString("out max |d| %1").arg(largest_difference(got, want))));
+            QVERIFY2(got_state == want_state, qPrintable(at + QString("state max |d| %1").arg(largest_difference(got_state, want_state))));
+        }
     }
 
     void kvCodecsBitIdentical_data() {

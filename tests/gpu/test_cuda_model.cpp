@@ -1,9 +1,11 @@
 // Whole models on the CUDA backend (label gpu):
 //   - llama.cpp's reference logits (stories260K and the tiny random models in every weight
-//     type, llama3 rope scaling, qwen2) within the CPU test's tolerances (quantized types a
-//     little wider: the CPU quantizes activations to q8 like llama.cpp, CUDA does not);
-//   - the same greedy tokens and logits as the CPU backend for stories260K and random-weight
-//     models (made here with make-model), prefill in chunks long enough for the GEMM path;
+//     type, llama3 rope scaling, qwen2, the 2025-2026 architectures, the hybrids qwen35 and
+//     qwen35moe) within the CPU test's tolerances (quantized types a little wider: the CPU
+//     quantizes activations to q8 like llama.cpp, CUDA does not);
+//   - the same greedy tokens and logits as the CPU backend for stories260K, random-weight
+//     models (made here with make-model) and tiny-qwen35, prefill in chunks long enough for
+//     the GEMM path (and, for the hybrid, carrying the delta rule's state between chunks);
 //   - placement is lossless: with the KV cache forced through VRAM, page-locked RAM and disk,
 //     every logit is bit-identical to the all-in-VRAM run;
 //   - weights streamed from RAM (--gpu-layers) give the same logits as weights in VRAM;
@@ -106,6 +108,13 @@ private slots:
             {"tiny-qwen3moe-f32", 1e-3f},
             {"tiny-qwen3moe-Q8_0", 5e-2f},
             {"tiny-gpt-oss-f32", 1e-3f},
+            // The hybrids (Gated DeltaNet: the delta rule chunked over the 207-token prompt,
+            // recurrent in the steps), with the f32 rows' bound: emulated 7.2e-6 and 1.7e-5
+            // (LONGREAD_GPU_TESTS_ON_CPU=emulate); the device adds expf's 2 ulp in the delta
+            // rule, ~1e-7 of its outputs (test_cuda_ops), and cuBLAS's order of sums, which
+            // the f32 rows above already carry (tiny-qwen3-f32: 1.6e-4 emulated).
+            {"tiny-qwen35-f32", 1e-3f},
+            {"tiny-qwen35moe-f32", 1e-3f},
         };
         for (const auto & [name, tol] : archs) {
             QTest::newRow(name) << QString("models/tiny-2026/%1.gguf").arg(name) << QString("reference/tiny-2026/%1.logits.json").arg(name)
@@ -156,6 +165,9 @@ private slots:
         QTest::newRow("random-Q8_0") << "random:Q8_0" << 8e-2f;
         QTest::newRow("random-F16") << "random:F16" << 2e-2f;
         QTest::newRow("random-Q6_K-qwen2") << "random-qwen2:Q6_K" << 8e-2f;
+        // The delta rule's state carried over ubatches of 64, 64 and 22 tokens, then the steps
+        // (emulated: 2.3e-6).
+        QTest::newRow("tiny-qwen35-f32") << shared_path("models/tiny-2026/tiny-qwen35-f32.gguf") << 1e-3f;
     }
     void matchesCpu() {
         QFETCH(QString, model);

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -52,7 +50,7 @@ struct CudaBackend::Impl {
     cuda::SlabAllocator device_slabs;
     cuda::SlabAllocator host_slabs;
     cuda::UploadRing uploads;
-    cuda::Workspace ws_act, ws_weight, ws_scores, ws_partial, ws_moe;
+    cuda::Workspace ws_act, ws_weight, ws_scores, ws_partial, ws_moe, ws_delta;
     ExpertGroups expert_groups;  // moe_ffn's grouping, kept for its capacity
 
     // Weights.
@@ -145,7 +143,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
         return error(StatusCode::unsupported, std::string("CUDA: cublasSetStream: ") + cuda::cublas_status_string(st));
     }
     LR_RETURN_IF_ERROR(impl->uploads.init(impl->stream(), kUploadSegmentBytes));
-    for (cuda::Workspace * ws : {&impl->ws_act, &impl->ws_weight, &impl->ws_scores, &impl->ws_partial, &impl->ws_moe}) {
+    for (cuda::Workspace * ws : {&impl->ws_act, &impl->ws_weight, &impl->ws_scores, &impl->ws_partial, &impl->ws_moe, &impl->ws_delta}) {
         ws->set_stream(impl->stream());
     }
 
@@ -411,27 +409,47 @@ void CudaBackend::scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, cons
     cuda::launch_scale_tokens(x, n_tokens, n_cols, scale, impl_->op_stream());
 }
 
-std::string CudaBackend::missing_ops(BackendOpSet set) const {
-    switch (set) {
-        case BackendOpSet::gated_delta_net: return "sigmoid_mul, copy_rows, l2_norm, causal_conv_silu, gated_delta_rule";
-    }
-    return {};
+// ---- Gated DeltaNet ----------------------------------------------------------------------------------
+
+void CudaBackend::sigmoid_mul(float * x, const float * gate, int64_t n) { cuda::launch_sigmoid_mul(x, gate, n, impl_->op_stream()); }
+
+// A strided copy is cudaMemcpy2D's job: no kernel.
+void CudaBackend::copy_rows(const float * src, int64_t src_stride, int64_t n_rows, int64_t n_cols, float * dst, int64_t dst_stride) {
+    LR_ASSERT(n_cols <= src_stride && n_cols <= dst_stride);
+    if (n_rows == 0 || n_cols == 0) return;
+    constexpr size_t f = sizeof(float);
+    LR_CUDA_CHECK(cudaMemcpy2DAsync(dst, size_t(dst_stride) * f, src, size_t(src_stride) * f, size_t(n_cols) * f, size_t(n_rows),
+                                    cudaMemcpyDeviceToDevice, impl_->op_stream()));
 }
 
-namespace {
-[[noreturn]] void missing_op(const char * name) {
-    std::fprintf(stderr, "the CUDA backend has no %s op (the model should have been refused at load)\n", name);
-    std::abort();
+void CudaBackend::l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) {
+    cuda::launch_l2_norm(x, n_rows, n_cols, eps, out, impl_->op_stream());
 }
-}  // namespace
 
-void CudaBackend::sigmoid_mul(float *, const float *, int64_t) { missing_op("sigmoid_mul"); }
-void CudaBackend::copy_rows(const float *, int64_t, int64_t, int64_t, float *, int64_t) { missing_op("copy_rows"); }
-void CudaBackend::l2_norm(const float *, int64_t, int64_t, float, float *) { missing_op("l2_norm"); }
-void CudaBackend::causal_conv_silu(const float *, int64_t, const WeightView &, float *, float *) { missing_op("causal_conv_silu"); }
-void CudaBackend::gated_delta_rule(const float *, const float *, const float *, const float *, const float *, int64_t,
-                                   const DeltaRuleParams &, float *, float *) {
-    missing_op("gated_delta_rule");
+void CudaBackend::causal_conv_silu(const float * x, int64_t n_tokens, const WeightView & kernel, float * state, float * out) {
+    LR_ASSERT(kernel.type == DType::F32 && kernel.n_cols >= 2);
+    LR_ASSERT(x != out);  // a thread per output reads other tokens' inputs
+    cuda::launch_causal_conv_silu(x, n_tokens, static_cast<const float *>(kernel.data), kernel.n_rows, kernel.n_cols, state, out,
+                                  impl_->op_stream());
+}
+
+void CudaBackend::gated_delta_rule(const float * q, const float * k, const float * v, const float * g_host, const float * beta_host,
+                                   int64_t n_tokens, const DeltaRuleParams & p, float * state, float * out) {
+    LR_ASSERT(p.n_k_heads > 0 && p.n_v_heads % p.n_k_heads == 0 && p.chunk_tokens >= 0);
+    Impl & m = *impl_;
+    const size_t n_gates = size_t(n_tokens) * size_t(p.n_v_heads);
+    const size_t scratch_bytes = cuda::delta_rule_scratch_bytes(p);
+    const cuda::DeltaRuleArgs args{.q = q,
+                                   .k = k,
+                                   .v = v,
+                                   .g = m.uploads.upload(g_host, n_gates),
+                                   .beta = m.uploads.upload(beta_host, n_gates),
+                                   .state = state,
+                                   .out = out,
+                                   .scratch = scratch_bytes > 0 ? static_cast<float *>(m.ws_delta.get(scratch_bytes)) : nullptr,
+                                   .n_tokens = n_tokens,
+                                   .p = p};
+    cuda::launch_delta_rule(args, m.op_stream());
 }
 
 void CudaBackend::softcap(float * x, int64_t n, float cap) { cuda::launch_softcap(x, n, cap, impl_->op_stream()); }

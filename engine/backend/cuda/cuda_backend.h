@@ -20,7 +20,8 @@
 // ubatches dequantize the weights to f16 and multiply on tensor cores (cuBLAS, f32
 // accumulation); F32 weights use cuBLAS's SGEMM. Attention: attention.cu. Routed experts:
 // the ubatch grouped by expert on the host (ExpertGroups), each chosen expert's rows one
-// matmul over its tokens, the rest in moe.cu.
+// matmul over its tokens, the rest in moe.cu. Gated DeltaNet: delta_rule.cu (g and beta
+// uploaded, the chunked form's scratch a workspace), causal_conv.cu, l2_norm.cu.
 // Threads: the ops and alloc from one thread at a time; the copies from any thread.
 // Linking: cudart statically, cuBLAS opened at run time (cuda_blas.h), so a program built
 // with this backend starts on machines without a driver or the toolkit's libraries.
@@ -105,9 +106,6 @@ public:
     void scale_tokens(float * x, int64_t n_tokens, int64_t n_cols, const float * scale_host) override;
     void softcap(float * x, int64_t n, float cap) override;
     void moe_ffn(const ExpertWeights & w, const float * x, int64_t n_tokens, const ExpertRoutes & routes, float * out) override;
-    // Gated DeltaNet's ops are not on the GPU yet: missing_ops names them, and the model
-    // refuses to load (the ops below are never reached; they abort).
-    std::string missing_ops(BackendOpSet set) const override;
     void sigmoid_mul(float * x, const float * gate, int64_t n) override;
     void copy_rows(const float * src, int64_t src_stride, int64_t n_rows, int64_t n_cols, float * dst, int64_t dst_stride) override;
     void l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out) override;

@@ -96,6 +96,34 @@ inline RopeArgs rope_args(const RopeParams & p) {
 //                                          x: [n_tokens][n_heads][head_dim], pos: [n_tokens] (device)
 void launch_rope(float * x, int64_t n_tokens, int64_t n_heads, const int32_t * pos, const RopeArgs & a, cudaStream_t stream);
 
+// ---- Gated DeltaNet: elementwise.cu, l2_norm.cu, causal_conv.cu, delta_rule.cu ----------------
+
+// x[i] *= sigmoid(gate[i])                                    (Backend::sigmoid_mul)
+void launch_sigmoid_mul(float * x, const float * gate, int64_t n, cudaStream_t stream);
+// out[r] = x[r] / max(|x[r]|, eps), the CPU's bits (Backend::l2_norm).  x, out: [n_rows][n_cols]
+void launch_l2_norm(const float * x, int64_t n_rows, int64_t n_cols, float eps, float * out, cudaStream_t stream);
+// Backend::causal_conv_silu.  x, out: [n_tokens][n_channels]; kernel: [n_channels][width];
+// state: [n_channels][width - 1] (device), updated.
+void launch_causal_conv_silu(const float * x, int64_t n_tokens, const float * kernel, int64_t n_channels, int64_t width, float * state,
+                             float * out, cudaStream_t stream);
+
+// Backend::gated_delta_rule, every pointer on the device.
+struct DeltaRuleArgs {
+    const float * q = nullptr;     // [n_tokens][n_k_heads][head_k_dim]
+    const float * k = nullptr;     // [n_tokens][n_k_heads][head_k_dim]
+    const float * v = nullptr;     // [n_tokens][n_v_heads][head_v_dim]
+    const float * g = nullptr;     // [n_tokens][n_v_heads]
+    const float * beta = nullptr;  // [n_tokens][n_v_heads]
+    float * state = nullptr;       // [n_v_heads][head_v_dim][head_k_dim], updated
+    float * out = nullptr;         // [n_tokens][n_v_heads][head_v_dim]
+    float * scratch = nullptr;     // delta_rule_scratch_bytes(p)
+    int64_t n_tokens = 0;
+    DeltaRuleParams p;
+};
+// The scratch of the chunked form (0 for the recurrent one).
+size_t delta_rule_scratch_bytes(const DeltaRuleParams & p);
+void launch_delta_rule(const DeltaRuleArgs & a, cudaStream_t stream);
+
 // ---- Routed experts: moe.cu ----------------------------------------------------------------------
 
 // out[i][c] = x[rows[i]][c]                 rows: [n_rows] (device), out: [n_rows][n_cols]

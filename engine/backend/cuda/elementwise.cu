@@ -1,11 +1,12 @@
-// add, add_bias, swiglu, scale, scale_tokens and softcap: one thread per element. add,
-// add_bias and the scales are exact; swiglu takes the CPU's ggml_expf (the same bits) for the
-// whole vectors of 16 of a row and expf for the rest, softcap tanhf (expf and tanhf within
-// 2 ulp of the CPU's std::exp and std::tanh), the rest in the CPU's order.
+// add, add_bias, swiglu, scale, scale_tokens, softcap and sigmoid_mul: one thread per
+// element. add, add_bias and the scales are exact; swiglu takes the CPU's ggml_expf (the same
+// bits) for the whole vectors of 16 of a row and expf for the rest (gates.cuh), softcap tanhf,
+// sigmoid_mul expf (expf and tanhf within 2 ulp of the CPU's std::exp and std::tanh), the
+// rest in the CPU's order.
 
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_kernels.h"
-#include "engine/common/ggml_expf.h"
+#include "engine/backend/cuda/gates.cuh"
 
 namespace lr::cuda {
 namespace {
@@ -28,9 +29,7 @@ __global__ void __launch_bounds__(kThreads) add_bias_kernel(float * x, const flo
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float * gate, const float * up, int64_t n, int64_t n_cols, float * out) {
     const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (i >= n) return;
-    const float g = gate[i];
-    const float e = i % n_cols < ggml_vector_cols(n_cols) ? ggml_expf(-g) : expf(-g);
-    out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, e)), up[i]);
+    out[i] = __fmul_rn(silu_of_column(gate[i], i % n_cols, n_cols), up[i]);
 }
 
 __global__ void __launch_bounds__(kThreads) scale_kernel(float * x, int64_t n, float s) {
@@ -47,6 +46,11 @@ __global__ void __launch_bounds__(kThreads) scale_tokens_kernel(float * x, int64
 __global__ void __launch_bounds__(kThreads) softcap_kernel(float * x, int64_t n, float inv, float cap) {
     const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (i < n) x[i] = __fmul_rn(tanhf(__fmul_rn(x[i], inv)), cap);
+}
+
+__global__ void __launch_bounds__(kThreads) sigmoid_mul_kernel(float * x, const float * gate, int64_t n) {
+    const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (i < n) x[i] = sigmoid_mul_one(x[i], gate[i]);
 }
 
 }  // namespace
@@ -80,6 +84,12 @@ void launch_add_bias(float * x, const float * b, int64_t n_rows, int64_t n_cols,
     const int64_t n = n_rows * n_cols;
     if (n == 0) return;
     add_bias_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, b, n, n_cols);
+    LR_CUDA_CHECK_LAUNCH();
+}
+
+void launch_sigmoid_mul(float * x, const float * gate, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    sigmoid_mul_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, gate, n);
     LR_CUDA_CHECK_LAUNCH();
 }
 
