@@ -1,6 +1,7 @@
 // Random-weight hybrids (make-model): qwen35 and qwen35moe with their Gated DeltaNet layers.
 // The tiny presets lay out exactly the tensors and keys of llama.cpp's tiny-2026 files, load
-// with three recurrent layers of four, keep their decay in (0, 1) and run.
+// with three recurrent layers of four, keep their decay in (0, 1) and run; the Qwen3.6
+// presets have the parameter counts their descriptions state and scale down by layers.
 #include <QtTest>
 
 #include <cmath>
@@ -98,7 +99,8 @@ class TestMakeHybridModel : public QObject {
     }
 
 private slots:
-    // The tiny-2026 files' counts.
+    // Counted by hand from the published configs (Qwen/Qwen3.6-27B, Qwen/Qwen3.6-35B-A3B, the
+    // language model without vision encoder and MTP layer), and from the tiny-2026 files.
     void presetShapes_data() {
         QTest::addColumn<QString>("preset");
         QTest::addColumn<qulonglong>("n_params");
@@ -108,6 +110,9 @@ private slots:
         QTest::newRow("tiny-qwen35") << "tiny-qwen35" << qulonglong(859'512) << 3 + 3 * 14 + 11 << "";
         // The FFN: a router, 3 expert stacks, the shared expert's gate and 3 matrices.
         QTest::newRow("tiny-qwen35moe") << "tiny-qwen35moe" << qulonglong(962'424) << 3 + 3 * 19 + 16 << "";
+        QTest::newRow("qwen3.6-27b") << "qwen3.6-27b" << qulonglong(26'895'998'464) << 3 + 48 * 14 + 16 * 11 << "26.90B parameters";
+        QTest::newRow("qwen3.6-35b-a3b") << "qwen3.6-35b-a3b" << qulonglong(34'660'610'688) << 3 + 30 * 19 + 10 * 16
+                                         << "34.66B parameters (3.45B per token)";
     }
     void presetShapes() {
         QFETCH(QString, preset);
@@ -241,9 +246,36 @@ private slots:
         qInfo("logits after 200 + 8 tokens span %.3f to %.3f", double(*lo), double(*hi));
     }
 
-    // tiny-qwen35moe's dense counterpart is a qwen35 whose FFN is as wide as the 2 experts
-    // and the shared one; it runs.
+    // --layers keeps the width and the period; fewer layers than the period leave no
+    // attention layer and are refused.
+    void fewerLayers() {
+        ModelShape s = find_model_preset("qwen3.6-27b")->shape;
+        s.n_layer = 8;
+        auto plan = plan_random_model({.shape = s, .weights = {DType::Q4_0}, .output_path = "x.gguf"});
+        QVERIFY2(plan.ok(), plan.status().message().c_str());
+        // 6 delta-net and 2 attention layers of 383.27M and 372.26M, and the 2 x 1.27B embeddings.
+        QCOMPARE(plan->n_params, qulonglong(5'586'951'488));
+        QCOMPARE(int(plan->tensors.size()), 3 + 6 * 14 + 2 * 11);
+        s.n_layer = 3;
+        const Status st = validate(s);
+        QVERIFY(!st.ok());
+        QVERIFY2(QString::fromStdString(st.message()).contains("at least full_attention_interval (4) layers"), st.message().c_str());
+    }
+
+    // qwen3.6-35b-a3b's dense counterpart is a qwen35 whose FFN is as wide as the 8 experts
+    // and the shared one; its routers, other experts and shared-expert gates are gone.
     void denseCounterpart() {
+        const ModelShape moe = find_model_preset("qwen3.6-35b-a3b")->shape;
+        const ModelShape dense = dense_counterpart(moe);
+        QCOMPARE(dense.arch, ModelArch::qwen35);
+        QCOMPARE(dense.n_ff, 8u * 512u + 512u);
+        QVERIFY(!dense.is_moe());
+        QVERIFY(validate(dense).ok());
+        auto plan = plan_random_model({.shape = dense, .weights = {DType::Q8_0}, .output_path = "x.gguf"});
+        QVERIFY(plan.ok());
+        const uint64_t dropped = 40ull * ((256 - 8) * 3ull * 2048 * 512 + 2048 * 256 + 2048);
+        QCOMPARE(plan->n_params, qulonglong(34'660'610'688 - dropped));
+
         const std::string file = dir_.filePath("tiny-qwen35moe-dense.gguf").toStdString();
         const ModelShape tiny = dense_counterpart(find_model_preset("tiny-qwen35moe")->shape);
         QCOMPARE(tiny.arch, ModelArch::qwen35);
