@@ -19,7 +19,8 @@ int run_make_model(const Argv & argv) {
         {"--name", "", true, false, "general.name to write"},
         {"--ctx-train", "", true, false, "trained context to write instead of the preset's (long-context benchmarks)"},
         {"--layers", "", true, false, "layers to write instead of the preset's (a smaller model of the same width)"},
-        {"--dense", "", false, false, "a mixture of experts' dense counterpart: one FFN as wide as the experts a token uses"},
+        {"--dense", "", false, false,
+         "a mixture of experts' dense counterpart: one FFN as wide as the experts a token uses, the shared one included"},
         {"-t", "--threads", true, false, "threads for quantizing (default: all cores)"},
         {"-h", "--help", false, false, "this help"},
     };

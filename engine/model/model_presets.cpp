@@ -143,6 +143,50 @@ constexpr std::array kPresets = {
                  .rope_yarn_factor = 32.0f,
                  .n_ctx_orig_yarn = 4096},
                 {DType::MXFP4, WeightMix::mxfp4_moe}},
+    // The hybrids: three Gated DeltaNet layers to one attention layer. "tiny-qwen35" and
+    // "tiny-qwen35moe" are the shapes of ../shared/models/tiny-2026.
+    ModelPreset{"tiny-qwen35",
+                "qwen35, n_embd 128, 4 layers (3 Gated DeltaNet, 1 attention with 4/2 heads of 64, rope on 16 dims), delta-net 2 q/k "
+                "and 4 v heads of 32, n_ff 256, vocab 512",
+                {.arch = ModelArch::qwen35,
+                 .n_vocab = 512,
+                 .n_ctx_train = 1024,
+                 .n_embd = 128,
+                 .n_layer = 4,
+                 .n_head = 4,
+                 .n_head_kv = 2,
+                 .n_ff = 256,
+                 .rope_freq_base = 10000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 64,
+                 .n_rot = 16,
+                 .full_attention_interval = 4,
+                 .ssm_conv_kernel = 4,
+                 .ssm_state_size = 32,
+                 .ssm_group_count = 2,
+                 .ssm_time_step_rank = 4}},
+    ModelPreset{"tiny-qwen35moe",
+                "qwen35moe, tiny-qwen35 with 8 experts of width 32, 2 per token, and a shared expert of width 64",
+                {.arch = ModelArch::qwen35moe,
+                 .n_vocab = 512,
+                 .n_ctx_train = 1024,
+                 .n_embd = 128,
+                 .n_layer = 4,
+                 .n_head = 4,
+                 .n_head_kv = 2,
+                 .rope_freq_base = 10000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 64,
+                 .n_expert = 8,
+                 .n_expert_used = 2,
+                 .n_ff_exp = 32,
+                 .n_ff_shexp = 64,
+                 .n_rot = 16,
+                 .full_attention_interval = 4,
+                 .ssm_conv_kernel = 4,
+                 .ssm_state_size = 32,
+                 .ssm_group_count = 2,
+                 .ssm_time_step_rank = 4}},
     ModelPreset{"qwen3-30b-a3b",
                 "Qwen3 30B-A3B: qwen3moe, n_embd 2048, 48 layers, 32/4 heads of 128, 128 experts of width 768, 8 per token, vocab 151936",
                 {.arch = ModelArch::qwen3moe,
@@ -182,6 +226,52 @@ constexpr std::array kPresets = {
                  .rope_yarn_factor = 32.0f,
                  .n_ctx_orig_yarn = 4096},
                 {DType::MXFP4, WeightMix::mxfp4_moe}},
+    // Qwen3.6 (the Qwen3.5 architecture, config.json of Qwen/Qwen3.6-27B and -35B-A3B): the
+    // language model without its vision encoder and multi-token-prediction layer.
+    ModelPreset{"qwen3.6-27b",
+                "Qwen3.6 27B: qwen35, 26.90B parameters, n_embd 5120, 64 layers (48 Gated DeltaNet with 16 q/k and 48 v heads of 128, "
+                "16 attention with 24/4 heads of 256, rope on 64 dims), n_ff 17408, vocab 248320",
+                {.arch = ModelArch::qwen35,
+                 .n_vocab = 248320,
+                 .n_ctx_train = 262144,
+                 .n_embd = 5120,
+                 .n_layer = 64,
+                 .n_head = 24,
+                 .n_head_kv = 4,
+                 .n_ff = 17408,
+                 .rope_freq_base = 10000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 256,
+                 .n_rot = 64,
+                 .full_attention_interval = 4,
+                 .ssm_conv_kernel = 4,
+                 .ssm_state_size = 128,
+                 .ssm_group_count = 16,
+                 .ssm_time_step_rank = 48}},
+    ModelPreset{"qwen3.6-35b-a3b",
+                "Qwen3.6 35B-A3B: qwen35moe, 34.66B parameters (3.45B per token), n_embd 2048, 40 layers (30 Gated DeltaNet with 16 "
+                "q/k and 32 v heads of 128, 10 attention with 16/2 heads of 256, rope on 64 dims), 256 experts of width 512, 8 per "
+                "token, a shared expert of width 512, vocab 248320",
+                {.arch = ModelArch::qwen35moe,
+                 .n_vocab = 248320,
+                 .n_ctx_train = 262144,
+                 .n_embd = 2048,
+                 .n_layer = 40,
+                 .n_head = 16,
+                 .n_head_kv = 2,
+                 .rope_freq_base = 10000000.0f,
+                 .rms_eps = 1e-6f,
+                 .n_embd_head = 256,
+                 .n_expert = 256,
+                 .n_expert_used = 8,
+                 .n_ff_exp = 512,
+                 .n_ff_shexp = 512,
+                 .n_rot = 64,
+                 .full_attention_interval = 4,
+                 .ssm_conv_kernel = 4,
+                 .ssm_state_size = 128,
+                 .ssm_group_count = 16,
+                 .ssm_time_step_rank = 32}},
 };
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -194,14 +284,40 @@ bool iequals(std::string_view a, std::string_view b) {
 
 Status bad_shape(const std::string & what) { return error(StatusCode::invalid_argument, "model shape: " + what); }
 
+// The Gated DeltaNet layers, with the loader's limits (model_hparams.cpp).
+Status validate_delta_net(const ModelShape & s, bool hybrid_family) {
+    if (hybrid_family != s.is_hybrid()) {
+        return bad_shape(hybrid_family
+                             ? std::string(arch_name(s.arch)) + " needs Gated DeltaNet layers (full_attention_interval)"
+                             : "only qwen35 and qwen35moe models have Gated DeltaNet layers, not " + std::string(arch_name(s.arch)));
+    }
+    if (!s.is_hybrid()) return {};
+    if (s.ssm_conv_kernel < 2 || s.ssm_conv_kernel > 64 || s.ssm_state_size == 0 || s.ssm_state_size > 1024 || s.ssm_group_count == 0 ||
+        s.ssm_time_step_rank == 0) {
+        return bad_shape(
+            "Gated DeltaNet: ssm_conv_kernel 2 to 64, ssm_state_size 1 to 1024, ssm_group_count and ssm_time_step_rank positive");
+    }
+    if (s.ssm_time_step_rank % s.ssm_group_count != 0) {
+        return bad_shape("ssm_time_step_rank (v heads) " + std::to_string(s.ssm_time_step_rank) +
+                         " is not a multiple of ssm_group_count (q/k heads) " + std::to_string(s.ssm_group_count));
+    }
+    // The attention layer is the last of each period: fewer layers would have none.
+    if (s.n_layer < s.full_attention_interval) {
+        return bad_shape("a hybrid needs at least full_attention_interval (" + std::to_string(s.full_attention_interval) +
+                         ") layers, its first attention layer being the last of them; n_layer is " + std::to_string(s.n_layer));
+    }
+    return {};
+}
+
 }  // namespace
 
 Status validate(const ModelShape & s) {
     // NOTE: mistral3's and phi3's layouts (YaRN keys, fused projections) are not written.
-    const bool moe_family = s.arch == ModelArch::qwen3moe || s.arch == ModelArch::gpt_oss;
+    const bool moe_family = s.arch == ModelArch::qwen3moe || s.arch == ModelArch::gpt_oss || s.arch == ModelArch::qwen35moe;
+    const bool hybrid_family = s.arch == ModelArch::qwen35 || s.arch == ModelArch::qwen35moe;
     if (s.arch != ModelArch::llama && s.arch != ModelArch::qwen2 && s.arch != ModelArch::qwen3 && s.arch != ModelArch::gemma3 &&
-        !moe_family) {
-        return bad_shape("make-model writes llama, qwen2, qwen3, gemma3, qwen3moe and gpt-oss models, not " +
+        !moe_family && !hybrid_family) {
+        return bad_shape("make-model writes llama, qwen2, qwen3, gemma3, qwen3moe, gpt-oss, qwen35 and qwen35moe models, not " +
                          std::string(arch_name(s.arch)));
     }
     if (s.sliding_window > 0 && s.arch != ModelArch::gemma3 && s.arch != ModelArch::gpt_oss) {
@@ -214,8 +330,9 @@ Status validate(const ModelShape & s) {
     }
     if (moe_family != s.is_moe()) {
         return bad_shape(moe_family ? std::string(arch_name(s.arch)) + " needs experts (n_expert)"
-                                    : "only qwen3moe and gpt-oss models have experts, not " + std::string(arch_name(s.arch)));
+                                    : "only qwen3moe, qwen35moe and gpt-oss models have experts, not " + std::string(arch_name(s.arch)));
     }
+    LR_RETURN_IF_ERROR(validate_delta_net(s, hybrid_family));
     if (s.is_moe() && (s.n_expert > 512 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert || s.n_ff_exp == 0)) {
         return bad_shape("experts: n_expert at most 512, n_expert_used 1 to n_expert, n_ff_exp positive");
     }
@@ -229,6 +346,9 @@ Status validate(const ModelShape & s) {
     }
     if (s.head_dim() % 2 != 0 || s.head_dim() > 1024) {
         return bad_shape("the head size " + std::to_string(s.head_dim()) + " must be even and at most 1024");
+    }
+    if (s.n_rot % 2 != 0 || s.n_rot > s.head_dim()) {
+        return bad_shape("n_rot " + std::to_string(s.n_rot) + " must be even and at most the head size " + std::to_string(s.head_dim()));
     }
     if (s.n_ctx_train == 0) return bad_shape("n_ctx_train must be positive");
     if (!(s.rope_freq_base > 0.0f) || !(s.rms_eps > 0.0f) || !(s.rope_freq_base_swa > 0.0f)) {
@@ -252,7 +372,7 @@ ModelShape dense_counterpart(const ModelShape & moe) {
         dense.n_ff_shexp = 0;
         return dense;
     }
-    dense.arch = ModelArch::qwen3;
+    dense.arch = moe.arch == ModelArch::qwen35moe ? ModelArch::qwen35 : ModelArch::qwen3;
     dense.n_ff = n_ff_active;
     dense.n_expert = dense.n_expert_used = dense.n_ff_exp = dense.n_ff_shexp = 0;
     return dense;

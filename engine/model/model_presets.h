@@ -14,9 +14,10 @@
 namespace lr {
 
 // The shape of a model of the families make-model writes (llama, qwen2, qwen3, gemma3,
-// qwen3moe, gpt-oss): everything needed to lay out its tensors and write the metadata the
-// loader reads (model_hparams.cpp). Each family's own tensors (norms, biases, sinks) follow
-// from its architecture (model_features.h).
+// qwen3moe, gpt-oss, and the hybrids qwen35, qwen35moe): everything needed to lay out its
+// tensors and write the metadata the loader reads (model_hparams.cpp). Each family's own
+// tensors (norms, biases, sinks, the attention's output gate) follow from its architecture
+// (model_features.h).
 struct ModelShape {
     ModelArch arch = ModelArch::llama;
     uint32_t n_vocab = 0;  // replaced by the token count when a vocabulary is copied
@@ -46,22 +47,41 @@ struct ModelShape {
     // YaRN (gpt-oss): the factor and the original context (0: none).
     float rope_yarn_factor = 0.0f;
     uint32_t n_ctx_orig_yarn = 0;
+    // The dimensions of a head that rope turns (0: all of them); qwen35's partial rope.
+    uint32_t n_rot = 0;
+    // Gated DeltaNet layers (qwen35, qwen35moe; 0: none): every full_attention_interval-th
+    // layer is attention, the others recurrent, with ssm_group_count q/k heads and
+    // ssm_time_step_rank v heads, all ssm_state_size wide, and a causal convolution
+    // ssm_conv_kernel tokens wide.
+    uint32_t full_attention_interval = 0;
+    uint32_t ssm_conv_kernel = 0;
+    uint32_t ssm_state_size = 0;
+    uint32_t ssm_group_count = 0;
+    uint32_t ssm_time_step_rank = 0;
 
     uint32_t head_dim() const { return n_embd_head != 0 ? n_embd_head : n_head == 0 ? 0 : n_embd / n_head; }
     uint32_t n_embd_q() const { return n_head * head_dim(); }
     uint32_t n_embd_kv() const { return n_head_kv * head_dim(); }
     bool is_moe() const { return n_expert > 0; }
+    uint32_t rope_dims() const { return n_rot != 0 ? n_rot : head_dim(); }
+    bool is_hybrid() const { return full_attention_interval > 0; }
+    bool is_recurrent(uint32_t il) const { return is_hybrid() && (il + 1) % full_attention_interval != 0; }
+    uint32_t ssm_inner_size() const { return ssm_state_size * ssm_time_step_rank; }  // v heads x head_v_dim
+    // A delta-net layer's convolution channels: [q | k | v] of every head.
+    uint32_t delta_net_channels() const { return 2 * ssm_group_count * ssm_state_size + ssm_inner_size(); }
 };
 
 // Checks that the shape can be written and loaded (sizes non-zero, heads divide the
 // embedding, an even head size, GQA groups whole, experts where the family has them and
-// nowhere else). invalid_argument names the field.
+// nowhere else, delta-net layers in the hybrids and nowhere else, with at least one
+// attention layer). invalid_argument names the field.
 Status validate(const ModelShape & shape);
 
 // The dense model of a mixture of experts' active size, for benchmarks: each layer's
-// experts become one FFN as wide as the experts a token uses (n_expert_used x n_ff_exp),
-// the rest unchanged. qwen3moe becomes qwen3; gpt-oss, which has no dense form, keeps its
-// layout with a single expert that every token uses. A dense shape is returned as it is.
+// experts become one FFN as wide as the experts a token uses (n_expert_used x n_ff_exp,
+// plus the shared expert), the rest unchanged. qwen3moe becomes qwen3 and qwen35moe qwen35
+// (the shared expert's sigmoid gate goes with it); gpt-oss, which has no dense form, keeps
+// its layout with a single expert that every token uses. A dense shape is returned as it is.
 ModelShape dense_counterpart(const ModelShape & moe);
 
 struct ModelPreset {

@@ -21,6 +21,12 @@ namespace {
 constexpr float kWeightStddev = 0.02f;
 constexpr float kNormStddev = 0.1f;
 constexpr float kBiasStddev = 0.02f;
+// A depthwise kernel of 4 taps: PyTorch's default for it, U(+-1/sqrt(4)), has this spread;
+// 0.02 would shrink q, k and v thirty-fold before the delta rule.
+constexpr float kConvStddev = 0.3f;
+// The delta-net decay: ssm_a = -U(1, 16) and dt log-uniform in [1e-3, 1e-1] (Mamba's ranges).
+constexpr float kDecayRateMin = 1.0f, kDecayRateMax = 16.0f;
+constexpr float kTimeStepMin = 1e-3f, kTimeStepMax = 1e-1f;
 // Tensor data is produced in chunks of about this many output bytes: progress and
 // cancellation are checked between chunks, threads split the rows of one chunk.
 
@@ -45,14 +51,40 @@ uint64_t fnv1a64(std::string_view s) {
 
 uint64_t tensor_key(uint64_t seed, std::string_view name) { return mix64(seed ^ mix64(fnv1a64(name))); }
 
+constexpr float kInv24 = 1.0f / float(1u << 24);
+
+float stddev_of(TensorInit init) {
+    switch (init) {
+        case TensorInit::norm: return kNormStddev;
+        case TensorInit::bias: return kBiasStddev;
+        case TensorInit::conv: return kConvStddev;
+        default: return kWeightStddev;
+    }
+}
+
+// A delta-net layer's per-head decay parameters: one uniform draw u in (0, 1] each.
+void draw_decay_row(uint64_t state, TensorInit init, float * out, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        state += kGolden;
+        const float u = float((mix64(state) >> 40) + 1) * kInv24;
+        if (init == TensorInit::decay_rate) {
+            out[i] = -(kDecayRateMin + (kDecayRateMax - kDecayRateMin) * u);
+        } else {
+            const float dt = kTimeStepMin * std::pow(kTimeStepMax / kTimeStepMin, u);
+            out[i] = std::log(std::expm1(dt));  // softplus(out) = dt
+        }
+    }
+}
+
 // Row `row` of a tensor: mean + stddev * N(0, 1), by Box-Muller on one 64-bit draw per
-// pair of values (24 bits per uniform: float precision, tails to about 5.8 sigma).
+// pair of values (24 bits per uniform: float precision, tails to about 5.8 sigma); the
+// decay parameters uniform.
 void draw_row(uint64_t key, uint64_t row, TensorInit init, float * out, size_t n) {
-    const float mean = init == TensorInit::norm ? 1.0f : 0.0f;
-    const float stddev = init == TensorInit::norm ? kNormStddev : init == TensorInit::bias ? kBiasStddev : kWeightStddev;
     uint64_t state = mix64(key ^ mix64(row));
+    if (init == TensorInit::decay_rate || init == TensorInit::time_step_bias) return draw_decay_row(state, init, out, n);
+    const float mean = init == TensorInit::norm ? 1.0f : 0.0f;
+    const float stddev = stddev_of(init);
     constexpr float kTwoPi = 6.28318530717958647692f;
-    constexpr float kInv24 = 1.0f / float(1u << 24);
     for (size_t i = 0; i < n; i += 2) {
         state += kGolden;
         const uint64_t r = mix64(state);
@@ -167,31 +199,59 @@ void lay_out_experts(Planner & p, const ModelShape & s, const ModelFeatures & f,
     }
 }
 
+// A Gated DeltaNet layer's mixer, in place of attention (the tensors load_delta_net reads).
+// Its projections take the attention's roles in the weight mixes: attn_qkv, attn_gate and
+// the gates' inputs as attn_q, ssm_out as attn_output.
+void lay_out_delta_net(Planner & p, const ModelShape & s, const std::string & b, uint32_t il) {
+    const uint64_t n_embd = s.n_embd, channels = s.delta_net_channels(), inner = s.ssm_inner_size(), n_v = s.ssm_time_step_rank;
+    p.matrix(b + "attn_qkv.weight", n_embd, channels, WeightRole::attn_q, il);
+    p.matrix(b + "attn_gate.weight", n_embd, inner, WeightRole::attn_q, il);
+    p.f32_matrix(b + "ssm_conv1d.weight", s.ssm_conv_kernel, channels, TensorInit::conv);  // llama-quantize keeps it F32
+    p.vector(b + "ssm_dt.bias", n_v, TensorInit::time_step_bias);
+    p.vector(b + "ssm_a", n_v, TensorInit::decay_rate);
+    p.matrix(b + "ssm_beta.weight", n_embd, n_v, WeightRole::attn_q, il);
+    p.matrix(b + "ssm_alpha.weight", n_embd, n_v, WeightRole::attn_q, il);
+    p.vector(b + "ssm_norm.weight", s.ssm_state_size, TensorInit::norm);
+    p.matrix(b + "ssm_out.weight", inner, n_embd, WeightRole::attn_output, il);
+}
+
+// An attention layer's projections and their norms, biases and sinks.
+void lay_out_attention(Planner & p, const ModelShape & s, const ModelFeatures & f, const std::string & b, uint32_t il) {
+    const uint64_t n_embd = s.n_embd, n_embd_q = s.n_embd_q(), n_embd_kv = s.n_embd_kv();
+    const bool qkv_bias = s.qkv_bias || f.qkv_biases;
+    // qwen35's attn_q holds each head's q and its output gate.
+    p.matrix(b + "attn_q.weight", n_embd, n_embd_q * (f.attn_output_gate ? 2 : 1), WeightRole::attn_q, il);
+    if (qkv_bias) p.vector(b + "attn_q.bias", n_embd_q, TensorInit::bias);
+    p.matrix(b + "attn_k.weight", n_embd, n_embd_kv, WeightRole::attn_k, il);
+    if (qkv_bias) p.vector(b + "attn_k.bias", n_embd_kv, TensorInit::bias);
+    p.matrix(b + "attn_v.weight", n_embd, n_embd_kv, WeightRole::attn_v, il);
+    if (qkv_bias) p.vector(b + "attn_v.bias", n_embd_kv, TensorInit::bias);
+    if (f.qk_norm) {
+        p.vector(b + "attn_q_norm.weight", s.head_dim(), TensorInit::norm);
+        p.vector(b + "attn_k_norm.weight", s.head_dim(), TensorInit::norm);
+    }
+    p.matrix(b + "attn_output.weight", n_embd_q, n_embd, WeightRole::attn_output, il);
+    if (f.expert_biases) p.vector(b + "attn_output.bias", n_embd, TensorInit::bias);  // gpt-oss biases every projection
+    if (f.attn_sinks) p.vector(b + "attn_sinks.weight", s.n_head, TensorInit::norm);
+    if (f.post_norms) p.vector(b + "post_attention_norm.weight", n_embd, TensorInit::norm);
+}
+
 // The tensors in the order llama.cpp's converter writes them; each family's own tensors
-// (q/k norms, biases, post-norms, sinks, experts) as its features say its loader requires.
+// (q/k norms, biases, post-norms, sinks, experts, delta-net mixers) as its features say its
+// loader requires.
 void lay_out_tensors(const ModelShape & s, const WeightFormat & format, RandomModelPlan & plan) {
     Planner p(s, format, plan);
     const ModelFeatures f = model_features(ModelHParams{.arch = s.arch});
-    const uint64_t n_embd = s.n_embd, n_embd_q = s.n_embd_q(), n_embd_kv = s.n_embd_kv();
-    const bool qkv_bias = s.qkv_bias || f.qkv_biases;
+    const uint64_t n_embd = s.n_embd;
     p.matrix("token_embd.weight", n_embd, s.n_vocab, WeightRole::token_embd, 0);
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         p.vector(b + "attn_norm.weight", n_embd, TensorInit::norm);
-        p.matrix(b + "attn_q.weight", n_embd, n_embd_q, WeightRole::attn_q, il);
-        if (qkv_bias) p.vector(b + "attn_q.bias", n_embd_q, TensorInit::bias);
-        p.matrix(b + "attn_k.weight", n_embd, n_embd_kv, WeightRole::attn_k, il);
-        if (qkv_bias) p.vector(b + "attn_k.bias", n_embd_kv, TensorInit::bias);
-        p.matrix(b + "attn_v.weight", n_embd, n_embd_kv, WeightRole::attn_v, il);
-        if (qkv_bias) p.vector(b + "attn_v.bias", n_embd_kv, TensorInit::bias);
-        if (f.qk_norm) {
-            p.vector(b + "attn_q_norm.weight", s.head_dim(), TensorInit::norm);
-            p.vector(b + "attn_k_norm.weight", s.head_dim(), TensorInit::norm);
+        if (s.is_recurrent(il)) {
+            lay_out_delta_net(p, s, b, il);
+        } else {
+            lay_out_attention(p, s, f, b, il);
         }
-        p.matrix(b + "attn_output.weight", n_embd_q, n_embd, WeightRole::attn_output, il);
-        if (f.expert_biases) p.vector(b + "attn_output.bias", n_embd, TensorInit::bias);  // gpt-oss biases every projection
-        if (f.attn_sinks) p.vector(b + "attn_sinks.weight", s.n_head, TensorInit::norm);
-        if (f.post_norms) p.vector(b + "post_attention_norm.weight", n_embd, TensorInit::norm);
         p.vector(b + (f.ffn_norm_named_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"), n_embd, TensorInit::norm);
         if (s.is_moe()) {
             lay_out_experts(p, s, f, b, il);
@@ -211,6 +271,21 @@ bool is_float_format(const WeightFormat & f) {
     return f.mix == WeightMix::pure && (f.type == DType::F32 || f.type == DType::F16 || f.type == DType::BF16);
 }
 
+// The Gated DeltaNet keys, and the rope sections llama.cpp requires of qwen35 files: the
+// converter's mrope_section ([11, 11, 10] for 64 rotated dimensions), padded to four. With
+// text positions every section turns alike, so only their sum, n_rot / 2 pairs, matters.
+void add_delta_net_metadata(gguf::GgufWriter & w, const ModelShape & s) {
+    const std::string arch(arch_name(s.arch));
+    w.set_uint32(arch + ".ssm.conv_kernel", s.ssm_conv_kernel);
+    w.set_uint32(arch + ".ssm.state_size", s.ssm_state_size);
+    w.set_uint32(arch + ".ssm.group_count", s.ssm_group_count);
+    w.set_uint32(arch + ".ssm.time_step_rank", s.ssm_time_step_rank);
+    w.set_uint32(arch + ".ssm.inner_size", s.ssm_inner_size());
+    w.set_uint32(arch + ".full_attention_interval", s.full_attention_interval);
+    const int32_t n_pairs = int32_t(s.rope_dims() / 2), first = (n_pairs + 2) / 3, second = std::min(first, n_pairs - first);
+    w.set_int32_array(arch + ".rope.dimension_sections", {first, second, n_pairs - first - second, 0});
+}
+
 // Every key model_hparams.cpp reads, plus llama.cpp's general.file_type.
 void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint64_t seed) {
     const ModelShape & s = plan.shape;
@@ -225,10 +300,10 @@ void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint
     w.set_uint32(arch + ".context_length", s.n_ctx_train);
     w.set_uint32(arch + ".embedding_length", s.n_embd);
     w.set_uint32(arch + ".block_count", s.n_layer);
-    w.set_uint32(arch + ".feed_forward_length", s.n_ff);
+    if (s.n_ff > 0) w.set_uint32(arch + ".feed_forward_length", s.n_ff);  // qwen35moe files have none
     w.set_uint32(arch + ".attention.head_count", s.n_head);
     w.set_uint32(arch + ".attention.head_count_kv", s.n_head_kv);
-    w.set_uint32(arch + ".rope.dimension_count", s.head_dim());
+    w.set_uint32(arch + ".rope.dimension_count", s.rope_dims());
     w.set_float32(arch + ".rope.freq_base", s.rope_freq_base);
     w.set_float32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
     if (s.n_embd_head != 0) {
@@ -255,6 +330,7 @@ void add_model_metadata(gguf::GgufWriter & w, const RandomModelPlan & plan, uint
             w.set_float32(arch + ".rope.freq_base_swa", s.rope_freq_base_swa);
         }
     }
+    if (s.is_hybrid()) add_delta_net_metadata(w, s);
     if (s.is_moe()) {
         w.set_uint32(arch + ".expert_count", s.n_expert);
         w.set_uint32(arch + ".expert_used_count", s.n_expert_used);

@@ -1,16 +1,20 @@
 #pragma once
 // Random-weight GGUF models of realistic shapes ("make-model"): for benchmarks and for
 // machines that cannot download a model. The file loads like a converted model (llama,
-// qwen2, qwen3 or gemma3 architecture, the metadata keys model_hparams.cpp reads, a
-// vocabulary), but its weights are noise: it runs at a real model's speed and writes
-// gibberish.
+// qwen2, qwen3, gemma3, qwen3moe, gpt-oss, qwen35 or qwen35moe architecture, the metadata
+// keys model_hparams.cpp reads, a vocabulary), but its weights are noise: it runs at a real
+// model's speed and writes gibberish.
 //
 // Values: 2-D weights ~ N(0, 0.02); norm weights 1 + N(0, 0.1) (near 1.0 so activations
-// stay alive); biases N(0, 0.02). Each tensor is drawn from a generator seeded by
-// (seed, tensor name) and each row from (tensor, row index), so a tensor holds the same
-// values in every weight type and for any thread count. Tensor data is generated and
-// quantized chunk by chunk and streamed to disk: memory stays at about one tensor
-// (GgufWriter fills a tensor at a time), never the whole model.
+// stay alive); biases N(0, 0.02). A Gated DeltaNet layer's own tensors follow the
+// initialisation of Mamba-style layers, as the tiny-2026 reference models do: the
+// convolution N(0, 0.3), the decay rate ssm_a = -U(1, 16), ssm_dt.bias the inverse softplus
+// of a time step log-uniform in [1e-3, 1e-1]; each token's decay exp(ssm_a softplus(.))
+// then lies in (0, 1) and the state stays bounded. Each tensor is drawn from a generator seeded by (seed, tensor name) and each
+// row from (tensor, row index), so a tensor holds the same values in every weight type and
+// for any thread count. Tensor data is generated and quantized chunk by chunk and streamed
+// to disk: memory stays at about one tensor (GgufWriter fills a tensor at a time), never
+// the whole model.
 
 #include <cstdint>
 #include <functional>
@@ -48,8 +52,15 @@ struct RandomModelSpec {
 // and, for names, the accepted values.
 Status validate(const RandomModelSpec & spec);
 
-// How initial values are drawn.
-enum class TensorInit { weight, norm, bias };
+// How initial values are drawn (see the top of this file).
+enum class TensorInit {
+    weight,
+    norm,
+    bias,
+    conv,            // a delta-net layer's causal convolution
+    decay_rate,      // ssm_a
+    time_step_bias,  // ssm_dt.bias
+};
 
 struct PlannedTensor {
     std::string name;

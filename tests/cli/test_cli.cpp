@@ -220,6 +220,41 @@ private slots:
         QVERIFY(!r.out.contains("sliding window") || model == "tiny-gemma3-f32" || model == "tiny-gpt-oss-f32");
     }
 
+    // make-model writes the hybrids: info shows their layer kinds and generate runs them;
+    // --layers keeps the period of three recurrent layers to one attention layer, --dense
+    // turns qwen35moe into qwen35.
+    void makeModelWritesHybrids_data() {
+        QTest::addColumn<QStringList>("flags");
+        QTest::addColumn<QString>("arch");
+        QTest::addColumn<QString>("recurrent");
+        QTest::newRow("qwen35") << QStringList{"--preset", "tiny-qwen35"} << "qwen35"
+                                << "3 of 4 layers";
+        QTest::newRow("qwen35moe") << QStringList{"--preset", "tiny-qwen35moe", "--type", "Q8_0"} << "qwen35moe"
+                                   << "3 of 4 layers";
+        QTest::newRow("qwen35 8 layers") << QStringList{"--preset", "tiny-qwen35", "--layers", "8"} << "qwen35"
+                                         << "6 of 8 layers";
+        QTest::newRow("qwen35moe dense") << QStringList{"--preset", "tiny-qwen35moe", "--dense"} << "qwen35"
+                                         << "3 of 4 layers";
+    }
+    void makeModelWritesHybrids() {
+        QFETCH(QStringList, flags);
+        QFETCH(QString, arch);
+        QFETCH(QString, recurrent);
+        QTemporaryDir dir;
+        const QString file = dir.filePath("hybrid.gguf");
+        const Run made = run_cli(QStringList{"make-model", "-o", file, "-t", "2"} + flags);
+        QVERIFY2(made.exit_code == 0, made.err.constData());
+        const Run info = run_cli({"info", "-m", file, "-c", "1024"});
+        QCOMPARE(info.exit_code, 0);
+        QVERIFY2(info.out.contains(("architecture:  " + arch + "\n").toUtf8()), info.out.constData());
+        QVERIFY2(info.out.contains(("recurrent:     " + recurrent + " Gated DeltaNet").toUtf8()), info.out.constData());
+        const Run gen = run_cli({"generate", "-m", file, "-p", "Once upon a time", "-n", "8", "--temp", "0", "--json"});
+        QVERIFY2(gen.exit_code == 0, gen.err.constData());
+        const QJsonObject o = QJsonDocument::fromJson(gen.out).object();
+        QVERIFY(o["prompt_tokens"].toArray().size() > 1);
+        QCOMPARE(o["generated_tokens"].toArray().size(), 8);
+    }
+
     // Process A prefills a prompt and exits; process B with the same prompt restores its KV
     // from the prefix cache on disk (a hybrid: and the recurrent states at its end) and
     // generates the same tokens.
@@ -342,6 +377,9 @@ private slots:
         QTest::newRow("make-model no output") << QStringList{"make-model", "--preset", "tiny"} << "needs an output file";
         QTest::newRow("quest page") << QStringList{"generate", "-p", "x", "--kv-policy", "quest", "--quest-page", "24"}
                                     << "Quest page (24 tokens)";
+        QTest::newRow("make-model hybrid without attention")
+            << QStringList{"make-model", "--preset", "qwen3.6-27b", "--layers", "2", "-o", "/tmp/x.gguf"}
+            << "at least full_attention_interval (4) layers";
         QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
     }
     void badInputGivesOneLineError() {

@@ -217,7 +217,7 @@ private slots:
         QTest::newRow("moe-without-experts") << "no-experts"
                                              << "qwen3moe needs experts";
         QTest::newRow("dense-with-experts") << "dense-experts"
-                                            << "only qwen3moe and gpt-oss models have experts";
+                                            << "only qwen3moe, qwen35moe and gpt-oss models have experts";
         QTest::newRow("too-many-used") << "too-many-used"
                                        << "n_expert_used 1 to n_expert";
         QTest::newRow("gpt-oss-without-window") << "no-window"
