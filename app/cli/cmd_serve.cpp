@@ -1,5 +1,6 @@
 // serve: an OpenAI-compatible HTTP server on the engine (app/server). Requests wait in a
-// queue and one engine thread serves them in turn. SIGINT or SIGTERM stops it.
+// queue; one engine thread runs up to --parallel of them at once (continuous batching).
+// SIGINT or SIGTERM stops it.
 #include <pthread.h>
 #include <signal.h>
 
@@ -71,6 +72,7 @@ int run_serve(const Argv & argv) {
              {"--h2o-keep-ratio", "", true, false, "same as --kv-policy h2o --keep-ratio R"},
              {"--host", "", true, false, "address to listen on (default 127.0.0.1)"},
              {"--port", "", true, false, "port to listen on (default 8080)"},
+             {"--parallel", "-np", true, false, "requests generating at once, sharing the KV budgets (default 4)"},
              {"--api-key", "", true, false, "the key clients must send (Authorization: Bearer KEY)"},
              {"--api-key-file", "", true, false, "read the API key from this file"},
              {"--insecure", "", false, false, "allow another address than loopback without an API key"},
@@ -82,6 +84,8 @@ int run_serve(const Argv & argv) {
     if (!args) return exit_code;
     auto port = args->get_int("--port", 8080, 0, 65535);
     if (!port.ok()) return fail(port.status().message());
+    auto parallel = args->get_int("--parallel", 4, 1, 256);
+    if (!parallel.ok()) return fail(parallel.status().message());
     auto key = api_key(*args);
     if (!key.ok()) return fail(key.status().message());
     const std::string host = args->get_or("--host", "127.0.0.1");
@@ -112,15 +116,16 @@ int run_serve(const Argv & argv) {
     auto options = session_options(*args, *engine.model());
     if (!options.ok()) return fail(options.status().message());
     options->kv = std::get<KvSettings>(kv);
-    if (Status s = engine.use_session(*options); !s.ok()) return fail(s.message());
 
     server::ServerMetrics metrics;
-    server::GenerationQueue queue(engine, *options, metrics);
+    auto created = server::GenerationQueue::create(engine.model(), *options, uint32_t(*parallel), metrics);
+    if (!created.ok()) return fail(created.status().message());
+    server::GenerationQueue & queue = **created;
     server::HttpRoutes routes({.model_id = model_id(engine), .api_key = *key, .cors_origin = args->get_or("--cors", "")},
                               {.sampler = *sampler, .kv_flags = *flags}, queue, metrics);
     if (!routes.bind(host, int(*port))) return fail("cannot listen on " + host + ":" + std::to_string(*port));
-    std::fprintf(stderr, "Longread serving %s on http://%s:%lld/v1 (context %u tokens)%s. Ctrl-C stops.\n", model_id(engine).c_str(),
-                 host.c_str(), *port, engine.snapshot().context_limit, key->empty() ? "" : ", API key required");
+    std::fprintf(stderr, "Longread serving %s on http://%s:%lld/v1 (context %u tokens, %lld at once)%s. Ctrl-C stops.\n",
+                 model_id(engine).c_str(), host.c_str(), *port, queue.context_limit(), *parallel, key->empty() ? "" : ", API key required");
     std::atomic<bool> signalled{false}, listen_returned{false};
     std::thread signal_watcher([&] {
         int signal_number = 0;

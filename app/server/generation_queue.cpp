@@ -3,9 +3,8 @@
 #include <exception>
 
 #include "app/server/stop_matcher.h"
-#include "engine/runtime/engine.h"
-#include "engine/runtime/generator.h"
-#include "engine/runtime/session.h"
+#include "engine/runtime/chat_prompt.h"
+#include "engine/runtime/reply_generator.h"
 
 namespace lr::server {
 namespace {
@@ -103,8 +102,34 @@ std::optional<JobEvent> JobChannel::next(std::chrono::milliseconds timeout) {
     return e;
 }
 
-GenerationQueue::GenerationQueue(Engine & engine, SessionOptions base, ServerMetrics & metrics)
-    : engine_(engine), base_(std::move(base)), metrics_(metrics), thread_([this] { serve(); }) {}
+struct GenerationQueue::Running {
+    std::shared_ptr<Job> job;
+    ReplyStream stream;
+    std::optional<chat::ThinkingSplitter> splitter;  // a chat reply's
+    uint64_t prompt_tokens = 0;
+    bool cancel_sent = false;
+
+    // A generated piece: the thinking apart from the answer; false when a stop string ended it.
+    bool deliver(std::string_view piece) {
+        if (!splitter) return stream.answer(piece);
+        const chat::ThinkingSplit split = splitter->push(piece);
+        if (!split.thinking.empty()) stream.thinking(split.thinking);
+        return stream.answer(split.answer);
+    }
+};
+
+Result<std::unique_ptr<GenerationQueue>> GenerationQueue::create(std::shared_ptr<const Model> model, SessionOptions base, uint32_t parallel,
+                                                                 ServerMetrics & metrics) {
+    LR_ASSIGN_OR_RETURN(std::unique_ptr<SequenceBatch> batch,
+                        SequenceBatch::create(model, {.n_ctx = base.n_ctx, .chunk_tokens = base.chunk_tokens, .kv = base.kv}, parallel));
+    base.n_ctx = batch->config().n_ctx;
+    return std::unique_ptr<GenerationQueue>(new GenerationQueue(std::move(model), base, parallel, std::move(batch), metrics));
+}
+
+GenerationQueue::GenerationQueue(std::shared_ptr<const Model> model, SessionOptions base, uint32_t parallel,
+                                 std::unique_ptr<SequenceBatch> batch, ServerMetrics & metrics)
+    : model_(std::move(model)), base_(std::move(base)), parallel_(parallel), batch_(std::move(batch)), metrics_(metrics),
+      thread_([this] { serve(); }) {}
 
 GenerationQueue::~GenerationQueue() {
     cancel_all();
@@ -117,9 +142,12 @@ GenerationQueue::~GenerationQueue() {
 }
 
 void GenerationQueue::cancel_all() {
-    std::lock_guard lock(mutex_);
-    if (running_) running_->stop.request_stop();
-    for (const auto & job : queue_) job->stop.request_stop();
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto & job : queue_) job->stop.request_stop();
+        for (const auto & job : started_) job->stop.request_stop();
+    }
+    wake_.notify_all();
 }
 
 std::shared_ptr<Job> GenerationQueue::submit(CompletionRequest request) {
@@ -135,7 +163,7 @@ std::shared_ptr<Job> GenerationQueue::submit(CompletionRequest request) {
 
 QueueFigures GenerationQueue::figures() const {
     std::lock_guard lock(mutex_);
-    return {.running = running_ ? 1u : 0u, .queued = uint32_t(queue_.size())};
+    return {.running = uint32_t(started_.size()), .queued = uint32_t(queue_.size())};
 }
 
 KvStats GenerationQueue::kv_stats() const {
@@ -145,78 +173,121 @@ KvStats GenerationQueue::kv_stats() const {
 
 void GenerationQueue::serve() {
     for (;;) {
+        admit();
+        if (running_.empty()) {
+            std::unique_lock lock(mutex_);
+            if (!queue_.empty()) continue;  // the head was just refused or rebuilt the batch
+            if (closing_) return;
+            wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+            continue;
+        }
+        for (auto & [id, r] : running_) {
+            if (r->cancel_sent || !r->job->stop.stop_requested()) continue;
+            batch_->cancel(id);
+            r->cancel_sent = true;
+        }
+        // No exception leaves the engine thread: a throw fails the requests of the step.
+        std::vector<SequenceBatch::Finished> done;
+        try {
+            done = batch_->step();
+        } catch (const std::exception & e) {
+            for (auto & [id, r] : running_) {
+                batch_->cancel(id);
+                done.push_back({.id = id, .result = error(StatusCode::internal, std::string("the engine failed: ") + e.what())});
+            }
+            for (SequenceBatch::Finished & f : batch_->step()) (void)f;  // frees their memory
+        }
+        for (SequenceBatch::Finished & f : done) finish(f);
+        const KvStats stats = batch_->kv_stats();
+        std::lock_guard lock(mutex_);
+        kv_stats_ = stats;
+    }
+}
+
+void GenerationQueue::admit() {
+    for (;;) {
         std::shared_ptr<Job> job;
         {
-            std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+            std::lock_guard lock(mutex_);
             if (queue_.empty()) return;
             job = queue_.front();
-            queue_.pop_front();
-            running_ = job;
         }
-        // No exception leaves the engine thread: a throw fails the one request.
-        try {
-            run(*job);
-        } catch (const std::exception & e) {
-            job->channel.push({.kind = JobEvent::Kind::failed, .error = server_error(std::string("the engine failed: ") + e.what())});
-        }
-        const SessionSnapshot snapshot = engine_.snapshot();
+        if (!try_start(job)) return;  // it waits, and those behind it too
         std::lock_guard lock(mutex_);
-        running_.reset();
-        kv_stats_ = snapshot.kv;
+        queue_.pop_front();
     }
 }
 
-void GenerationQueue::run(Job & job) {
-    if (job.stop.stop_requested()) {
-        job.channel.push({.kind = JobEvent::Kind::rejected, .error = server_error("cancelled")});
-        return;
+bool GenerationQueue::try_start(const std::shared_ptr<Job> & job) {
+    if (job->stop.stop_requested()) {
+        job->channel.push({.kind = JobEvent::Kind::rejected, .error = server_error("cancelled")});
+        return true;
     }
-    SessionOptions options = base_;
-    options.kv = job.request.kv;
-    if (Status s = engine_.use_session(options); !s.ok()) return fail(job, false, s);
-    if (job.request.kind == CompletionKind::chat) run_chat(job);
-    else run_text(job);
+    const CompletionRequest & r = job->request;
+    if (!same_cache(r.kv, batch_->config().kv)) {
+        // Other codecs, blocks or tiers: a cache of their own, once the running ones are done.
+        if (!running_.empty()) return false;
+        SessionConfig config{.n_ctx = base_.n_ctx, .chunk_tokens = base_.chunk_tokens, .kv = r.kv};
+        Result<std::unique_ptr<SequenceBatch>> rebuilt = SequenceBatch::create(model_, config, parallel_);
+        if (!rebuilt.ok()) {
+            fail(*job, false, rebuilt.status());
+            return true;
+        }
+        batch_.reset();  // its prefix writes land before the new one looks up
+        batch_ = std::move(*rebuilt);
+    }
+    const bool chat = r.kind == CompletionKind::chat;
+    const std::vector<int32_t> prompt = chat ? render_chat_tokens(*model_, conversation_messages(r.conversation, r.user_text), true)
+                                             : model_->tokenizer().encode(r.prompt, true, false);
+    const uint32_t n_ctx = batch_->config().n_ctx;
+    if (r.kv.policy != KvPolicy::streaming && prompt.size() >= n_ctx) {
+        ApiError e = context_exceeded(prompt.size(), n_ctx);
+        if (!chat) e.param = "prompt";
+        job->channel.push({.kind = JobEvent::Kind::rejected, .error = e});
+        return true;
+    }
+    BatchSequenceRequest request{.prompt = prompt, .params = r.generate, .selection = r.kv};
+    const Result<uint64_t> reservation = batch_->reserve(request);
+    if (!reservation.ok()) {
+        if (reservation.status().code() == StatusCode::out_of_memory) metrics_.count_refusal();
+        fail(*job, false, reservation.status());
+        return true;
+    }
+    if (!batch_->fits_now(*reservation)) return false;
+    auto running = std::make_unique<Running>(Running{.job = job, .stream = ReplyStream(*job, metrics_), .prompt_tokens = prompt.size()});
+    if (chat) running->splitter = reply_splitter(*model_, prompt);
+    request.sink = [r = running.get()](int32_t, std::string_view piece) { return r->deliver(piece); };
+    const Result<uint64_t> id = batch_->add(std::move(request), *reservation);
+    if (!id.ok()) {
+        fail(*job, false, id.status());
+        return true;
+    }
+    job->channel.push({.kind = JobEvent::Kind::admitted, .usage = {prompt.size(), 0}});
+    running_[*id] = std::move(running);
+    std::lock_guard lock(mutex_);
+    started_.insert(job);
+    return true;
 }
 
-void GenerationQueue::run_chat(Job & job) {
-    const CompletionRequest & r = job.request;
-    Conversation whole = r.conversation;
-    whole.turns.push_back({"user", r.user_text, {}});
-    const Result<ContextMeasure> measure = engine_.measure(whole);
-    if (!measure.ok()) return fail(job, false, measure.status());
-    if (r.kv.policy != KvPolicy::streaming && measure->prompt_tokens >= measure->context_limit) {
-        job.channel.push({.kind = JobEvent::Kind::rejected, .error = context_exceeded(measure->prompt_tokens, measure->context_limit)});
-        return;
+void GenerationQueue::finish(SequenceBatch::Finished & done) {
+    auto it = running_.find(done.id);
+    if (it == running_.end()) return;
+    Running & r = *it->second;
+    if (!done.result.ok()) {
+        fail(*r.job, true, done.result.status());
+    } else {
+        if (r.splitter) {
+            const chat::ThinkingSplit rest = r.splitter->flush();
+            if (!rest.thinking.empty()) r.stream.thinking(rest.thinking);
+            if (!rest.answer.empty()) r.stream.answer(rest.answer);
+        }
+        r.stream.finish(*done.result, r.prompt_tokens);
     }
-    job.channel.push({.kind = JobEvent::Kind::admitted, .usage = {measure->prompt_tokens, 0}});
-    ReplyStream stream(job, metrics_);
-    ReplyParams params{.generate = r.generate};
-    params.thinking_sink = [&](std::string_view piece) { stream.thinking(piece); };
-    const Result<GenerateResult> result = engine_.reply(
-        r.conversation, r.user_text, params, {}, [&](int32_t, std::string_view piece) { return stream.answer(piece); },
-        job.stop.get_token());
-    if (!result.ok()) return fail(job, true, result.status());
-    stream.finish(*result, measure->prompt_tokens);
-}
-
-void GenerationQueue::run_text(Job & job) {
-    const CompletionRequest & r = job.request;
-    Session & session = *engine_.session();
-    const std::vector<int32_t> prompt = engine_.model()->tokenizer().encode(r.prompt, true, false);
-    if (r.kv.policy != KvPolicy::streaming && prompt.size() >= session.n_ctx()) {
-        ApiError e = context_exceeded(prompt.size(), session.n_ctx());
-        e.param = "prompt";
-        job.channel.push({.kind = JobEvent::Kind::rejected, .error = e});
-        return;
+    {
+        std::lock_guard lock(mutex_);
+        started_.erase(r.job);
     }
-    job.channel.push({.kind = JobEvent::Kind::admitted, .usage = {prompt.size(), 0}});
-    if (Status s = session.sync(prompt, {}, job.stop.get_token()); !s.ok()) return fail(job, true, s);
-    ReplyStream stream(job, metrics_);
-    const Result<GenerateResult> result = generate(
-        session, r.generate, [&](int32_t, std::string_view piece) { return stream.answer(piece); }, job.stop.get_token());
-    if (!result.ok()) return fail(job, true, result.status());
-    stream.finish(*result, prompt.size());
+    running_.erase(it);
 }
 
 }  // namespace lr::server

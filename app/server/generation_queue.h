@@ -1,18 +1,24 @@
 #pragma once
-// The engine thread: requests wait in a FIFO queue and one thread serves them in turn on
-// the Engine (which one thread must drive). A job tells its HTTP thread what happens
-// through a channel of events: admitted or rejected (before anything is sent, so a
-// refusal can still be a 400), pieces of answer and thinking, and the end. A job's stop
-// source cancels it: queued, it is skipped; running, the engine stops within one prefill
-// chunk or one token.
+// The engine thread: requests wait in a FIFO queue, and one thread runs up to --parallel of
+// them at once in a SequenceBatch (continuous batching: one forward pass per step for all).
+// The head of the queue starts as soon as its KV reservation fits beside the running ones
+// (later ones wait behind it, in order); one that can never fit is refused. A request whose
+// cache-wide settings (codecs, blocks, tiers) differ from the batch's waits until the batch
+// is idle, which is then rebuilt with them. A job tells its HTTP thread what happens
+// through a channel of events: admitted or rejected (before anything is sent, so a refusal
+// can still be a 400), pieces of answer and thinking, and the end. A job's stop source
+// cancels it: queued, it is skipped; running, its sequence ends at the next step and its
+// memory is freed.
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -22,11 +28,7 @@
 #include "app/server/openai_json.h"
 #include "app/server/server_metrics.h"
 #include "engine/api/session_options.h"
-#include "engine/api/session_snapshot.h"
-
-namespace lr {
-class Engine;
-}
+#include "engine/runtime/sequence_batch.h"
 
 namespace lr::server {
 
@@ -61,8 +63,10 @@ struct Job {
 
 class GenerationQueue {
 public:
-    // `engine` has a model; `base` is the server's session (context, chunk, cache flags).
-    GenerationQueue(Engine & engine, SessionOptions base, ServerMetrics & metrics);
+    // `base` is the server's session (context, chunk, cache flags); out_of_memory and
+    // invalid_argument as Session::create says them.
+    static Result<std::unique_ptr<GenerationQueue>> create(std::shared_ptr<const Model> model, SessionOptions base, uint32_t parallel,
+                                                           ServerMetrics & metrics);
     ~GenerationQueue();  // cancels what runs and waits for the engine thread
     GenerationQueue(const GenerationQueue &) = delete;
     GenerationQueue & operator=(const GenerationQueue &) = delete;
@@ -72,22 +76,32 @@ public:
     void cancel_all();
 
     QueueFigures figures() const;
-    // The cache's stats as of the last job (the engine is only read on its own thread).
+    // The cache's stats as of the last step.
     KvStats kv_stats() const;
+    uint32_t context_limit() const { return base_.n_ctx; }
 
 private:
+    struct Running;
+    GenerationQueue(std::shared_ptr<const Model> model, SessionOptions base, uint32_t parallel, std::unique_ptr<SequenceBatch> batch,
+                    ServerMetrics & metrics);
     void serve();
-    void run(Job & job);
-    void run_chat(Job & job);
-    void run_text(Job & job);
+    // Starts the jobs at the head of the queue that can start now.
+    void admit();
+    // Whether `job` has started, been refused, or must wait (false).
+    bool try_start(const std::shared_ptr<Job> & job);
+    void finish(SequenceBatch::Finished & done);
 
-    Engine & engine_;
-    const SessionOptions base_;
+    std::shared_ptr<const Model> model_;
+    SessionOptions base_;
+    const uint32_t parallel_;
+    std::unique_ptr<SequenceBatch> batch_;
     ServerMetrics & metrics_;
+    std::map<uint64_t, std::unique_ptr<Running>> running_;  // by sequence id (the engine thread's)
+
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<Job>> queue_;
-    std::shared_ptr<Job> running_;
+    std::set<std::shared_ptr<Job>> started_;  // the running jobs, for other threads
     KvStats kv_stats_;
     bool closing_ = false;
     std::thread thread_;

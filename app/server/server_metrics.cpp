@@ -50,6 +50,11 @@ void ServerMetrics::add_tokens(uint64_t prompt, uint64_t generated) {
     generated_tokens_ += generated;
 }
 
+void ServerMetrics::count_refusal() {
+    std::lock_guard lock(mutex_);
+    ++refusals_;
+}
+
 void ServerMetrics::observe_time_to_first_token(double seconds) {
     std::lock_guard lock(mutex_);
     time_to_first_token_.observe(seconds);
@@ -73,6 +78,7 @@ std::string ServerMetrics::render(const QueueFigures & queue, const KvStats & kv
     out += inter_token_.render("longread_inter_token_latency_seconds", "between consecutive generated tokens");
     out += one("longread_sequences_running", "gauge", "sequences generating now", queue.running);
     out += one("longread_sequences_queued", "gauge", "requests waiting for the engine", queue.queued);
+    out += one("longread_refusals_total", "counter", "requests refused because their KV would never fit the budgets", double(refusals_));
 
     out += header("longread_kv_bytes_used", "gauge", "KV bytes held per tier");
     for (const KvTierStats & t : kv.tiers) {

@@ -36,6 +36,7 @@ class ServerMetrics {
 public:
     void count_request(const std::string & endpoint, int status);
     void add_tokens(uint64_t prompt, uint64_t generated);
+    void count_refusal();  // a request whose KV would never fit
     void observe_time_to_first_token(double seconds);
     void observe_inter_token(double seconds);
 
@@ -46,6 +47,7 @@ private:
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     uint64_t prompt_tokens_ = 0;
     uint64_t generated_tokens_ = 0;
+    uint64_t refusals_ = 0;
     LatencyHistogram time_to_first_token_;
     LatencyHistogram inter_token_;
 };

@@ -23,11 +23,14 @@ std::string prompt_tail(const Model & model, std::span<const int32_t> tokens) {
 
 }  // namespace
 
+chat::ThinkingSplitter reply_splitter(const Model & model, std::span<const int32_t> prompt) {
+    const chat::ThinkingFormat format = chat::thinking_format_of(model.chat_template().family());
+    return chat::ThinkingSplitter(format, chat::prompt_opens_thinking(format, prompt_tail(model, prompt)));
+}
+
 Result<GenerateResult> generate_reply(Session & session, const GenerateParams & params, const ThinkingSink & thinking_sink,
                                       const TokenSink & sink, std::stop_token stop) {
-    const Model & model = session.model();
-    const chat::ThinkingFormat format = chat::thinking_format_of(model.chat_template().family());
-    chat::ThinkingSplitter splitter(format, chat::prompt_opens_thinking(format, prompt_tail(model, session.tokens())));
+    chat::ThinkingSplitter splitter = reply_splitter(session.model(), session.tokens());
     std::string thinking, answer;
     auto deliver = [&](int32_t token, const chat::ThinkingSplit & split) {
         thinking += split.thinking;

@@ -8,12 +8,17 @@
 #include <string_view>
 
 #include "engine/api/generation.h"
+#include "engine/chat/thinking_splitter.h"
 #include "engine/runtime/session.h"
 
 namespace lr {
 
 // Receives pieces of a reply's thinking as they stream.
 using ThinkingSink = std::function<void(std::string_view thinking)>;
+
+// What tells the thinking from the answer in a reply after `prompt`: the model's template
+// format, starting inside the thinking when the prompt ends by opening it.
+chat::ThinkingSplitter reply_splitter(const Model & model, std::span<const int32_t> prompt);
 
 // generate() after the chat prompt `session` holds: the result's text is the answer and its
 // thinking apart; `sink` gets every token with the answer's text it adds (often
