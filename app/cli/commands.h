@@ -20,6 +20,7 @@ int run_eval_kv(const Argv & argv);
 int run_summarize(const Argv & argv);
 int run_bench(const Argv & argv);
 int run_bench_turns(const Argv & argv);
+int run_bench_parallel(const Argv & argv);
 int run_serve(const Argv & argv);
 
 // Prints "error: <message>" and returns the exit code for it.

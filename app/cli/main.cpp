@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"eval-kv", lr::cli::run_eval_kv, "what a KV cache policy costs in quality, memory and speed"},
     {"summarize", lr::cli::run_summarize, "summarize a document of any length (one pass or map-reduce)"},
     {"bench", lr::cli::run_bench, "prefill/decode speed, memory bandwidth and peak RSS (as llama-bench)"},
+    {"bench-parallel", lr::cli::run_bench_parallel, "decode throughput with several sequences at once (serve --parallel)"},
     {"bench-turns", lr::cli::run_bench_turns, "time to the second turn's first token, live, re-read and reopened"},
     {"serve", lr::cli::run_serve, "an OpenAI-compatible HTTP server on 127.0.0.1"},
 };

@@ -298,6 +298,23 @@ private slots:
         QCOMPARE(read_json(dir.path() + "/c.json")["restored_tokens"].toInt(), 0);
     }
 
+    // bench-parallel runs N sequences at once and reports their aggregate decode rate.
+    void benchParallelRunsSequencesTogether() {
+        const Run r = run_cli({"bench-parallel", "-m", shared_path("models/tiny/tiny-llama-Q4_0.gguf"), "--parallel", "1,3", "-p", "8",
+                               "-n", "8", "-r", "1", "-t", "1", "--json"});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const QJsonArray rows = QJsonDocument::fromJson(r.out).object()["rows"].toArray();
+        QCOMPARE(rows.size(), 2);
+        QCOMPARE(rows[1].toObject()["parallel"].toInt(), 3);
+        QCOMPARE(rows[1].toObject()["most_running"].toInt(), 3);
+        QCOMPARE(rows[1].toObject()["refused"].toInt(), 0);
+        QVERIFY(rows[1].toObject()["decode_tok_s"].toDouble() > 0);
+        QVERIFY(rows[1].toObject()["kv_bytes_per_sequence"].toDouble() > 0);
+        const Run bad = run_cli({"bench-parallel", "--parallel", "x"});
+        QCOMPARE(bad.exit_code, 1);
+        QVERIFY2(bad.err.contains("--parallel: 'x'"), bad.err.constData());
+    }
+
     // bench-turns on a hybrid: the reopened conversation restores blocks and states up to
     // its last block boundary with a snapshot (the prompt of turn 2 ends at 312 tokens).
     void benchTurnsRestoresAHybridConversation() {
