@@ -15,6 +15,11 @@ uint32_t count(const QJsonObject & json, const char * key, uint32_t fallback) {
     return v >= 0 && v <= 4294967295.0 ? uint32_t(v) : fallback;
 }
 
+int32_t integer(const QJsonObject & json, const char * key, int32_t fallback) {
+    const double v = number(json, key, fallback);
+    return v >= -2147483648.0 && v <= 2147483647.0 ? int32_t(v) : fallback;
+}
+
 }  // namespace
 
 QString validationError(const EngineSettings & s) {
@@ -93,10 +98,10 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     if (json.value("prefixCache").isBool()) s.kv.prefix_cache = json.value("prefixCache").toBool();
     s.contextTokens = count(json, "contextTokens", s.contextTokens);
     s.chunkTokens = count(json, "chunkTokens", s.chunkTokens);
-    s.maxReplyTokens = int32_t(number(json, "maxReplyTokens", s.maxReplyTokens));
+    s.maxReplyTokens = integer(json, "maxReplyTokens", s.maxReplyTokens);
     s.summaryTokens = count(json, "summaryTokens", s.summaryTokens);
     s.sampler.temperature = float(number(json, "temperature", s.sampler.temperature));
-    s.sampler.top_k = int32_t(number(json, "topK", s.sampler.top_k));
+    s.sampler.top_k = integer(json, "topK", s.sampler.top_k);
     s.sampler.top_p = float(number(json, "topP", s.sampler.top_p));
     s.sampler.min_p = float(number(json, "minP", s.sampler.min_p));
     s.sampler.repeat_penalty = float(number(json, "repeatPenalty", s.sampler.repeat_penalty));

@@ -70,7 +70,8 @@ std::optional<std::string> message_text(const json & content, std::string & prob
     }
     std::string text;
     for (const json & part : content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        // NOTE: not part.value("type", ""), which throws when "type" is not a string.
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string()) {
             problem = "has a part that is not text (only text parts are supported)";
             return std::nullopt;
         }

@@ -1,5 +1,6 @@
 #include "engine/chat/jinja_interpreter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -14,6 +15,32 @@ namespace {
 [[noreturn]] void fail_undefined(const Value & v) { fail(v.undefined_hint()); }
 
 std::string object_desc(const Value & v) { return "'" + std::string(type_name(v)) + " object'"; }
+
+// What comparing or searching `v` may read: a string's bytes, a list's or a dict's items
+// and their strings (one level: deeper members are charged where they are built).
+uint64_t bytes_read_by(const Value & v) {
+    const auto own = [](const Value & x) -> uint64_t { return x.is_string() ? x.as_string().size() : 1; };
+    if (v.is_array()) {
+        uint64_t n = 0;
+        for (const Value & item : v.as_array()) n += own(item);
+        return n;
+    }
+    if (v.is_object()) {
+        uint64_t n = 0;
+        for (const auto & [key, item] : v.as_object().entries) n += key.size() + own(item);
+        return n;
+    }
+    return own(v);
+}
+
+// Filters that take a list's or a dict's items as whole values: they cost per item, charged
+// by each, not per byte of the strings in the items.
+bool reads_items_whole(std::string_view filter) {
+    for (std::string_view f : {"length", "count", "first", "last", "list", "reverse", "default", "d", "batch", "slice", "items"}) {
+        if (f == filter) return true;
+    }
+    return false;
+}
 
 [[noreturn]] void fail_operands(std::string_view op, const Value & a, const Value & b) {
     if (a.is_undefined()) fail_undefined(a);
@@ -87,6 +114,8 @@ double python_mod(double a, double b) {
 Value binary_op(Interpreter & interp, BinaryOp op, const Value & a, const Value & b) {
     switch (op) {
         case BinaryOp::concat: {
+            // A list is printed at least as long as its strings: refused before it is built.
+            interp.check_string_size(bytes_read_by(a) + bytes_read_by(b));
             std::string s = to_str(a);
             const std::string t = to_str(b);
             interp.check_string_size(s.size() + t.size());
@@ -314,6 +343,11 @@ void Interpreter::charge(uint64_t units) {
     }
 }
 
+void Interpreter::charge_search(uint64_t haystack_bytes, uint64_t needle_bytes) {
+    const double worst = static_cast<double>(haystack_bytes) * static_cast<double>(std::max<uint64_t>(needle_bytes, 1)) / 1024;
+    charge(1 + (worst < 1e18 ? static_cast<uint64_t>(worst) : uint64_t{1} << 60));
+}
+
 void Interpreter::check_string_size(size_t bytes) const {
     if (bytes > options_.limits.max_string_bytes) {
         throw TemplateError(ErrorKind::too_large,
@@ -374,6 +408,7 @@ Value Interpreter::call(const Value & callee, CallArgs & args) {
 Value Interpreter::apply_filter(std::string_view name, const Value & operand, CallArgs & args) {
     const FilterFunction f = find_filter(name);
     if (f == nullptr) fail("no filter named '" + std::string(name) + "'");
+    if (operand.is_string() || !reads_items_whole(name)) charge_bytes(bytes_read_by(operand));
     return f(*this, operand, args);
 }
 
@@ -383,6 +418,11 @@ bool Interpreter::apply_test(std::string_view name, const Value & operand, CallA
     if (args.positional.size() != test_arity(name) || !args.keyword.empty()) {
         fail("test '" + std::string(name) + "' takes " + std::to_string(test_arity(name)) + " argument(s), " +
              std::to_string(args.positional.size() + args.keyword.size()) + " given");
+    }
+    if (name == "in") {
+        charge_search(bytes_read_by(args.positional[0]), bytes_read_by(operand));
+    } else if (!args.positional.empty()) {  // a comparison
+        charge_bytes(bytes_read_by(operand) + bytes_read_by(args.positional[0]));
     }
     return t(*this, operand, args);
 }
@@ -418,6 +458,7 @@ Interpreter::Flow Interpreter::exec_node(const OutputStmt & s, const std::shared
     if (v.is_string()) {
         write(v.as_string());
     } else {
+        check_string_size(out_->size() + bytes_read_by(v));
         write(to_str(v));
     }
     return Flow::normal;
@@ -644,6 +685,8 @@ Value Interpreter::eval_node(const GetAttrExpr & e, const std::shared_ptr<Frame>
 
 Value Interpreter::eval_node(const GetItemExpr & e, const std::shared_ptr<Frame> & frame) {
     const Value object = eval(*e.object, frame);
+    // A string is indexed by characters, found by walking its bytes.
+    if (object.is_string()) charge_bytes(object.as_string().size());
     return get_item(object, eval(*e.index, frame));
 }
 
@@ -723,6 +766,11 @@ Value Interpreter::eval_node(const CompareExpr & e, const std::shared_ptr<Frame>
     Value left = eval(*e.first, frame);
     for (const auto & [op, right_expr] : e.rest) {
         Value right = eval(*right_expr, frame);
+        if (op == CompareOp::in || op == CompareOp::not_in) {
+            charge_search(bytes_read_by(right), bytes_read_by(left));
+        } else {
+            charge_bytes(bytes_read_by(left) + bytes_read_by(right));
+        }
         bool result = false;
         switch (op) {
             case CompareOp::eq: result = equals(left, right); break;

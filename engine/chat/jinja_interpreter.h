@@ -5,7 +5,8 @@
 // the live variables of the scope they were defined in.
 //
 // Budgets keep hostile templates from hanging or exhausting memory: a step budget charged
-// per statement, iteration and copied byte, a recursion depth, and a cap on any one string.
+// per statement, iteration and byte copied, compared or searched, a recursion depth, and a
+// cap on any one string or list.
 // Internal: errors are thrown as TemplateError; Template (jinja_template.h) catches them.
 
 #include <cstdint>
@@ -60,6 +61,9 @@ public:
     // Charges `units` steps; throws TemplateError(limit) when the budget is spent.
     void charge(uint64_t units);
     void charge_bytes(size_t bytes) { charge(1 + bytes / 1024); }
+    // Charges a search for `needle_bytes` in `haystack_bytes` (a substring, a list item):
+    // std::string::find reads up to their product at worst.
+    void charge_search(uint64_t haystack_bytes, uint64_t needle_bytes);
     // Throw TemplateError(too_large) when a string of `bytes` or a list of `n` items would
     // exceed its cap.
     void check_string_size(size_t bytes) const;

@@ -53,7 +53,24 @@ bool all_chars(std::string_view s, Pred pred) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) { return pred(static_cast<unsigned char>(c)); });
 }
 
+// The parts split() gives, counted before they are built.
+uint64_t split_count(std::string_view s, std::optional<std::string_view> sep, int64_t max_split) {
+    uint64_t n = 0;
+    if (sep) {
+        for (size_t i = s.find(*sep); i != std::string_view::npos; i = s.find(*sep, i + sep->size())) ++n;
+        ++n;
+    } else {
+        for (size_t i = 0; i < s.size(); ++i) n += !is_space(s[i]) && (i == 0 || is_space(s[i - 1]));
+    }
+    return max_split >= 0 ? std::min<uint64_t>(n, static_cast<uint64_t>(max_split) + 1) : n;
+}
+
 Value call_string_method(Interpreter & interp, const std::string & s, std::string_view name, CallArgs & args) {
+    // Every method but startswith/endswith reads the whole string; a search may read more.
+    if (name != "startswith" && name != "endswith") {
+        const Value * needle = args.find(0, "");
+        interp.charge_search(s.size(), needle != nullptr && needle->is_string() ? needle->as_string().size() : 1);
+    }
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
         const auto chars = optional_string_arg(args, 0, "chars");
         return Value(strip(s, chars, name != "rstrip", name != "lstrip"));
@@ -61,11 +78,14 @@ Value call_string_method(Interpreter & interp, const std::string & s, std::strin
     if (name == "split") {
         const auto sep = optional_string_arg(args, 0, "sep");
         if (sep && sep->empty()) fail("split: empty separator");
+        const int64_t max_split = int_arg(args, 1, "maxsplit", -1);
+        interp.check_list_size(split_count(s, sep, max_split));
         Array out;
-        for (std::string & part : split(s, sep, int_arg(args, 1, "maxsplit", -1))) out.emplace_back(std::move(part));
+        for (std::string & part : split(s, sep, max_split)) out.emplace_back(std::move(part));
         return Value(std::move(out));
     }
     if (name == "splitlines") {
+        interp.check_list_size(1 + static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n') + std::count(s.begin(), s.end(), '\r')));
         Array out;
         for (std::string_view line : split_lines(s)) out.emplace_back(line);
         return Value(std::move(out));
@@ -110,6 +130,7 @@ Value call_string_method(Interpreter & interp, const std::string & s, std::strin
             out += item.as_string();
             interp.check_string_size(out.size());
         }
+        interp.charge_bytes(out.size());
         return Value(std::move(out));
     }
     if (name == "isdigit") return Value(all_chars(s, [](unsigned char c) { return c >= '0' && c <= '9'; }));
@@ -217,10 +238,10 @@ Value g_strftime_now(Interpreter & interp, CallArgs & args) {
 
 Value bind_method(const Value & object, std::string_view name) {
     if (object.is_string() && listed(k_string_methods, name)) {
-        const std::string s = object.as_string();
         const std::string method(name);
-        return Value::function(method,
-                               [s, method](Interpreter & interp, CallArgs & args) { return call_string_method(interp, s, method, args); });
+        return Value::function(method, [object, method](Interpreter & interp, CallArgs & args) {
+            return call_string_method(interp, object.as_string(), method, args);
+        });
     }
     if (object.is_mapping() && listed(k_dict_methods, name)) {
         const std::string method(name);

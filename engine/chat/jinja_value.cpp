@@ -15,6 +15,14 @@ namespace {
 // NOTE: a namespace can be made to contain itself (set ns.me = ns); walks over values stop
 // at this depth instead of recursing forever.
 constexpr int k_max_value_depth = 64;
+constexpr size_t k_max_iterated_string_bytes = size_t{1} << 20;
+// A list or dict printed: the default cap on strings (RenderLimits), checked as it grows,
+// since a list of shared long strings can stand for far more text than memory holds.
+constexpr size_t k_max_repr_bytes = size_t{64} << 20;
+
+void check_repr_size(size_t bytes) {
+    if (bytes > k_max_repr_bytes) throw TemplateError(ErrorKind::too_large, "a list or dict too large to print (over 64 MiB)");
+}
 
 void check_depth(int depth) {
     if (depth > k_max_value_depth) {
@@ -62,7 +70,9 @@ std::string repr_container(const Value & v, int depth) {
         for (const Value & item : v.as_array()) {
             if (!first) out += ", ";
             first = false;
+            check_repr_size(out.size() + (item.is_string() ? item.as_string().size() : 0));  // before quoting it
             out += repr_impl(item, depth + 1);
+            check_repr_size(out.size());
         }
         return out + "]";
     }
@@ -72,7 +82,9 @@ std::string repr_container(const Value & v, int depth) {
     for (const auto & [key, item] : o.entries) {
         if (!first) out += ", ";
         first = false;
+        check_repr_size(out.size() + (item.is_string() ? item.as_string().size() : 0));
         out += repr_string(key) + ": " + repr_impl(item, depth + 1);
+        check_repr_size(out.size());
     }
     return out + (o.is_namespace ? "}>" : "}");
 }
@@ -99,10 +111,13 @@ bool equals_impl(const Value & a, const Value & b, int depth) {
     switch (a.kind()) {
         case ValueKind::undefined:
         case ValueKind::none: return true;
-        case ValueKind::string: return a.as_string() == b.as_string();
+        // A value equals itself at once, as in Python: comparing a shared list or string
+        // with itself costs nothing, however much it holds.
+        case ValueKind::string: return &a.as_string() == &b.as_string() || a.as_string() == b.as_string();
         case ValueKind::array: {
             const Array & x = a.as_array();
             const Array & y = b.as_array();
+            if (&x == &y) return true;
             if (x.size() != y.size()) return false;
             for (size_t i = 0; i < x.size(); ++i) {
                 if (!equals_impl(x[i], y[i], depth + 1)) return false;
@@ -112,7 +127,8 @@ bool equals_impl(const Value & a, const Value & b, int depth) {
         case ValueKind::object: {
             const Object & x = a.as_object();
             const Object & y = b.as_object();
-            if (x.is_namespace || y.is_namespace) return &x == &y;
+            if (&x == &y) return true;
+            if (x.is_namespace || y.is_namespace) return false;
             if (x.entries.size() != y.entries.size()) return false;
             for (const auto & [key, item] : x.entries) {
                 const Value * other = y.find(key);
@@ -450,6 +466,10 @@ Array iterate(const Value & v) {
             return keys;
         }
         case ValueKind::string: {
+            // A value per character: bounded like the interpreter's default list cap.
+            if (v.as_string().size() > k_max_iterated_string_bytes) {
+                throw TemplateError(ErrorKind::too_large, "iterating over a string longer than 1 MiB");
+            }
             Array chars;
             for (std::string_view ch : utf8_chars(v.as_string())) chars.emplace_back(ch);
             return chars;

@@ -2,7 +2,9 @@
 // Values of the Jinja subset: Python's None, bool, int, float, str, list and dict, plus
 // Jinja's Undefined, namespace() objects and callables (macros, builtins, bound methods).
 // Lists and dicts are shared, as in Python: copying a Value copies a reference, so a
-// namespace changed inside a macro or a loop is seen outside it. Lists and plain dicts are
+// namespace changed inside a macro or a loop is seen outside it. Strings are shared too
+// (immutable), so no copy of a Value costs more than a reference: a template cannot make
+// the interpreter copy a long string by reading it in a loop. Lists and plain dicts are
 // never changed after they are built (as in HF's immutable sandbox); only namespaces are.
 
 #include <cstdint>
@@ -59,18 +61,18 @@ struct None {};
 
 class Value {
 public:
-    Value() = default;                                              // undefined
-    Value(None) : v_(None{}) {}                                     // NOLINT(google-explicit-constructor)
-    Value(bool b) : v_(b) {}                                        // NOLINT(google-explicit-constructor)
-    Value(int i) : v_(static_cast<int64_t>(i)) {}                   // NOLINT(google-explicit-constructor)
-    Value(int64_t i) : v_(i) {}                                     // NOLINT(google-explicit-constructor)
-    Value(double d) : v_(d) {}                                      // NOLINT(google-explicit-constructor)
-    Value(std::string s) : v_(std::move(s)) {}                      // NOLINT(google-explicit-constructor)
-    Value(std::string_view s) : v_(std::string(s)) {}               // NOLINT(google-explicit-constructor)
-    Value(const char * s) : v_(std::string(s)) {}                   // NOLINT(google-explicit-constructor)
-    Value(Array a) : v_(std::make_shared<Array>(std::move(a))) {}   // NOLINT(google-explicit-constructor)
-    Value(std::shared_ptr<Object> o) : v_(std::move(o)) {}          // NOLINT(google-explicit-constructor)
-    Value(std::shared_ptr<const Callable> c) : v_(std::move(c)) {}  // NOLINT(google-explicit-constructor)
+    Value() = default;                                                               // undefined
+    Value(None) : v_(None{}) {}                                                      // NOLINT(google-explicit-constructor)
+    Value(bool b) : v_(b) {}                                                         // NOLINT(google-explicit-constructor)
+    Value(int i) : v_(static_cast<int64_t>(i)) {}                                    // NOLINT(google-explicit-constructor)
+    Value(int64_t i) : v_(i) {}                                                      // NOLINT(google-explicit-constructor)
+    Value(double d) : v_(d) {}                                                       // NOLINT(google-explicit-constructor)
+    Value(std::string s) : v_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT(google-explicit-constructor)
+    Value(std::string_view s) : v_(std::make_shared<const std::string>(s)) {}        // NOLINT(google-explicit-constructor)
+    Value(const char * s) : v_(std::make_shared<const std::string>(s)) {}            // NOLINT(google-explicit-constructor)
+    Value(Array a) : v_(std::make_shared<Array>(std::move(a))) {}                    // NOLINT(google-explicit-constructor)
+    Value(std::shared_ptr<Object> o) : v_(std::move(o)) {}                           // NOLINT(google-explicit-constructor)
+    Value(std::shared_ptr<const Callable> c) : v_(std::move(c)) {}                   // NOLINT(google-explicit-constructor)
 
     static Value undefined(std::string hint) {
         Value v;
@@ -99,7 +101,7 @@ public:
     bool as_bool() const { return std::get<bool>(v_); }
     int64_t as_int() const { return std::get<int64_t>(v_); }
     double as_float() const { return std::get<double>(v_); }
-    const std::string & as_string() const { return std::get<std::string>(v_); }
+    const std::string & as_string() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
     const Array & as_array() const { return *std::get<std::shared_ptr<Array>>(v_); }
     const Object & as_object() const { return *std::get<std::shared_ptr<Object>>(v_); }
     Object & as_mutable_object() const { return *std::get<std::shared_ptr<Object>>(v_); }
@@ -113,8 +115,8 @@ public:
     const void * identity() const;
 
 private:
-    std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<Array>, std::shared_ptr<Object>,
-                 std::shared_ptr<const Callable>>
+    std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const std::string>, std::shared_ptr<Array>,
+                 std::shared_ptr<Object>, std::shared_ptr<const Callable>>
         v_;
 };
 

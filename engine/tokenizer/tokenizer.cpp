@@ -344,10 +344,21 @@ void Tokenizer::Impl::encode(std::string_view text, const EncodeFlags & flags, s
         encode_spm_fragment(raw, f.offset, vocab.add_space_prefix && prev_special, out, spans);
         prev_special = false;
         if (!points) continue;
-        // Just after each character nothing merges across (not ' ': it is escaped).
+        // Just after each character nothing merges across (not ' ': it is escaped). The
+        // characters are those llama.cpp cuts from the escaped text, by their lead byte: a
+        // bad lead byte takes the bytes after it along (an escaped space counts three), and
+        // an isolating byte taken along is no boundary.
         size_t n = first;
+        size_t taken = 0;  // escaped bytes the character being read still takes
         for (size_t i = 0; i < raw.size(); ++i) {
-            if (raw[i] == ' ' || !spm->isolates(raw[i])) continue;
+            if (taken > 0) {
+                const size_t width = raw[i] == ' ' ? 3 : 1;
+                taken = taken > width ? taken - width : 0;
+                continue;
+            }
+            if (raw[i] == ' ') continue;
+            taken = unicode::lead_byte_len(static_cast<uint8_t>(raw[i])) - 1;
+            if (taken > 0 || !spm->isolates(raw[i])) continue;
             const size_t byte = f.offset + i + 1;
             while (n < out.size() && (*spans)[n].begin < byte) ++n;
             candidate({.n_tokens = n, .byte = byte, .mid_text = true});

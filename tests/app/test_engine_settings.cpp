@@ -95,6 +95,11 @@ private slots:
         const EngineSettings t = engineSettingsFromJson({{"policy", "no-such-policy"}, {"kBits", 8}}, defaults);
         QCOMPARE(t.kv.policy, KvPolicy::none);
         QCOMPARE(t.kv.k_bits, 8u);
+        // Counts past int32 (converting them was undefined behaviour) keep the defaults.
+        const EngineSettings u = engineSettingsFromJson({{"maxReplyTokens", 3e9}, {"topK", -1e12}, {"kBits", 8}}, defaults);
+        QCOMPARE(u.maxReplyTokens, defaults.maxReplyTokens);
+        QCOMPARE(u.sampler.top_k, defaults.sampler.top_k);
+        QCOMPARE(u.kv.k_bits, 8u);
     }
 
     void oneMappingOntoTheSession() {

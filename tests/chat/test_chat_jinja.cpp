@@ -5,6 +5,7 @@
 // Expected outputs are what Python's jinja2 renders with Hugging Face's settings
 // (trim_blocks, lstrip_blocks, loop controls, tojson with ensure_ascii=False).
 
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include <string>
@@ -498,6 +499,27 @@ private slots:
                                              << "expression too long" << invalid;
         QTest::newRow("long-not-chain") << "{{ " + QString("not ").repeated(5000) + "x }}"
                                         << "nested too deeply" << invalid;
+        // Reading, comparing and searching long strings costs steps, not only building them.
+        QTest::newRow("long-string-compared-in-loop")
+            << "{% set s = 'x' * 1000000 %}{% for i in range(60000) %}{% if s == s %}{% endif %}{% endfor %}"
+            << "template ran too long" << invalid;
+        QTest::newRow("long-string-searched-in-loop")
+            << "{% set s = 'x' * 1000000 %}{% for i in range(60000) %}{% if 'y' in s %}{% endif %}{% endfor %}"
+            << "template ran too long" << invalid;
+        QTest::newRow("long-string-method-in-loop")
+            << "{% set s = 'x' * 1000000 %}{% for i in range(60000) %}{{ s.count('y') }}{% endfor %}"
+            << "template ran too long" << invalid;
+        QTest::newRow("long-string-indexed-in-loop") << "{% set s = 'x' * 1000000 %}{% for i in range(60000) %}{{ s[5] }}{% endfor %}"
+                                                     << "template ran too long" << invalid;
+        QTest::newRow("long-string-filtered-in-loop")
+            << "{% set s = 'x' * 1000000 %}{% for i in range(60000) %}{{ s | length }}{% endfor %}"
+            << "template ran too long" << invalid;
+        QTest::newRow("quadratic-search") << "{% set n = 'a' * 500000 ~ 'b' %}{{ n in 'a' * 1000000 }}"
+                                          << "template ran too long" << invalid;
+        QTest::newRow("split-into-too-many-parts") << "{{ ('a ' * 400000).split() | length }}"
+                                                   << "list longer than 65536 items" << oom;
+        QTest::newRow("splitlines-into-too-many-parts") << "{{ ('a\\n' * 400000).splitlines() | length }}"
+                                                        << "list longer than 65536 items" << oom;
     }
     void limits() {
         QFETCH(QString, source);
@@ -511,6 +533,39 @@ private slots:
         QVERIFY2(!out.ok(), "should have been stopped");
         QCOMPARE(static_cast<int>(out.status().code()), code);
         QVERIFY2(QString::fromStdString(out.status().message()).contains(message), out.status().message().c_str());
+    }
+
+    // At the default limits: a long string is shared, never copied, however often it is
+    // read, listed or assigned; iterating over one is refused before it becomes a list.
+    void longStringsAtTheDefaultLimits_data() {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("listed-a-million-times") << "{% set s = 'x' * 60000000 %}{{ ([s] * 1000000) | length }}"
+                                                << "1000000";
+        QTest::newRow("assigned-in-a-loop")
+            << "{% set s = 'x' * 60000000 %}{% set ns = namespace(t='') %}{% for i in range(100000) %}{% set ns.t = s %}{% endfor %}"
+               "{{ ns.t | length }}"
+            << "60000000";
+        QTest::newRow("method-bound-in-a-loop")
+            << "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% if s.startswith('y') %}{% endif %}{% endfor %}ok"
+            << "ok";
+        QTest::newRow("iterated") << "{% for c in 'x' * 2000000 %}{% endfor %}"
+                                  << "iterating over a string longer than 1 MiB";
+        QTest::newRow("printed-in-a-list") << "{% set s = 'x' * 60000000 %}{{ [s] * 1000 }}"
+                                           << "larger than 64 MiB";
+        QTest::newRow("printed-in-nested-lists") << "{% set s = 'x' * 60000000 %}{{ [[s] * 1000] }}"
+                                                 << "too large to print";
+    }
+    void longStringsAtTheDefaultLimits() {
+        QFETCH(QString, source);
+        QFETCH(QString, expected);
+        QElapsedTimer timer;
+        timer.start();
+        const Result<std::string> out = render(source);
+        const QString text = QString::fromStdString(out.ok() ? *out : out.status().message());
+        QVERIFY2(text.contains(expected), qPrintable(text));
+        // Copying the string each time would take minutes and gigabytes.
+        QVERIFY2(timer.elapsed() < 10'000, qPrintable(QString::number(timer.elapsed())));
     }
 
     void defaultLimitsAreFinite() {

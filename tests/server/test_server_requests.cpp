@@ -59,6 +59,9 @@ private slots:
         QCOMPARE(refused(chat(R"({"messages":[{"role":"tool","content":"x"}]})")).param, std::string("messages[0].role"));
         QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})")).param,
                  std::string("messages[0].content"));
+        // A part whose type is not a string threw, and the server answered 500.
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":[{"type":5,"text":"x"}]}]})")).param,
+                 std::string("messages[0].content"));
         QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]})")).param,
                  std::string("messages"));
     }

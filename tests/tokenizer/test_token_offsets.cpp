@@ -176,6 +176,12 @@ private slots:
                                            << eot + "<|start_header_id|>user<|end_header_id|>\n\nQ" << 57;
         QTest::newRow("bpe no special") << "data/tokenizer/ggml-vocab-gpt-2.gguf" << QByteArray("Hello\nworld\n")
                                         << QByteArray("Hello\nworld\nmore") << 0;
+        // A bad lead byte takes the bytes after it into its character, an isolated one too:
+        // no cut there (found by fuzz_tokenizer).
+        QTest::newRow("spm bad lead byte") << QString(spm) << QByteArray("\xff\x01") << QByteArray("\xff\x01e") << 0;
+        QTest::newRow("spm bad lead byte before a newline") << QString(spm) << QByteArray("ab\xf0\n") << QByteArray("ab\xf0\ncd") << 0;
+        QTest::newRow("spm newline after a bad lead byte's reach")
+            << QString(spm) << QByteArray("\xe2 x\n") << QByteArray("\xe2 x\ny") << 4;
         QTest::newRow("qwen2 special cut at the end")
             << "data/tokenizer/ggml-vocab-qwen2.gguf" << QByteArray("a<|im_end|>b<|im_") << QByteArray("a<|im_end|>b<|im_start|>") << 1;
     }
