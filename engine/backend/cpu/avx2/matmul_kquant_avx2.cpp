@@ -312,8 +312,12 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     using Block = typename T::Block;
     const int64_t nsb = job.n_cols / QK_K;
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
-    if (job.n_tokens == 1) {
-        for (int64_t r = r0; r < r1; ++r) job.y[r] = dot_row<T>(row(r), job.act, nsb);
+    if (job.n_tokens <= kRowByRowTokens) {
+        for (int64_t r = r0; r < r1; ++r) {
+            for (int64_t t = 0; t < job.n_tokens; ++t) {
+                job.y[t * job.y_stride + r] = dot_row<T>(row(r), job.act + size_t(t) * job.act_row_bytes, nsb);
+            }
+        }
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;

@@ -516,15 +516,19 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const int64_t nb = job.n_cols / 32;
     const ActLayout L = act_layout(job.n_cols);
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
-    if (job.n_tokens == 1) {
+    if (job.n_tokens <= kRowByRowTokens) {
         int64_t r = r0;
         for (; r + 2 <= r1; r += 2) {
             const Block * w[2] = {row(r), row(r + 1)};
-            dot_rows<T, 2>(w, job.act, L, nb, job.y + r);
+            for (int64_t t = 0; t < job.n_tokens; ++t) {
+                dot_rows<T, 2>(w, job.act + size_t(t) * job.act_row_bytes, L, nb, job.y + t * job.y_stride + r);
+            }
         }
         if (r < r1) {
             const Block * w[1] = {row(r)};
-            dot_rows<T, 1>(w, job.act, L, nb, job.y + r);
+            for (int64_t t = 0; t < job.n_tokens; ++t) {
+                dot_rows<T, 1>(w, job.act + size_t(t) * job.act_row_bytes, L, nb, job.y + t * job.y_stride + r);
+            }
         }
         return;
     }

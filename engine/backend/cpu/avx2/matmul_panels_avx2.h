@@ -10,6 +10,12 @@
 
 namespace lr::cpu::avx2 {
 
+// Up to this many tokens (decode steps of a batch of sequences) a matmul takes the
+// one-token kernel for each token, each row read from memory once and dotted with every
+// token while it is in L1: unpacking panels costs more than it saves for so few tokens,
+// and each token's result is the one it gets alone.
+constexpr int64_t kRowByRowTokens = 8;
+
 template <int R, class Unpack, class Tiles>
 void for_each_panel_tile(int64_t r0, int64_t r1, int64_t panel_rows, size_t panel_row_bytes, uint8_t * scratch, Unpack unpack,
                          Tiles tiles) {
