@@ -30,7 +30,7 @@ struct ParallelRun {
     double decode_tok_s = 0;  // aggregate, over the steps where every running sequence decoded
     uint32_t most_running = 0;
     uint32_t refused = 0;
-    uint64_t kv_bytes_per_sequence = 0;  // the tiers' bytes at the fullest step, per running sequence
+    uint64_t kv_bytes_per_sequence = 0;  // the KV held at the fullest step, per running sequence
 };
 
 double median(std::vector<double> v) {
@@ -93,9 +93,9 @@ Result<ParallelRun> run_once(const std::shared_ptr<const Model> & model, const S
             decode_s += std::chrono::duration<double>(Clock::now() - t0).count();
             decoded += generated - before;
         }
-        const KvStats stats = batch->kv_stats();
+        // What the sequences hold (the tiers' bytes would count the prefix store's too).
         uint64_t used = 0;
-        for (const KvTierStats & t : stats.tiers) used += t.present ? t.used_bytes : 0;
+        for (const KvLayerKindStats & k : batch->kv_stats().layer_kinds) used += k.bytes;
         if (used > fullest_bytes && batch->running() > 0) {
             fullest_bytes = used;
             fullest_running = uint32_t(batch->running());
