@@ -385,17 +385,21 @@ Status LlamaGraph::forward(UbatchPlan & plan, bool all_logits, KvCache & kv, std
     LR_RETURN_IF_ERROR(run(kv, n));
 
     // Logits only for the rows asked for.
+    const int64_t n_out = all_logits ? n : 1;
+    output(x_.as<float>() + (n - n_out) * hp.n_embd, n_out, logits_out);
+    return {};
+}
+
+void LlamaGraph::output(const float * rows, int64_t n_rows, std::vector<float> & logits_out) {
+    const ModelHParams & hp = model_->hparams();
     Backend & b = model_->backend();
     const ModelWeights & w = model_->weights();
-    const int64_t n_out = all_logits ? n : 1;
-    const float * rows = x_.as<float>() + (n - n_out) * hp.n_embd;
-    b.rms_norm(rows, w.output_norm, hp.rms_eps, n_out, xn_.as<float>());
-    b.matmul(w.output, xn_.as<float>(), n_out, logits_.as<float>());
-    if (features_.final_softcap != 0.0f) b.softcap(logits_.as<float>(), n_out * hp.n_vocab, features_.final_softcap);
-    logits_out.resize(size_t(n_out) * hp.n_vocab);
+    b.rms_norm(rows, w.output_norm, hp.rms_eps, n_rows, xn_.as<float>());
+    b.matmul(w.output, xn_.as<float>(), n_rows, logits_.as<float>());
+    if (features_.final_softcap != 0.0f) b.softcap(logits_.as<float>(), n_rows * hp.n_vocab, features_.final_softcap);
+    logits_out.resize(size_t(n_rows) * hp.n_vocab);
     b.copy_to_host(logits_out.data(), logits_.as<float>(), logits_out.size() * sizeof(float));
     b.synchronize();
-    return {};
 }
 
 Status LlamaGraph::forward_batch(std::span<UbatchPlan> plans, KvCache & kv, std::vector<float> & logits_out) {
@@ -409,19 +413,12 @@ Status LlamaGraph::forward_batch(std::span<UbatchPlan> plans, KvCache & kv, std:
 
     // Each sequence's last row, then the output head over those rows only.
     Backend & b = model_->backend();
-    const ModelWeights & w = model_->weights();
     float * last = xn_.as<float>();
     for (size_t i = 0; i < parts_.size(); ++i) {
         const Part & part = parts_[i];
         b.copy_on_device(last + i * hp.n_embd, x_.as<float>() + (part.at + part.n - 1) * hp.n_embd, hp.n_embd * sizeof(float));
     }
-    const int64_t n_out = int64_t(parts_.size());
-    b.rms_norm(last, w.output_norm, hp.rms_eps, n_out, last);
-    b.matmul(w.output, last, n_out, logits_.as<float>());
-    if (features_.final_softcap != 0.0f) b.softcap(logits_.as<float>(), n_out * hp.n_vocab, features_.final_softcap);
-    logits_out.resize(size_t(n_out) * hp.n_vocab);
-    b.copy_to_host(logits_out.data(), logits_.as<float>(), logits_out.size() * sizeof(float));
-    b.synchronize();
+    output(last, int64_t(parts_.size()), logits_out);
     return {};
 }
 

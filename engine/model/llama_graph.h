@@ -65,6 +65,8 @@ private:
     Status run_layers(KvCache & kv, int64_t n);
     Status attention_block(KvCache & kv, int64_t n, uint32_t il);
     Status recurrent_block(KvCache & kv, int64_t n, uint32_t il);
+    // The output head over `rows` ([n_rows][n_embd], backend memory): their logits on the host.
+    void output(const float * rows, int64_t n_rows, std::vector<float> & logits_out);
     void ffn_block(int64_t n, uint32_t il);
     void moe_block(int64_t n, uint32_t il);
     void shared_expert(int64_t n, const MoeWeights & m, float * out);
