@@ -225,6 +225,39 @@ private slots:
             }
         }
     }
+
+    // A decode step of a batch of sequences: each token's result must be bit for bit the
+    // one it gets alone, so a reply does not depend on what else runs beside it. (The float
+    // kernels take gemm's order for several tokens, as the scalar ones do.)
+    void batchedTokensGetTheirOwnResults_data() {
+        QTest::addColumn<QString>("type");
+        for (const char * t : kTypes) {
+            if (!is_float_type(*dtype_from_name(t))) QTest::newRow(t) << QString(t);
+        }
+    }
+    void batchedTokensGetTheirOwnResults() {
+        QFETCH(QString, type);
+        const DType wt = *dtype_from_name(type.toStdString());
+        const MatmulKernel * simd = avx2_matmul_kernel(wt);
+        QVERIFY(simd);
+        const int64_t block = dtype_traits(wt).block_elems;
+        uint64_t seed = 100;
+        for (int64_t n_cols : {block, 7 * block}) {
+            for (int64_t n_tokens : {2, 3, 4, 5, 7, 8}) {
+                const Problem p = make_problem(wt, n_cols, 5, n_tokens, seed++);
+                const std::vector<float> batched = run(*simd, p);
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    Problem one = p;
+                    one.n_tokens = 1;
+                    one.x.assign(p.x.begin() + t * n_cols, p.x.begin() + (t + 1) * n_cols);
+                    const std::vector<float> alone = run(*simd, one);
+                    QVERIFY2(std::memcmp(alone.data(), batched.data() + t * p.n_rows, alone.size() * sizeof(float)) == 0,
+                             qPrintable(
+                                 QString("cols %1 tokens %2: token %3 differs from its result alone").arg(n_cols).arg(n_tokens).arg(t)));
+                }
+            }
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCpuMatmul)

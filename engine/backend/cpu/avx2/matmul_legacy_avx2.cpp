@@ -13,9 +13,10 @@
 // Signed values use the sign trick (|w| * sign(a, w)), as llama.cpp does, and one madd
 // per register.
 //
-// Decode (one token) reads the blocks straight from the model file. Prefill unpacks a
-// panel of rows once into scratch (levels as bytes, scale patterns) and runs tiles of
-// 2 rows x 3 tokens over it, reusing each unpacked row for every token.
+// Decode (a few tokens) reads the blocks straight from the model file, each quad unpacked
+// once for up to 4 tokens. Prefill unpacks a panel of rows once into scratch (levels as
+// bytes, scale patterns) and runs tiles of 2 rows x 3 tokens over it, reusing each
+// unpacked row for every token.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
@@ -358,50 +359,66 @@ inline __m256i quad_dot(const __m256i * w, const __m256i * a) {
     }
 }
 
-// ---- decode: one token, blocks read from the model file ---------------------------------
+// quad_dot for a signed type with |w| taken once for every token: maddubs(|w|, sign(a, w)),
+// the same sums as quad_dot.
+inline __m256i quad_dot_abs(const __m256i * abs_w, const __m256i * w, const __m256i * a) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i sum = _mm256_setzero_si256();
+    for (int k = 0; k < 4; ++k) {
+        const __m256i p = _mm256_maddubs_epi16(abs_w[k], _mm256_sign_epi8(_mm256_loadu_si256(a + k), w[k]));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
+    }
+    return sum;
+}
 
-template <class T, int R>
-void dot_rows(const typename T::Block * const * w, const uint8_t * act, const ActLayout & L, int64_t nb, float * y) {
+// ---- decode: a few tokens, blocks read from the model file ---------------------------------
+// Each quad of a row is read and unpacked once for all Tn tokens (decode steps of a batch
+// of sequences); every token's sums run in the order they run for it alone, so its result
+// does not depend on the others. One row at a time: two at once spill registers and ran
+// slower even for one token.
+
+template <class T, int Tn>
+void dot_row(const typename T::Block * w, const uint8_t * const * act, const ActLayout & L, int64_t nb, float * y, int64_t y_stride) {
     using Block = typename T::Block;
-    __m256 acc[R], macc[R];
-    for (int r = 0; r < R; ++r) acc[r] = macc[r] = _mm256_setzero_ps();
-    auto step = [&](int64_t q, const Block * const * b) {
-        const auto * a = reinterpret_cast<const __m256i *>(act + L.qs() + 128 * size_t(q));
-        const __m256 ad = _mm256_load_ps(reinterpret_cast<const float *>(act + L.dpat() + 32 * size_t(q)));
-        for (int r = 0; r < R; ++r) {
-            __m256i wq[4];
-            __m256 d, m;
-            T::quad(b[r], wq);
-            quad_scales<T>(b[r], d, m);
-            __m256i i = quad_dot<T>(wq, a);
+    __m256 acc[Tn], macc[Tn];
+    for (int t = 0; t < Tn; ++t) acc[t] = macc[t] = _mm256_setzero_ps();
+    auto step = [&](int64_t q, const Block * b) {
+        __m256i wq[4], abs_w[4];
+        __m256 d, m;
+        T::quad(b, wq);
+        quad_scales<T>(b, d, m);
+        if constexpr (T::kSigned) {
+            for (int k = 0; k < 4; ++k) abs_w[k] = _mm256_sign_epi8(wq[k], wq[k]);
+        }
+        for (int t = 0; t < Tn; ++t) {
+            const auto * a = reinterpret_cast<const __m256i *>(act[t] + L.qs() + 128 * size_t(q));
+            __m256i i;
+            if constexpr (T::kSigned) {
+                i = quad_dot_abs(abs_w, wq, a);
+            } else {
+                i = quad_dot<T>(wq, a);
+            }
             if constexpr (T::kOffset != 0)
-                i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act + L.cpat() + 32 * size_t(q))));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(d, ad), acc[r]);
+                i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act[t] + L.cpat() + 32 * size_t(q))));
+            const __m256 ad = _mm256_load_ps(reinterpret_cast<const float *>(act[t] + L.dpat() + 32 * size_t(q)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(d, ad), acc[t]);
             if constexpr (T::kMin)
-                macc[r] = _mm256_fmadd_ps(m, _mm256_load_ps(reinterpret_cast<const float *>(act + L.spat() + 32 * size_t(q))), macc[r]);
+                macc[t] = _mm256_fmadd_ps(m, _mm256_load_ps(reinterpret_cast<const float *>(act[t] + L.spat() + 32 * size_t(q))), macc[t]);
         }
     };
     const int64_t full = nb / 4;
     for (int64_t q = 0; q < full; ++q) {
-        const Block * b[R];
-        for (int r = 0; r < R; ++r) {
-            b[r] = w[r] + 4 * q;
-            prefetch_ahead(b[r], 4 * sizeof(Block));
-        }
-        step(q, b);
+        prefetch_ahead(w + 4 * q, 4 * sizeof(Block));
+        step(q, w + 4 * q);
     }
     if (full < L.n_quads) {
-        // The last blocks, through copies padded with zero blocks.
-        Block padded[R][4];
-        const Block * b[R];
-        for (int r = 0; r < R; ++r) {
-            std::memset(padded[r], 0, sizeof padded[r]);
-            std::memcpy(padded[r], w[r] + 4 * full, size_t(nb - 4 * full) * sizeof(Block));
-            b[r] = padded[r];
-        }
-        step(full, b);
+        // The last blocks, through a copy padded with zero blocks.
+        Block padded[4];
+        std::memset(padded, 0, sizeof padded);
+        std::memcpy(padded, w + 4 * full, size_t(nb - 4 * full) * sizeof(Block));
+        step(full, padded);
     }
-    for (int r = 0; r < R; ++r) y[r] = hsum8(T::kMin ? _mm256_add_ps(acc[r], macc[r]) : acc[r]);
+    for (int t = 0; t < Tn; ++t) y[t * y_stride] = hsum8(T::kMin ? _mm256_add_ps(acc[t], macc[t]) : acc[t]);
 }
 
 // ---- prefill: unpacked panels and tiles ----------------------------------------------------
@@ -427,17 +444,6 @@ void unpack_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_
             for (int k = 0; k < 4; ++k) _mm256_store_si256(v + 5 + k, wq[k]);
         }
     }
-}
-
-// quad_dot for a panel quad of a signed type: |w| and w in registers.
-inline __m256i quad_dot_abs(const __m256i * abs_w, const __m256i * w, const __m256i * a) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i sum = _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-        const __m256i p = _mm256_maddubs_epi16(abs_w[k], _mm256_sign_epi8(_mm256_loadu_si256(a + k), w[k]));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
-    }
-    return sum;
 }
 
 // Signed types keep |w| and w of their row in registers: one row per tile.
@@ -517,19 +523,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const ActLayout L = act_layout(job.n_cols);
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
-        int64_t r = r0;
-        for (; r + 2 <= r1; r += 2) {
-            const Block * w[2] = {row(r), row(r + 1)};
-            for (int64_t t = 0; t < job.n_tokens; ++t) {
-                dot_rows<T, 2>(w, job.act + size_t(t) * job.act_row_bytes, L, nb, job.y + t * job.y_stride + r);
-            }
-        }
-        if (r < r1) {
-            const Block * w[1] = {row(r)};
-            for (int64_t t = 0; t < job.n_tokens; ++t) {
-                dot_rows<T, 1>(w, job.act + size_t(t) * job.act_row_bytes, L, nb, job.y + t * job.y_stride + r);
-            }
-        }
+        for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+            dot_row<T, Tn>(row(r), act, L, nb, y, job.y_stride);
+        });
         return;
     }
     const size_t panel_row_bytes = size_t(L.n_quads) * panel_quad_bytes<T>();
