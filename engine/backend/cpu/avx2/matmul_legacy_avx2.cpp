@@ -23,6 +23,12 @@
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
 
+// Built twice: here for AVX2, and by avx512/matmul_legacy_vnni.cpp with AVX-512 VNNI, whose
+// dpbusd takes the place of maddubs + madd (the same integer sums, so the same results).
+#if !defined(LONGREAD_LEGACY_KERNEL_TABLE)
+#define LONGREAD_LEGACY_KERNEL_TABLE avx2_legacy_matmul_kernel
+#endif
+
 namespace lr::cpu {
 namespace {
 
@@ -337,36 +343,35 @@ inline void load_quad(const typename T::Block * b, int64_t n, __m256i * q, __m25
 
 // ---- the integer dot of a quad ---------------------------------------------------------------
 
-// [b0 b0 b2 b2 b1 b1 b3 b3] partial sums of w . a, before the offset correction.
-template <class T>
-inline __m256i quad_dot(const __m256i * w, const __m256i * a) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    if constexpr (T::kSigned) {
-        __m256i sum = _mm256_setzero_si256();
-        for (int k = 0; k < 4; ++k) {
-            const __m256i wk = _mm256_loadu_si256(w + k);
-            const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wk, wk), _mm256_sign_epi8(_mm256_loadu_si256(a + k), wk));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
-        }
-        return sum;
-    } else {
-        // Levels <= 31 and |a| <= 127: each 16-bit lane stays below 4 * 2 * 31 * 127 < 2^15.
-        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_loadu_si256(a)),
-                                             _mm256_maddubs_epi16(w[1], _mm256_loadu_si256(a + 1)));
-        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_loadu_si256(a + 2)),
-                                             _mm256_maddubs_epi16(w[3], _mm256_loadu_si256(a + 3)));
-        return _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones);
-    }
+// [b0 b0 b2 b2 b1 b1 b3 b3] partial sums of w . a for unsigned levels w, before the
+// offset correction.
+inline __m256i quad_dot_unsigned(const __m256i * w, const __m256i * a) {
+#if defined(LONGREAD_LEGACY_VNNI)
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i s01 = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, w[0], _mm256_loadu_si256(a)), w[1], _mm256_loadu_si256(a + 1));
+    const __m256i s23 = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, w[2], _mm256_loadu_si256(a + 2)), w[3], _mm256_loadu_si256(a + 3));
+    return _mm256_add_epi32(s01, s23);
+#else
+    // Levels <= 31 and |a| <= 127: each 16-bit lane stays below 4 * 2 * 31 * 127 < 2^15.
+    const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_loadu_si256(a)),
+                                         _mm256_maddubs_epi16(w[1], _mm256_loadu_si256(a + 1)));
+    const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_loadu_si256(a + 2)),
+                                         _mm256_maddubs_epi16(w[3], _mm256_loadu_si256(a + 3)));
+    return _mm256_madd_epi16(_mm256_add_epi16(p01, p23), _mm256_set1_epi16(1));
+#endif
 }
 
-// quad_dot for a signed type with |w| taken once for every token: maddubs(|w|, sign(a, w)),
-// the same sums as quad_dot.
-inline __m256i quad_dot_abs(const __m256i * abs_w, const __m256i * w, const __m256i * a) {
-    const __m256i ones = _mm256_set1_epi16(1);
+// The same for signed values w, with |w| in abs_w: |w| * sign(a, w), as llama.cpp does
+// (|w|, |a| <= 127, so a pair of products never overflows 16 bits).
+inline __m256i quad_dot_signed(const __m256i * abs_w, const __m256i * w, const __m256i * a) {
     __m256i sum = _mm256_setzero_si256();
     for (int k = 0; k < 4; ++k) {
-        const __m256i p = _mm256_maddubs_epi16(abs_w[k], _mm256_sign_epi8(_mm256_loadu_si256(a + k), w[k]));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
+        const __m256i signed_a = _mm256_sign_epi8(_mm256_loadu_si256(a + k), w[k]);
+#if defined(LONGREAD_LEGACY_VNNI)
+        sum = _mm256_dpbusd_epi32(sum, abs_w[k], signed_a);
+#else
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w[k], signed_a), _mm256_set1_epi16(1)));
+#endif
     }
     return sum;
 }
@@ -394,9 +399,9 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, const Act
             const auto * a = reinterpret_cast<const __m256i *>(act[t] + L.qs() + 128 * size_t(q));
             __m256i i;
             if constexpr (T::kSigned) {
-                i = quad_dot_abs(abs_w, wq, a);
+                i = quad_dot_signed(abs_w, wq, a);
             } else {
-                i = quad_dot<T>(wq, a);
+                i = quad_dot_unsigned(wq, a);
             }
             if constexpr (T::kOffset != 0)
                 i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act[t] + L.cpat() + 32 * size_t(q))));
@@ -475,9 +480,9 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, const ActL
                 const auto * aq = reinterpret_cast<const __m256i *>(pa + L.qs() + 128 * q);
                 __m256i i;
                 if constexpr (T::kSigned) {
-                    i = quad_dot_abs(wq, ws, aq);
+                    i = quad_dot_signed(wq, ws, aq);
                 } else {
-                    i = quad_dot<T>(wq, aq);
+                    i = quad_dot_unsigned(wq, aq);
                 }
                 if constexpr (T::kOffset != 0)
                     i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa + L.cpat() + 32 * q)));
@@ -539,7 +544,7 @@ constexpr MatmulKernel kKernel{act_row_bytes, convert_act<T::kOffset>, act_to_st
 
 }  // namespace
 
-const MatmulKernel * avx2_legacy_matmul_kernel(DType type) {
+const MatmulKernel * LONGREAD_LEGACY_KERNEL_TABLE(DType type) {
     switch (type) {
         case DType::Q4_0: return &kKernel<Q4_0>;
         case DType::Q4_1: return &kKernel<Q4_1>;
