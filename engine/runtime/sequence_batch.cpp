@@ -56,10 +56,12 @@ Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reser
     Sequence s;
     s.id = next_id_++;
     s.seq = seq;
-    s.prompt = std::move(request.prompt);
-    s.restored = kv_->restore_prefix(seq, s.prompt, 1);
-    s.prompt_read = s.restored;
-    s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.prompt, std::move(request.sink));
+    s.tokens = std::move(request.prompt);
+    s.prompt_tokens = uint32_t(s.tokens.size());
+    s.restored = kv_->restore_prefix(seq, s.tokens, 1);
+    s.in_cache = s.restored;
+    s.selection = request.selection;
+    s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.tokens, std::move(request.sink));
     s.reservation = reservation;
     reserved_ += reservation;
     sequences_.push_back(std::move(s));
@@ -73,7 +75,7 @@ void SequenceBatch::cancel(uint64_t id) {
 }
 
 SequenceBatch::Finished SequenceBatch::end(Sequence & s, std::optional<Status> failure) {
-    Finished f{.id = s.id, .prompt_tokens = uint32_t(s.prompt.size()), .restored_tokens = s.restored};
+    Finished f{.id = s.id, .prompt_tokens = s.prompt_tokens, .restored_tokens = s.restored};
     if (failure) {
         f.result = *failure;
     } else {
@@ -84,6 +86,20 @@ SequenceBatch::Finished SequenceBatch::end(Sequence & s, std::optional<Status> f
     s.reservation = 0;
     s.seq = SeqId(-1);  // ended: removed at the end of the step
     return f;
+}
+
+SequenceBatch::Loss SequenceBatch::recover_lost_blocks(Sequence & s) {
+    const std::optional<uint32_t> lost = kv_->take_lost_position(s.seq);
+    if (!lost) return Loss::none;
+    if (++s.recoveries > kMaxRecoveries) return Loss::too_many;
+    // A loss down to no tokens drops the sequence from the cache, its selection with it.
+    if (kv_->n_tokens(s.seq) == 0 && !kv_->open_sequence(s.seq, s.selection).ok()) return Loss::too_many;
+    if (s.next) {
+        s.tokens.push_back(*s.next);
+        s.next.reset();
+    }
+    s.in_cache = std::min<size_t>(*lost, s.in_cache);
+    return Loss::recovered;
 }
 
 std::vector<SequenceBatch::Finished> SequenceBatch::step() {
@@ -113,24 +129,35 @@ std::vector<SequenceBatch::Finished> SequenceBatch::step() {
         if (!ended(s) && s.next) plan(s, {.tokens = std::span(&*s.next, 1), .max_tokens = 1});
     }
     for (Sequence & s : sequences_) {
-        if (ended(s) || s.prompt_read == s.prompt.size() || room == 0) continue;
-        plan(s, {.tokens = std::span(s.prompt).subspan(s.prompt_read),
+        if (ended(s) || s.next || s.in_cache == s.tokens.size() || room == 0) continue;
+        plan(s, {.tokens = std::span(s.tokens).subspan(s.in_cache),
                  .max_tokens = std::min(room, config_.chunk_tokens),
                  .prompt = true,
                  .ends_turn = true});
     }
     if (!plans.empty()) {
         if (Status st = graph_.forward_batch(plans, *kv_, logits_); !st.ok()) {
-            for (Sequence * s : owners) done.push_back(end(*s, st));
+            // Blocks lost to a fault are read again by the next steps, and the sequences that
+            // lost nothing simply run again; any other failure ends them all.
+            std::vector<Loss> losses(owners.size(), Loss::none);
+            if (st.code() == StatusCode::corrupt_data) {
+                for (size_t i = 0; i < owners.size(); ++i) losses[i] = recover_lost_blocks(*owners[i]);
+            }
+            const bool any_recovered = std::ranges::find(losses, Loss::recovered) != losses.end();
+            for (size_t i = 0; i < owners.size(); ++i) {
+                if (losses[i] == Loss::too_many || (losses[i] == Loss::none && !any_recovered)) done.push_back(end(*owners[i], st));
+            }
         } else {
             const uint32_t n_vocab = model_->hparams().n_vocab;
             for (size_t i = 0; i < owners.size(); ++i) {
                 Sequence & s = *owners[i];
                 if (s.next) {
+                    s.tokens.push_back(*s.next);
                     s.next.reset();
+                    s.in_cache = s.tokens.size();
                 } else {
-                    s.prompt_read += plans[i].n_tokens();
-                    if (s.prompt_read < s.prompt.size()) continue;
+                    s.in_cache += plans[i].n_tokens();
+                    if (s.in_cache < s.tokens.size()) continue;
                 }
                 const std::span<const float> logits(logits_.data() + i * n_vocab, n_vocab);
                 s.next = s.generation->next(logits, kv_->room(s.seq));

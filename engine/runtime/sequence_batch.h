@@ -13,6 +13,9 @@
 // budgets, which all sequences share. One that can never fit is refused by reserve(); one
 // that cannot fit beside the running ones waits (fits_now) — nothing is ever stopped
 // mid-reply for want of memory.
+//
+// Faults: a KV block that cannot be read back (a disk or prefix-cache block gone bad) cuts
+// its sequence there; the next steps read the rest again, and the others run on.
 
 #include <cstdint>
 #include <memory>
@@ -72,9 +75,15 @@ private:
     struct Sequence {
         uint64_t id = 0;
         SeqId seq = 0;
-        std::vector<int32_t> prompt;
-        size_t prompt_read = 0;  // tokens of the prompt in the cache
+        // What its cache holds when all is read: the prompt, then each generated token once
+        // evaluated. A KV block lost to a fault cuts the cache back; the steps read the rest
+        // again, as they read the prompt.
+        std::vector<int32_t> tokens;
+        size_t in_cache = 0;  // tokens[0, in_cache) are in the cache
+        uint32_t prompt_tokens = 0;
         uint32_t restored = 0;
+        KvSettings selection;
+        uint32_t recoveries = 0;
         std::optional<int32_t> next;  // the generated token to evaluate in the next step
         std::unique_ptr<TokenGeneration> generation;
         uint64_t reservation = 0;
@@ -84,6 +93,12 @@ private:
                   uint32_t max_sequences);
     // Ends `s` (its generation finished with its reason, or `failure`) and frees its memory.
     Finished end(Sequence & s, std::optional<Status> failure);
+    // After a step failed on corrupt data: whether `s` lost KV blocks; if so, it reads
+    // again from where the cache was cut, up to kMaxRecoveries times (a fault that comes
+    // back every time ends it).
+    enum class Loss { none, recovered, too_many };
+    Loss recover_lost_blocks(Sequence & s);
+    static constexpr uint32_t kMaxRecoveries = 8;
 
     std::shared_ptr<const Model> model_;
     SessionConfig config_;

@@ -275,7 +275,7 @@ private slots:
         const World w = make_world(c, 21);
         const Outputs want = naive(w, c);
         for (Path path : {Path::reference, Path::fused_scalar, Path::fused_avx2}) {
-            if (path == Path::fused_avx2 && detect_cpu_isa() != CpuIsa::avx2) continue;
+            if (path == Path::fused_avx2 && !runs_avx2(detect_cpu_isa())) continue;
             const Outputs got = run(w, c, path, 2, true);
             double worst = 0, worst_mass = 0;
             for (size_t i = 0; i < want.out.size(); ++i) worst = std::max(worst, std::fabs(double(got.out[i]) - want.out[i]));
@@ -337,7 +337,7 @@ private slots:
         // An all-f16 cache rounds the weights to f16: an exp that differs in the last bit can
         // move a weight by one f16 step (2^-11 relative). Other codecs keep float weights.
         const double tol = (all_f16(c) ? 2e-3 : 2e-5) * double(w.max_abs_v);
-        const bool avx2 = detect_cpu_isa() == CpuIsa::avx2;
+        const bool avx2 = runs_avx2(detect_cpu_isa());
         for (bool mass : {false, true}) {
             const Outputs ref = run(w, c, Path::reference, 2, mass);
             for (Path path : {Path::fused_scalar, Path::fused_avx2}) {
@@ -377,7 +377,7 @@ private slots:
     }
 
     void kernelsMatchScalar() {
-        if (detect_cpu_isa() != CpuIsa::avx2) QSKIP("no AVX2");
+        if (!runs_avx2(detect_cpu_isa())) QSKIP("no AVX2");
         const AttentionKernels & s = scalar_attention_kernels();
         const AttentionKernels & v = avx2_attention_kernels();
         test::Rng rng(5);

@@ -4,7 +4,9 @@
 //   - activations convert to exactly the bytes quant::quantize_activations writes;
 //   - F32/F16/BF16 results are bit-identical;
 //   - quantized results are within a float-accumulation bound of the exact value (the
-//     integer sums are exact; only the order of the float additions differs).
+//     integer sums are exact; only the order of the float additions differs);
+//   - the AVX-512 kernels equal the AVX2 ones bit for bit (their integer sums are the
+//     same and their float operations too).
 
 #include <QtTest>
 
@@ -139,7 +141,7 @@ class TestCpuMatmul : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() {
-        if (detect_cpu_isa() != CpuIsa::avx2) QSKIP("this CPU has no SIMD ISA with kernels: nothing to compare");
+        if (!runs_avx2(detect_cpu_isa())) QSKIP("this CPU has no SIMD ISA with kernels: nothing to compare");
     }
 
     void activationsConvertExactly_data() {
@@ -222,6 +224,63 @@ private slots:
                                                         .arg(bound)));
                     }
                 }
+            }
+        }
+    }
+
+    // A decode step of a batch of sequences: each token's result must be bit for bit the
+    // one it gets alone, so a reply does not depend on what else runs beside it. (The float
+    // kernels take gemm's order for several tokens, as the scalar ones do.)
+    void batchedTokensGetTheirOwnResults_data() {
+        QTest::addColumn<QString>("type");
+        for (const char * t : kTypes) {
+            if (!is_float_type(*dtype_from_name(t))) QTest::newRow(t) << QString(t);
+        }
+    }
+    void batchedTokensGetTheirOwnResults() {
+        QFETCH(QString, type);
+        const DType wt = *dtype_from_name(type.toStdString());
+        const MatmulKernel * simd = avx2_matmul_kernel(wt);
+        QVERIFY(simd);
+        const int64_t block = dtype_traits(wt).block_elems;
+        uint64_t seed = 100;
+        for (int64_t n_cols : {block, 7 * block}) {
+            for (int64_t n_tokens : {2, 3, 4, 5, 7, 8}) {
+                const Problem p = make_problem(wt, n_cols, 5, n_tokens, seed++);
+                const std::vector<float> batched = run(*simd, p);
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    Problem one = p;
+                    one.n_tokens = 1;
+                    one.x.assign(p.x.begin() + t * n_cols, p.x.begin() + (t + 1) * n_cols);
+                    const std::vector<float> alone = run(*simd, one);
+                    QVERIFY2(std::memcmp(alone.data(), batched.data() + t * p.n_rows, alone.size() * sizeof(float)) == 0,
+                             qPrintable(
+                                 QString("cols %1 tokens %2: token %3 differs from its result alone").arg(n_cols).arg(n_tokens).arg(t)));
+                }
+            }
+        }
+    }
+
+    void avx512KernelsEqualAvx2_data() {
+        QTest::addColumn<QString>("type");
+        for (const char * t : kTypes) {
+            if (avx512_matmul_kernel(*dtype_from_name(t))) QTest::newRow(t) << QString(t);
+        }
+    }
+    void avx512KernelsEqualAvx2() {
+        QFETCH(QString, type);
+        if (detect_cpu_isa() != CpuIsa::avx512) QSKIP("this CPU has no AVX-512 VNNI: its kernels cannot run here");
+        const DType wt = *dtype_from_name(type.toStdString());
+        const MatmulKernel * avx512 = avx512_matmul_kernel(wt);
+        const MatmulKernel * avx2 = avx2_matmul_kernel(wt);
+        QVERIFY(avx512 && avx2 && avx512 != avx2);
+        uint64_t seed = 500;
+        for (int64_t n_cols : {32, 96, 224, 1056}) {
+            for (int64_t n_tokens : {1, 2, 4, 5, 8, 9, 17}) {  // decode and prefill paths
+                const Problem p = make_problem(wt, n_cols, 17, n_tokens, seed++);
+                const std::vector<float> a = run(*avx2, p), b = run(*avx512, p);
+                QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+                         qPrintable(QString("cols %1 tokens %2").arg(n_cols).arg(n_tokens)));
             }
         }
     }

@@ -1,9 +1,11 @@
 // Continuous batching (SequenceBatch): sequences that come and go while others generate
 // get the tokens they get alone; prompts are read in chunks beside decode steps; a shared
 // beginning is taken copy-on-write; admission waits or refuses by the reserved KV; a
-// cancelled sequence frees its memory.
+// cancelled sequence frees its memory; KV blocks lost to a fault are read again.
+#include <QTemporaryDir>
 #include <QtTest>
 
+#include <map>
 #include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
@@ -49,7 +51,7 @@ class TestSequenceBatch : public QObject {
     }
 
     uint64_t add(SequenceBatch & b, const std::vector<int32_t> & prompt, int32_t max_tokens, std::vector<int32_t> * streamed = nullptr) {
-        BatchSequenceRequest r{.prompt = prompt, .params = greedy(max_tokens), .selection = config().kv};
+        BatchSequenceRequest r{.prompt = prompt, .params = greedy(max_tokens), .selection = b.config().kv};
         if (streamed) {
             r.sink = [streamed](int32_t token, std::string_view) {
                 if (token >= 0) streamed->push_back(token);
@@ -209,6 +211,52 @@ private slots:
         QCOMPARE(done[0].result->reason, StopReason::cancelled);
         QCOMPARE(b->running(), size_t(0));
         QCOMPARE(b->kv_stats().tiers[0].used_bytes, uint64_t(0));
+        QCOMPARE(b->kv_cache().pinned_blocks(), size_t(0));
+    }
+
+    void lostBlocksAreReadAgain() {
+        // The prefix cache's files lose their bytes after a first run: a sequence that
+        // restores its prompt from them finds its blocks gone mid-step, reads them again and
+        // still gets its tokens alone; the sequence beside it never notices.
+        std::mt19937 rng(11);
+        const int32_t n_vocab = int32_t(model_->hparams().n_vocab);
+        const std::vector<int32_t> document = random_prompt(rng, 96, n_vocab);
+        std::vector<int32_t> question = document;
+        for (int32_t t : random_prompt(rng, 9, n_vocab)) question.push_back(t);
+        const std::vector<int32_t> other = random_prompt(rng, 40, n_vocab);
+        QTemporaryDir dir;
+        SessionConfig c = config();
+        c.kv.prefix_cache = true;
+        c.kv.dir = dir.path().toStdString();
+        c.kv.block_tokens = 16;
+        {
+            auto first = Session::create(model_, c);
+            QVERIFY(first.ok() && (*first)->append(document).ok());
+            (*first)->kv_cache().flush();
+        }
+        int emptied = 0;
+        for (const QFileInfo & fi : QDir(dir.path()).entryInfoList({"*.dat", "*.bin", "*.kv"}, QDir::Files)) {
+            QFile f(fi.filePath());
+            QVERIFY(f.open(QIODevice::ReadWrite));
+            QVERIFY(f.resize(0));
+            ++emptied;
+        }
+        QVERIFY(emptied > 0);
+
+        auto b = batch(2, c);
+        std::vector<int32_t> streamed_question, streamed_other;
+        const uint64_t asked = add(*b, question, 12, &streamed_question);
+        const uint64_t beside = add(*b, other, 12, &streamed_other);
+        std::map<uint64_t, SequenceBatch::Finished> finished;
+        while (b->running() > 0) {
+            for (SequenceBatch::Finished & f : b->step()) finished.emplace(f.id, std::move(f));
+        }
+        QVERIFY2(finished.at(asked).result.ok(), finished.at(asked).result.status().message().c_str());
+        QVERIFY2(finished.at(beside).result.ok(), finished.at(beside).result.status().message().c_str());
+        QVERIFY(finished.at(asked).restored_tokens > 0);
+        QVERIFY(b->kv_stats().faults > 0);
+        QCOMPARE(streamed_question, alone(question, 12));
+        QCOMPARE(streamed_other, alone(other, 12));
         QCOMPARE(b->kv_cache().pinned_blocks(), size_t(0));
     }
 };

@@ -61,7 +61,7 @@ const ActivationKernels & avx2_activation_kernels() { return scalar_activation_k
 
 const ActivationKernels & activation_kernels(CpuIsa isa) {
 #if defined(LONGREAD_HAVE_AVX2_KERNELS)
-    if (isa == CpuIsa::avx2) return avx2_activation_kernels();
+    if (runs_avx2(isa)) return avx2_activation_kernels();
 #endif
     (void)isa;
     return scalar_activation_kernels();

@@ -423,7 +423,7 @@ const AttentionKernels & avx2_attention_kernels() { return scalar_attention_kern
 
 const AttentionKernels & attention_kernels(CpuIsa isa) {
 #if defined(LONGREAD_HAVE_AVX2_KERNELS)
-    if (isa == CpuIsa::avx2) return avx2_attention_kernels();
+    if (runs_avx2(isa)) return avx2_attention_kernels();
 #endif
     (void)isa;
     return scalar_attention_kernels();

@@ -9,6 +9,8 @@ const MatmulKernel * avx2_float_matmul_kernel(DType type);
 const MatmulKernel * avx2_legacy_matmul_kernel(DType type);
 const MatmulKernel * avx2_kquant_matmul_kernel(DType type);
 const MatmulKernel * avx2_iquant_matmul_kernel(DType type);
+// The AVX-512 ones (avx512/*.cpp).
+const MatmulKernel * avx512_legacy_matmul_kernel(DType type);
 
 const MatmulKernel * avx2_matmul_kernel(DType type) {
 #if defined(LONGREAD_HAVE_AVX2_KERNELS)
@@ -22,8 +24,20 @@ const MatmulKernel * avx2_matmul_kernel(DType type) {
 #endif
 }
 
+const MatmulKernel * avx512_matmul_kernel(DType type) {
+#if defined(LONGREAD_HAVE_AVX512_KERNELS)
+    return avx512_legacy_matmul_kernel(type);
+#else
+    (void)type;
+    return nullptr;
+#endif
+}
+
 const MatmulKernel * matmul_kernel(CpuIsa isa, DType type) {
-    if (isa == CpuIsa::avx2) {
+    if (isa == CpuIsa::avx512) {
+        if (const MatmulKernel * k = avx512_matmul_kernel(type)) return k;
+    }
+    if (runs_avx2(isa)) {
         if (const MatmulKernel * k = avx2_matmul_kernel(type)) return k;
     }
     return scalar_matmul_kernel(type);

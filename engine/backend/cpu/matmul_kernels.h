@@ -47,8 +47,9 @@ struct MatmulKernel {
 // has none for the type.
 const MatmulKernel * matmul_kernel(CpuIsa isa, DType type);
 
-// Per-ISA tables (matmul_scalar.cpp, avx2/*.cpp).
+// Per-ISA tables (matmul_scalar.cpp, avx2/*.cpp, avx512/*.cpp).
 const MatmulKernel * scalar_matmul_kernel(DType type);
 const MatmulKernel * avx2_matmul_kernel(DType type);
+const MatmulKernel * avx512_matmul_kernel(DType type);  // its own kernels only
 
 }  // namespace lr::cpu

@@ -82,7 +82,7 @@ inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 // read kPrefetchBytes ahead of those it reads now, one cache line at a time. (Without it a
 // core alternates between waiting for memory and computing; the hardware prefetcher alone
 // keeps too few lines in flight.) Prefetches past the end of the data are harmless.
-inline const size_t kPrefetchBytes = getenv("PFB") ? size_t(atoll(getenv("PFB"))) : 4096;
+constexpr size_t kPrefetchBytes = 4096;
 
 // Prefetches the cache lines of [p, p + n) + kPrefetchBytes.
 inline void prefetch_ahead(const void * p, size_t n) {

@@ -12,7 +12,7 @@
 // sum, scaled by 1/8, is accumulated apart, as llama.cpp does. The integer sums are
 // quant::vec_dot's exactly; the float accumulation follows llama.cpp's x86 kernels (one
 // fmadd of the 8 int32 lanes per super-block, a horizontal sum at the end). Decode reads
-// super-blocks from the model file; prefill unpacks a panel of rows once and runs tiles
+// super-blocks from the model file, each unpacked once for up to 4 tokens; prefill unpacks a panel of rows once and runs tiles
 // over it, in the same float order.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
@@ -235,23 +235,29 @@ inline float finish(const Acc & acc) {
 }
 
 // ---- decode ------------------------------------------------------------------------------------
+// Each sub-block is read and unpacked once for all Tn tokens (decode steps of a batch of
+// sequences); every token's sums run in the order they run for it alone.
 
-template <class T>
-float dot_row(const typename T::Block * w, const uint8_t * act, int64_t nsb) {
-    Acc acc;
-    for (int64_t s = 0; s < nsb; ++s, act += kActBlockBytes) {
+template <class T, int Tn>
+void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
+    Acc acc[Tn];
+    for (int64_t s = 0; s < nsb; ++s) {
         prefetch_ahead(w + s, sizeof(w[s]));
-        __m256i isum = _mm256_setzero_si256(), dsum = _mm256_setzero_si256();
+        const size_t at = size_t(s) * kActBlockBytes;
+        __m256i isum[Tn], dsum[Tn];
+        for (int t = 0; t < Tn; ++t) isum[t] = dsum[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
             __m256i wj, sc, dl;
             T::sub(w[s], j, wj, sc, dl);
-            const __m256i a = _mm256_load_si256(act_qs(act) + j);
-            isum = _mm256_add_epi32(isum, scaled_dot(wj, a, sc));
-            if constexpr (T::kDelta != kNoDelta) dsum = _mm256_add_epi32(dsum, scaled_dot(dl, a, sc));
+            for (int t = 0; t < Tn; ++t) {
+                const __m256i a = _mm256_load_si256(act_qs(act[t] + at) + j);
+                isum[t] = _mm256_add_epi32(isum[t], scaled_dot(wj, a, sc));
+                if constexpr (T::kDelta != kNoDelta) dsum[t] = _mm256_add_epi32(dsum[t], scaled_dot(dl, a, sc));
+            }
         }
-        add_super_block<T>(acc, T::d(w[s]) * act_d(act), isum, dsum);
+        for (int t = 0; t < Tn; ++t) add_super_block<T>(acc[t], T::d(w[s]) * act_d(act[t] + at), isum[t], dsum[t]);
     }
-    return finish<T>(acc);
+    for (int t = 0; t < Tn; ++t) y[t * y_stride] = finish<T>(acc[t]);
 }
 
 // ---- prefill -----------------------------------------------------------------------------------
@@ -354,11 +360,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const int64_t nsb = job.n_cols / QK_K;
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
-        for (int64_t r = r0; r < r1; ++r) {
-            for (int64_t t = 0; t < job.n_tokens; ++t) {
-                job.y[t * job.y_stride + r] = dot_row<T>(row(r), job.act + size_t(t) * job.act_row_bytes, nsb);
-            }
-        }
+        for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+            dot_row<T, Tn>(row(r), act, nsb, y, job.y_stride);
+        });
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * panel_block_bytes<T>();

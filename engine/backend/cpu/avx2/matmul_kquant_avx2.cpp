@@ -8,8 +8,9 @@
 //     sum(w * a) = d * da * sum_j sc_j . (q_j . a_j)  -  dmin * da * sum_g mn_g * bsum_g.
 // Signed levels (Q3_K: q - 4, Q6_K: q - 32) become unsigned levels with mn = offset * sc
 // and dmin = d. The integer sums are those of quant::vec_dot, exactly; only the float
-// accumulation differs. Decode reads super-blocks from the model file; prefill unpacks a
-// panel of rows into this form once and runs tiles of 2 rows x 4 tokens over it.
+// accumulation differs. Decode reads super-blocks from the model file, each unpacked once
+// for up to 4 tokens; prefill unpacks a panel of rows into this form once and runs tiles of
+// 2 rows x 4 tokens over it.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
@@ -189,29 +190,40 @@ struct Q6K {
 };
 
 // ---- decode ------------------------------------------------------------------------------------
+// Each super-block is read and unpacked once for all Tn tokens (decode steps of a batch of
+// sequences); every token's sums run in the order they run for it alone.
 
-template <class T>
-float dot_row(const typename T::Block * w, const uint8_t * act, int64_t nsb) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t s = 0; s < nsb; ++s, act += kActBlockBytes) {
+template <class T, int Tn>
+void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
+    __m256 acc[Tn];
+    for (int t = 0; t < Tn; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
         prefetch_ahead(w + s, sizeof(w[s]));
         const T u(w[s]);
-        __m256i isum = _mm256_setzero_si256();
+        const size_t at = size_t(s) * kActBlockBytes;
+        __m256i isum[Tn];
+        for (int t = 0; t < Tn; ++t) isum[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
-            const __m256i p = _mm256_maddubs_epi16(u.q(j), _mm256_load_si256(reinterpret_cast<const __m256i *>(act) + j));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u.scale(j)));
+            const __m256i q = u.q(j), sc = u.scale(j);
+            for (int t = 0; t < Tn; ++t) {
+                const __m256i p = _mm256_maddubs_epi16(q, _mm256_load_si256(reinterpret_cast<const __m256i *>(act[t] + at) + j));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sc));
+            }
         }
-        const __m256i msum = _mm256_madd_epi16(u.mn(), _mm256_load_si256(reinterpret_cast<const __m256i *>(act + kActBsums)));
-        float da;
-        std::memcpy(&da, act + kActD, sizeof da);
-        if constexpr (T::kCombinedMin) {
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, msum)), _mm256_set1_ps(u.d() * da), acc);
-        } else {
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d() * da), acc);
-            acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin() * da), acc);
+        const __m256i mn = u.mn();
+        for (int t = 0; t < Tn; ++t) {
+            const __m256i msum = _mm256_madd_epi16(mn, _mm256_load_si256(reinterpret_cast<const __m256i *>(act[t] + at + kActBsums)));
+            float da;
+            std::memcpy(&da, act[t] + at + kActD, sizeof da);
+            if constexpr (T::kCombinedMin) {
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], msum)), _mm256_set1_ps(u.d() * da), acc[t]);
+            } else {
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(u.d() * da), acc[t]);
+                acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin() * da), acc[t]);
+            }
         }
     }
-    return hsum8(acc);
+    for (int t = 0; t < Tn; ++t) y[t * y_stride] = hsum8(acc[t]);
 }
 
 // ---- prefill -----------------------------------------------------------------------------------
@@ -313,11 +325,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const int64_t nsb = job.n_cols / QK_K;
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
-        for (int64_t r = r0; r < r1; ++r) {
-            for (int64_t t = 0; t < job.n_tokens; ++t) {
-                job.y[t * job.y_stride + r] = dot_row<T>(row(r), job.act + size_t(t) * job.act_row_bytes, nsb);
-            }
-        }
+        for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+            dot_row<T, Tn>(row(r), act, nsb, y, job.y_stride);
+        });
         return;
     }
     const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;

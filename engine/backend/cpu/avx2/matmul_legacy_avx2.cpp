@@ -13,14 +13,21 @@
 // Signed values use the sign trick (|w| * sign(a, w)), as llama.cpp does, and one madd
 // per register.
 //
-// Decode (one token) reads the blocks straight from the model file. Prefill unpacks a
-// panel of rows once into scratch (levels as bytes, scale patterns) and runs tiles of
-// 2 rows x 3 tokens over it, reusing each unpacked row for every token.
+// Decode (a few tokens) reads the blocks straight from the model file, each quad unpacked
+// once for up to 4 tokens. Prefill unpacks a panel of rows once into scratch (levels as
+// bytes, scale patterns) and runs tiles of 2 rows x 3 tokens over it, reusing each
+// unpacked row for every token.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
+
+// Built twice: here for AVX2, and by avx512/matmul_legacy_vnni.cpp with AVX-512 VNNI, whose
+// dpbusd takes the place of maddubs + madd (the same integer sums, so the same results).
+#if !defined(LONGREAD_LEGACY_KERNEL_TABLE)
+#define LONGREAD_LEGACY_KERNEL_TABLE avx2_legacy_matmul_kernel
+#endif
 
 namespace lr::cpu {
 namespace {
@@ -336,72 +343,87 @@ inline void load_quad(const typename T::Block * b, int64_t n, __m256i * q, __m25
 
 // ---- the integer dot of a quad ---------------------------------------------------------------
 
-// [b0 b0 b2 b2 b1 b1 b3 b3] partial sums of w . a, before the offset correction.
-template <class T>
-inline __m256i quad_dot(const __m256i * w, const __m256i * a) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    if constexpr (T::kSigned) {
-        __m256i sum = _mm256_setzero_si256();
-        for (int k = 0; k < 4; ++k) {
-            const __m256i wk = _mm256_loadu_si256(w + k);
-            const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wk, wk), _mm256_sign_epi8(_mm256_loadu_si256(a + k), wk));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
-        }
-        return sum;
-    } else {
-        // Levels <= 31 and |a| <= 127: each 16-bit lane stays below 4 * 2 * 31 * 127 < 2^15.
-        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_loadu_si256(a)),
-                                             _mm256_maddubs_epi16(w[1], _mm256_loadu_si256(a + 1)));
-        const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_loadu_si256(a + 2)),
-                                             _mm256_maddubs_epi16(w[3], _mm256_loadu_si256(a + 3)));
-        return _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones);
-    }
+// [b0 b0 b2 b2 b1 b1 b3 b3] partial sums of w . a for unsigned levels w, before the
+// offset correction.
+inline __m256i quad_dot_unsigned(const __m256i * w, const __m256i * a) {
+#if defined(LONGREAD_LEGACY_VNNI)
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i s01 = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, w[0], _mm256_loadu_si256(a)), w[1], _mm256_loadu_si256(a + 1));
+    const __m256i s23 = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, w[2], _mm256_loadu_si256(a + 2)), w[3], _mm256_loadu_si256(a + 3));
+    return _mm256_add_epi32(s01, s23);
+#else
+    // Levels <= 31 and |a| <= 127: each 16-bit lane stays below 4 * 2 * 31 * 127 < 2^15.
+    const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_loadu_si256(a)),
+                                         _mm256_maddubs_epi16(w[1], _mm256_loadu_si256(a + 1)));
+    const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_loadu_si256(a + 2)),
+                                         _mm256_maddubs_epi16(w[3], _mm256_loadu_si256(a + 3)));
+    return _mm256_madd_epi16(_mm256_add_epi16(p01, p23), _mm256_set1_epi16(1));
+#endif
 }
 
-// ---- decode: one token, blocks read from the model file ---------------------------------
+// The same for signed values w, with |w| in abs_w: |w| * sign(a, w), as llama.cpp does
+// (|w|, |a| <= 127, so a pair of products never overflows 16 bits).
+inline __m256i quad_dot_signed(const __m256i * abs_w, const __m256i * w, const __m256i * a) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int k = 0; k < 4; ++k) {
+        const __m256i signed_a = _mm256_sign_epi8(_mm256_loadu_si256(a + k), w[k]);
+#if defined(LONGREAD_LEGACY_VNNI)
+        sum = _mm256_dpbusd_epi32(sum, abs_w[k], signed_a);
+#else
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w[k], signed_a), _mm256_set1_epi16(1)));
+#endif
+    }
+    return sum;
+}
 
-template <class T, int R>
-void dot_rows(const typename T::Block * const * w, const uint8_t * act, const ActLayout & L, int64_t nb, float * y) {
+// ---- decode: a few tokens, blocks read from the model file ---------------------------------
+// Each quad of a row is read and unpacked once for all Tn tokens (decode steps of a batch
+// of sequences); every token's sums run in the order they run for it alone, so its result
+// does not depend on the others. One row at a time: two at once spill registers and ran
+// slower even for one token.
+
+template <class T, int Tn>
+void dot_row(const typename T::Block * w, const uint8_t * const * act, const ActLayout & L, int64_t nb, float * y, int64_t y_stride) {
     using Block = typename T::Block;
-    __m256 acc[R], macc[R];
-    for (int r = 0; r < R; ++r) acc[r] = macc[r] = _mm256_setzero_ps();
-    auto step = [&](int64_t q, const Block * const * b) {
-        const auto * a = reinterpret_cast<const __m256i *>(act + L.qs() + 128 * size_t(q));
-        const __m256 ad = _mm256_load_ps(reinterpret_cast<const float *>(act + L.dpat() + 32 * size_t(q)));
-        for (int r = 0; r < R; ++r) {
-            __m256i wq[4];
-            __m256 d, m;
-            T::quad(b[r], wq);
-            quad_scales<T>(b[r], d, m);
-            __m256i i = quad_dot<T>(wq, a);
+    __m256 acc[Tn], macc[Tn];
+    for (int t = 0; t < Tn; ++t) acc[t] = macc[t] = _mm256_setzero_ps();
+    auto step = [&](int64_t q, const Block * b) {
+        __m256i wq[4], abs_w[4];
+        __m256 d, m;
+        T::quad(b, wq);
+        quad_scales<T>(b, d, m);
+        if constexpr (T::kSigned) {
+            for (int k = 0; k < 4; ++k) abs_w[k] = _mm256_sign_epi8(wq[k], wq[k]);
+        }
+        for (int t = 0; t < Tn; ++t) {
+            const auto * a = reinterpret_cast<const __m256i *>(act[t] + L.qs() + 128 * size_t(q));
+            __m256i i;
+            if constexpr (T::kSigned) {
+                i = quad_dot_signed(abs_w, wq, a);
+            } else {
+                i = quad_dot_unsigned(wq, a);
+            }
             if constexpr (T::kOffset != 0)
-                i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act + L.cpat() + 32 * size_t(q))));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(d, ad), acc[r]);
+                i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(act[t] + L.cpat() + 32 * size_t(q))));
+            const __m256 ad = _mm256_load_ps(reinterpret_cast<const float *>(act[t] + L.dpat() + 32 * size_t(q)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(d, ad), acc[t]);
             if constexpr (T::kMin)
-                macc[r] = _mm256_fmadd_ps(m, _mm256_load_ps(reinterpret_cast<const float *>(act + L.spat() + 32 * size_t(q))), macc[r]);
+                macc[t] = _mm256_fmadd_ps(m, _mm256_load_ps(reinterpret_cast<const float *>(act[t] + L.spat() + 32 * size_t(q))), macc[t]);
         }
     };
     const int64_t full = nb / 4;
     for (int64_t q = 0; q < full; ++q) {
-        const Block * b[R];
-        for (int r = 0; r < R; ++r) {
-            b[r] = w[r] + 4 * q;
-            prefetch_ahead(b[r], 4 * sizeof(Block));
-        }
-        step(q, b);
+        prefetch_ahead(w + 4 * q, 4 * sizeof(Block));
+        step(q, w + 4 * q);
     }
     if (full < L.n_quads) {
-        // The last blocks, through copies padded with zero blocks.
-        Block padded[R][4];
-        const Block * b[R];
-        for (int r = 0; r < R; ++r) {
-            std::memset(padded[r], 0, sizeof padded[r]);
-            std::memcpy(padded[r], w[r] + 4 * full, size_t(nb - 4 * full) * sizeof(Block));
-            b[r] = padded[r];
-        }
-        step(full, b);
+        // The last blocks, through a copy padded with zero blocks.
+        Block padded[4];
+        std::memset(padded, 0, sizeof padded);
+        std::memcpy(padded, w + 4 * full, size_t(nb - 4 * full) * sizeof(Block));
+        step(full, padded);
     }
-    for (int r = 0; r < R; ++r) y[r] = hsum8(T::kMin ? _mm256_add_ps(acc[r], macc[r]) : acc[r]);
+    for (int t = 0; t < Tn; ++t) y[t * y_stride] = hsum8(T::kMin ? _mm256_add_ps(acc[t], macc[t]) : acc[t]);
 }
 
 // ---- prefill: unpacked panels and tiles ----------------------------------------------------
@@ -427,17 +449,6 @@ void unpack_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_
             for (int k = 0; k < 4; ++k) _mm256_store_si256(v + 5 + k, wq[k]);
         }
     }
-}
-
-// quad_dot for a panel quad of a signed type: |w| and w in registers.
-inline __m256i quad_dot_abs(const __m256i * abs_w, const __m256i * w, const __m256i * a) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i sum = _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-        const __m256i p = _mm256_maddubs_epi16(abs_w[k], _mm256_sign_epi8(_mm256_loadu_si256(a + k), w[k]));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
-    }
-    return sum;
 }
 
 // Signed types keep |w| and w of their row in registers: one row per tile.
@@ -469,9 +480,9 @@ void tile(const uint8_t * const * panel, const uint8_t * const * act, const ActL
                 const auto * aq = reinterpret_cast<const __m256i *>(pa + L.qs() + 128 * q);
                 __m256i i;
                 if constexpr (T::kSigned) {
-                    i = quad_dot_abs(wq, ws, aq);
+                    i = quad_dot_signed(wq, ws, aq);
                 } else {
-                    i = quad_dot<T>(wq, aq);
+                    i = quad_dot_unsigned(wq, aq);
                 }
                 if constexpr (T::kOffset != 0)
                     i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa + L.cpat() + 32 * q)));
@@ -517,19 +528,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const ActLayout L = act_layout(job.n_cols);
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
-        int64_t r = r0;
-        for (; r + 2 <= r1; r += 2) {
-            const Block * w[2] = {row(r), row(r + 1)};
-            for (int64_t t = 0; t < job.n_tokens; ++t) {
-                dot_rows<T, 2>(w, job.act + size_t(t) * job.act_row_bytes, L, nb, job.y + t * job.y_stride + r);
-            }
-        }
-        if (r < r1) {
-            const Block * w[1] = {row(r)};
-            for (int64_t t = 0; t < job.n_tokens; ++t) {
-                dot_rows<T, 1>(w, job.act + size_t(t) * job.act_row_bytes, L, nb, job.y + t * job.y_stride + r);
-            }
-        }
+        for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+            dot_row<T, Tn>(row(r), act, L, nb, y, job.y_stride);
+        });
         return;
     }
     const size_t panel_row_bytes = size_t(L.n_quads) * panel_quad_bytes<T>();
@@ -543,7 +544,7 @@ constexpr MatmulKernel kKernel{act_row_bytes, convert_act<T::kOffset>, act_to_st
 
 }  // namespace
 
-const MatmulKernel * avx2_legacy_matmul_kernel(DType type) {
+const MatmulKernel * LONGREAD_LEGACY_KERNEL_TABLE(DType type) {
     switch (type) {
         case DType::Q4_0: return &kKernel<Q4_0>;
         case DType::Q4_1: return &kKernel<Q4_1>;
