@@ -128,22 +128,44 @@ private slots:
         // / 1.0e-3, BF16 8.9e-4 / 1.6e-3, F16 and three F32 models bit-identical.
         QTest::newRow("stories260K") << "models/stories260K.gguf"
                                      << "reference/stories260K/stories260K_logits.json" << stories_tolerance();
+        // Each model's tolerance is what the SIMD kernels measure (1.5x, rounded up, at
+        // least 1e-4: float-order changes move logits by ~1e-6, a wrong scale or a flipped
+        // activation level by 1e-3 and more), and without them (another CPU) the loose bound
+        // of the engine-foundation issue: float types 1e-3, quantized types 2e-2. Most
+        // quantized files match llama.cpp to ~1e-7 at every position; the others differ from
+        // one position on by ~1e-2, where one 8-bit activation level rounds the other way (its
+        // effect runs through the later positions' attention), see the notes below.
         struct Tiny {
             const char * name;
-            float tolerance;
+            float measured;  // the bound with the SIMD kernels
+            float loose;     // without them
+            float tolerance() const { return runs_avx2(detect_cpu_isa()) ? measured : loose; }
         };
-        // Tolerances of the engine-foundation issue: float types 1e-3 (rope scaling 2e-4),
-        // quantized types 2e-2.
+        // Measured max |d| prompt / steps (AVX2 and AVX-512 alike) in the comments.
         const Tiny tiny[] = {
-            {"tiny-llama-f32", 1e-3f},  {"tiny-llama-F16", 1e-3f},      {"tiny-llama-BF16", 4e-3f},     {"tiny-llama-Q8_0", 2e-2f},
-            {"tiny-llama-Q4_0", 2e-2f}, {"tiny-llama-Q4_1", 2e-2f},     {"tiny-llama-Q5_0", 2e-2f},     {"tiny-llama-Q5_1", 2e-2f},
-            {"tiny-llama-Q2_K", 2e-2f}, {"tiny-llama-Q3_K", 2e-2f},     {"tiny-llama-Q4_K", 2e-2f},     {"tiny-llama-Q5_K", 2e-2f},
-            {"tiny-llama-Q6_K", 2e-2f}, {"tiny-llama-IQ4_NL", 2e-2f},   {"tiny-llama-Q4_K_M", 2e-2f},   {"tiny-qwen2-f32", 1e-3f},
-            {"tiny-qwen2-Q8_0", 2e-2f}, {"tiny-llama3rope-f32", 2e-4f}, {"tiny-llama-tied-f32", 1e-3f},
+            {"tiny-llama-f32", 1e-4f, 1e-3f},       // 2.4e-7 / 3.1e-5
+            {"tiny-llama-F16", 5e-4f, 1e-3f},       // 0 / 2.1e-4
+            {"tiny-llama-BF16", 4e-3f, 4e-3f},      // 2.3e-3 / 2.9e-3
+            {"tiny-llama-Q8_0", 1e-4f, 2e-2f},      // 1.8e-7 / 1.2e-7
+            {"tiny-llama-Q4_0", 1e-4f, 2e-2f},      // 2.7e-7 / 2.4e-7
+            {"tiny-llama-Q4_1", 1.5e-2f, 2e-2f},    // 3.6e-7 / 8.8e-3
+            {"tiny-llama-Q5_0", 2e-2f, 2e-2f},      // 1.0e-2 / 1.1e-2
+            {"tiny-llama-Q5_1", 1.5e-2f, 2e-2f},    // 9.2e-3 / 8.6e-3
+            {"tiny-llama-Q2_K", 1e-4f, 2e-2f},      // 3.6e-7 / 4.2e-7
+            {"tiny-llama-Q3_K", 1.5e-2f, 2e-2f},    // 9.7e-3 / 4.2e-7
+            {"tiny-llama-Q4_K", 1e-4f, 2e-2f},      // 4.8e-7 / 6.0e-7
+            {"tiny-llama-Q5_K", 2e-2f, 2e-2f},      // 1.5e-2 / 1.75e-2
+            {"tiny-llama-Q6_K", 1e-4f, 2e-2f},      // 2.4e-7 / 7.2e-6
+            {"tiny-llama-IQ4_NL", 1e-2f, 2e-2f},    // 4.3e-3 / 7.0e-3
+            {"tiny-llama-Q4_K_M", 2.5e-3f, 2e-2f},  // 1.6e-3 / 3.6e-7
+            {"tiny-qwen2-f32", 1e-4f, 1e-3f},       // 4.6e-6 / 6.3e-6
+            {"tiny-qwen2-Q8_0", 1e-4f, 2e-2f},      // 1.8e-7 / 1.2e-7
+            {"tiny-llama3rope-f32", 1e-4f, 2e-4f},  // 2.6e-5 / 3.5e-6
+            {"tiny-llama-tied-f32", 1e-4f, 1e-3f},  // 2.4e-7 / 3.6e-7
         };
         for (const Tiny & t : tiny) {
             QTest::newRow(t.name) << QString("models/tiny/%1.gguf").arg(t.name) << QString("reference/tiny/%1.logits.json").arg(t.name)
-                                  << t.tolerance;
+                                  << t.tolerance();
         }
         // The 2025-2026 weight types (reference/tiny-2026/README.md: the IQ2_XXS, IQ2_XS and
         // IQ1_S files keep token_embd in Q2_K). Measured max |d| prompt / steps (AVX2 kernels)
@@ -156,20 +178,20 @@ private slots:
         // order (llama.cpp's x86 lanes as published) reproduces; the same happens with Q5_K
         // (1.5e-2) and Q5_0 (1.0e-2) above. Greedy tokens agree wherever the gap exceeds 1e-2.
         const Tiny tiny2026[] = {
-            {"tiny-llama-IQ4_XS", 2.5e-2f},   // 0.020 / 0.020
-            {"tiny-llama-IQ3_XXS", 2.5e-2f},  // 0.0196 / 0.0175
-            {"tiny-llama-IQ3_S", 2.5e-2f},    // 0.0182 / 0.0137
-            {"tiny-llama-IQ2_XXS", 2.5e-2f},  // 0.0210 / 0.0180
-            {"tiny-llama-IQ2_XS", 2.5e-2f},   // 0.0095 / 3.6e-7
-            {"tiny-llama-IQ2_S", 2.5e-2f},    // 0.0198 / 0.0145
-            {"tiny-llama-IQ1_S", 2.5e-2f},    // 0.0191 / 0.0160
-            {"tiny-llama-IQ1_M", 2.5e-2f},    // 0.0232 / 0.0144
-            {"tiny-llama-TQ2_0", 2.5e-2f},    // 0.0221 / 0.0201
-            {"tiny-llama-MXFP4", 2e-2f},      // 1.2e-7 / 1.2e-7
+            {"tiny-llama-IQ4_XS", 2.5e-2f, 2.5e-2f},   // 0.020 / 0.020
+            {"tiny-llama-IQ3_XXS", 2.5e-2f, 2.5e-2f},  // 0.0196 / 0.0175
+            {"tiny-llama-IQ3_S", 2.5e-2f, 2.5e-2f},    // 0.0182 / 0.0137
+            {"tiny-llama-IQ2_XXS", 2.5e-2f, 2.5e-2f},  // 0.0210 / 0.0180
+            {"tiny-llama-IQ2_XS", 1.5e-2f, 2.5e-2f},   // 0.0095 / 3.6e-7
+            {"tiny-llama-IQ2_S", 2.5e-2f, 2.5e-2f},    // 0.0198 / 0.0145
+            {"tiny-llama-IQ1_S", 2.5e-2f, 2.5e-2f},    // 0.0191 / 0.0160
+            {"tiny-llama-IQ1_M", 2.5e-2f, 2.5e-2f},    // 0.0232 / 0.0144
+            {"tiny-llama-TQ2_0", 2.5e-2f, 2.5e-2f},    // 0.0221 / 0.0201
+            {"tiny-llama-MXFP4", 1e-4f, 2e-2f},        // 1.2e-7 / 1.2e-7
         };
         for (const Tiny & t : tiny2026) {
             QTest::newRow(t.name) << QString("models/tiny-2026/%1.gguf").arg(t.name)
-                                  << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance;
+                                  << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance();
         }
         // The 2025-2026 dense architectures (reference/tiny-2026/README.md): q/k norms (qwen3),
         // YaRN and the attention temperature (mistral3), LongRoPE with n_ctx 512's long factors
@@ -181,19 +203,19 @@ private slots:
         // 5.7e-4..7.6e-4). Through Q8_0/Q4_K activations one such step can flip an 8-bit
         // activation level: the quantized files sit near 1e-2, within the quantized types' 2e-2.
         const Tiny archs[] = {
-            {"tiny-qwen3-f32", 1e-3f},     // 1.4e-4 / 3.9e-5
-            {"tiny-qwen3-Q8_0", 2e-2f},    // 1.1e-2 / 1.1e-2
-            {"tiny-qwen3-Q4_K_M", 2e-2f},  // 1.6e-2 / 1.2e-2
-            {"tiny-mistral3-f32", 1e-3f},  // 1.0e-4 / 8.6e-5
-            {"tiny-phi3-f32", 1e-3f},      // 2.2e-4 / 2.9e-5
-            {"tiny-gemma3-f32", 1e-3f},    // 3.1e-4 / 2.5e-4
-            {"tiny-gemma3-Q8_0", 2e-2f},   // 1.5e-2 / 1.1e-2
+            {"tiny-qwen3-f32", 2.5e-4f, 1e-3f},   // 1.4e-4 / 3.9e-5
+            {"tiny-qwen3-Q8_0", 2e-2f, 2e-2f},    // 1.1e-2 / 1.1e-2
+            {"tiny-qwen3-Q4_K_M", 2e-2f, 2e-2f},  // 1.6e-2 / 1.2e-2
+            {"tiny-mistral3-f32", 2e-4f, 1e-3f},  // 1.0e-4 / 8.6e-5
+            {"tiny-phi3-f32", 5e-4f, 1e-3f},      // 2.2e-4 / 2.9e-5
+            {"tiny-gemma3-f32", 5e-4f, 1e-3f},    // 3.1e-4 / 2.5e-4
+            {"tiny-gemma3-Q8_0", 2e-2f, 2e-2f},   // 1.5e-2 / 1.1e-2
             // NOTE: Gemma 4 attends with scale 1 on RMS-normed q and k (logits of tens), which
             // turns last-bit differences into 1e-3s: llama.cpp's own F32 cache moves it by 0.036,
             // and our two CPU paths differ from each other by 3.1e-3 (pathsAgreeOutsideReference).
             // Positions 0-2 (attention over one to three keys) match to 2e-4; the rest is that
             // noise, no feature: removing any of them moves prompt 2 by 0.6-1.3 (README).
-            {"tiny-gemma4-f32", 5e-3f},  // 3.8e-3 / 1.3e-3 (scalar path 2.6e-3 / 1.8e-3)
+            {"tiny-gemma4-f32", 5e-3f, 5e-3f},  // 3.8e-3 / 1.3e-3 (scalar path 2.6e-3 / 1.8e-3)
         };
         // The mixtures of experts: routing on the host, the experts through Backend::moe_ffn.
         // A routing decision near a tie could flip on a last-bit difference and move logits a
@@ -203,22 +225,22 @@ private slots:
         // sinks gpt-oss moves by 0.72, the README's "sinks removed". Measured max |d| prompt /
         // steps (AVX2):
         const Tiny moe[] = {
-            {"tiny-qwen3moe-f32", 1e-3f},       // 4.8e-5 / 2.6e-5
-            {"tiny-qwen3moe-Q8_0", 2e-2f},      // 5.8e-3 / 5.6e-3
-            {"tiny-gpt-oss-f32", 1e-3f},        // 3.2e-4 / 1.8e-5
-            {"tiny-gpt-oss-MXFP4_MOE", 2e-2f},  // 1.7e-2 / 8.0e-3
+            {"tiny-qwen3moe-f32", 1e-4f, 1e-3f},       // 4.8e-5 / 2.6e-5
+            {"tiny-qwen3moe-Q8_0", 1e-2f, 2e-2f},      // 5.8e-3 / 5.6e-3
+            {"tiny-gpt-oss-f32", 5e-4f, 1e-3f},        // 3.2e-4 / 1.8e-5
+            {"tiny-gpt-oss-MXFP4_MOE", 2e-2f, 2e-2f},  // 1.7e-2 / 8.0e-3
         };
         // The hybrids: three Gated DeltaNet layers to one gated attention layer, the delta rule
         // chunked (64) in the prefill and recurrent in the steps, with qwen3moe's experts and a
         // shared expert in qwen35moe. Measured max |d| prompt / steps (AVX2):
         const Tiny hybrid[] = {
-            {"tiny-qwen35-f32", 1e-3f},     // 1.2e-5 / 7.3e-6
-            {"tiny-qwen35moe-f32", 1e-3f},  // 8.7e-6 / 9.5e-6
+            {"tiny-qwen35-f32", 1e-4f, 1e-3f},     // 1.2e-5 / 7.3e-6
+            {"tiny-qwen35moe-f32", 1e-4f, 1e-3f},  // 8.7e-6 / 9.5e-6
         };
         for (const auto & list : {std::span<const Tiny>(archs), std::span<const Tiny>(moe), std::span<const Tiny>(hybrid)}) {
             for (const Tiny & t : list) {
                 QTest::newRow(t.name) << QString("models/tiny-2026/%1.gguf").arg(t.name)
-                                      << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance;
+                                      << QString("reference/tiny-2026/%1.logits.json").arg(t.name) << t.tolerance();
             }
         }
     }
