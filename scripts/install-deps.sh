@@ -7,9 +7,12 @@ packages=(
   libsentencepiece-dev libicu-dev libsqlite3-dev libpoppler-qt6-dev libxxhash-dev libbenchmark-dev
   libcpp-httplib-dev nlohmann-json3-dev
   fonts-dejavu-core xvfb xauth
+  nodejs npm curl
 )
 missing=()
 for p in "${packages[@]}"; do
+  # NodeSource's nodejs carries its own npm and conflicts with Debian's npm package.
+  [ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
