@@ -1,6 +1,7 @@
 #include "engine/runtime/sequence_batch.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace lr {
 
@@ -9,6 +10,7 @@ Result<std::unique_ptr<SequenceBatch>> SequenceBatch::create(std::shared_ptr<con
     if (max_sequences == 0 || max_sequences > 256) {
         return error(StatusCode::invalid_argument, "parallel sequences must be 1 to 256 (got " + std::to_string(max_sequences) + ")");
     }
+    std::lock_guard turn(model->backend_turn());
     LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, create_session_cache(model, config));
     // A step holds every sequence's next token and a prompt chunk.
     LR_ASSIGN_OR_RETURN(LlamaGraph graph,
@@ -50,6 +52,7 @@ bool SequenceBatch::fits_now(uint64_t reservation) const {
 
 Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reservation) {
     LR_ASSERT(fits_now(reservation));
+    std::lock_guard turn(model_->backend_turn());
     SeqId seq = 0;  // the lowest one free
     while (std::any_of(sequences_.begin(), sequences_.end(), [&](const Sequence & s) { return s.seq == seq; })) ++seq;
     LR_RETURN_IF_ERROR(kv_->open_sequence(seq, request.selection));
@@ -87,6 +90,7 @@ SequenceBatch::Finished SequenceBatch::end(Sequence & s, std::optional<Status> f
 }
 
 std::vector<SequenceBatch::Finished> SequenceBatch::step() {
+    std::lock_guard turn(model_->backend_turn());
     std::vector<Finished> done;
     for (Sequence & s : sequences_) {
         if (!s.cancelled) continue;
