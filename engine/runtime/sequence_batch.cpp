@@ -64,9 +64,25 @@ Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reser
     s.prompt_read = s.restored;
     s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.prompt, std::move(request.sink));
     s.reservation = reservation;
+    s.policy = describe(request.selection);
     reserved_ += reservation;
     sequences_.push_back(std::move(s));
     return sequences_.back().id;
+}
+
+std::vector<SequenceStats> SequenceBatch::sequence_stats() const {
+    std::vector<SequenceStats> out;
+    for (const Sequence & s : sequences_) {
+        out.push_back({.id = s.id,
+                       .prompt_tokens = uint32_t(s.prompt.size()),
+                       .prompt_read = uint32_t(s.prompt_read),
+                       .generated_tokens = uint32_t(s.generation->result().tokens.size()),
+                       .tokens_held = kv_->n_tokens(s.seq),
+                       .tokens_kept = kv_->n_kept(s.seq),
+                       .kv_bytes = kv_->sequence_bytes(s.seq),
+                       .policy = s.policy});
+    }
+    return out;
 }
 
 void SequenceBatch::cancel(uint64_t id) {
