@@ -719,6 +719,18 @@ std::vector<KvLayerKindStats> KvCache::layer_kind_stats() const {
     return rows;
 }
 
+uint64_t KvCache::sequence_bytes(SeqId seq) const {
+    auto it = state_.seqs.find(seq);
+    if (it == state_.seqs.end()) return 0;
+    uint64_t bytes = 0;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        for (BlockId b : it->second.layers[il].ids) bytes += state_.pool.meta(b).n_bytes / state_.pool.meta(b).ref_count;
+        bytes += states_.layer_bytes(seq, il);
+    }
+    if (states_.any()) bytes += snapshots_.bytes(seq);
+    return bytes;
+}
+
 KvStats KvCache::stats() const {
     std::lock_guard lock(stats_mutex_);
     return published_;

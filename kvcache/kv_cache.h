@@ -66,6 +66,9 @@ public:
     int32_t next_position(SeqId seq) const;  // the token count, unless streaming renumbered
     uint32_t n_kept(SeqId seq) const;        // positions kept per layer and head (mean)
     uint32_t room(SeqId seq) const;          // tokens it may still take (UINT32_MAX: its policy renumbers)
+    // Bytes `seq` holds over every tier: its blocks (one several sequences hold counts in
+    // shares, as the stats' layer rows count it), recurrent states and their snapshots.
+    uint64_t sequence_bytes(SeqId seq) const;
     // Takes whole blocks of `upcoming` (the tokens after the sequence's own) from a live
     // sequence or the prefix store, leaving at least `keep_last` tokens to compute. With
     // recurrent layers, only up to a block whose states can be had (a live sequence's

@@ -12,6 +12,7 @@
 
 #include "app/core/model_list_model.h"
 #include "ui/layer_kind_text.h"
+#include "ui/server_section.h"
 #include "ui/theme.h"
 #include "ui/tier_bar.h"
 
@@ -84,6 +85,8 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     m_empty = new QLabel(tr("No session yet: the numbers appear once the model has read something."), this);
     m_empty->setWordWrap(true);
     layout->addWidget(m_empty);
+    m_server = new ServerSection(this);
+    layout->addWidget(m_server);
 
     layout->addWidget(sectionTitle(tr("Where the KV cache lives"), this));
     const QString names[3] = {tr("Device (RAM arena)"), tr("Host RAM"), tr("Disk")};

@@ -4,7 +4,7 @@
 // ("Full attention: 22 layers, 12.3 MiB"), hit rate and bytes moved over time (Qt Charts),
 // prefill and decode speed, context used of the limit, evictions and restored tokens, the
 // policy and codecs. Fed by CacheSnapshot values a few times a second; samples the latest
-// one for the charts four times a second.
+// one for the charts four times a second. While the app serves, a section on its server.
 
 #include <QElapsedTimer>
 #include <QTimer>
@@ -26,6 +26,7 @@ class QValueAxis;
 
 namespace lr::ui {
 
+class ServerSection;
 class TierBar;
 
 class CachePanel : public QWidget {
@@ -47,6 +48,8 @@ public:
     // The per-layer-kind rows' texts, in order.
     QStringList layerKindRows() const;
     int chartPoints() const;
+    // The app's server, while it serves (its own cache, not the chat's).
+    ServerSection * serverSection() const { return m_server; }
 
 private:
     void sample();
@@ -58,6 +61,7 @@ private:
     QString m_backend;
     QLabel * m_policy;
     QLabel * m_empty;
+    ServerSection * m_server;
     TierBar * m_tiers[3];
     QWidget * m_layerKinds;  // one QLabel per layer kind
     QList<QLabel *> m_layerKindRows;

@@ -14,6 +14,7 @@ LongreadApp::~LongreadApp() {
     // The window refers to the controller, the controller to the engine and the database.
     if (m_window) m_settings.setWindowLayout(m_window->saveGeometry(), m_window->saveState());
     m_window.reset();
+    m_server.reset();
     m_controller.reset();
     m_engine.reset();
     m_db.reset();
@@ -73,7 +74,9 @@ bool LongreadApp::start() {
     m_engine = std::make_unique<app::EngineHost>(std::move(factory));
     if (!m_options.modelPath.isEmpty()) m_settings.setLastModel(m_options.modelPath);
     m_controller = std::make_unique<app::SessionController>(*m_db, *m_engine, m_settings);
-    m_window = std::make_unique<MainWindow>(*m_controller, m_settings);
+    m_server = std::make_unique<app::ServerHost>(m_settings);
+    QObject::connect(m_controller.get(), &app::SessionController::weightsChanged, m_server.get(), &app::ServerHost::setWeights);
+    m_window = std::make_unique<MainWindow>(*m_controller, m_settings, *m_server);
     m_window->show();
     m_controller->start();
     if (!m_options.documentPath.isEmpty()) {

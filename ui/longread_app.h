@@ -1,7 +1,7 @@
 #pragma once
 // Everything the desktop app is made of, wired together: settings, the conversation
 // database (with a clear way out when it cannot be opened), the engine thread, the session
-// controller and the main window. main.cpp makes one; the end-to-end test makes two in a row
+// controller, the server on its model and the main window. main.cpp makes one; the end-to-end test makes two in a row
 // (a restart) on the same files.
 
 #include <QSettings>
@@ -12,6 +12,7 @@
 #include "app/core/app_settings.h"
 #include "app/core/database.h"
 #include "app/core/engine_host.h"
+#include "app/core/server_host.h"
 #include "app/core/session_controller.h"
 
 namespace lr::ui {
@@ -40,6 +41,7 @@ public:
     MainWindow * window() const { return m_window.get(); }
     app::SessionController * controller() const { return m_controller.get(); }
     app::EngineHost * engine() const { return m_engine.get(); }
+    app::ServerHost * server() const { return m_server.get(); }
     app::AppSettings & settings() { return m_settings; }
 
 private:
@@ -50,6 +52,7 @@ private:
     std::unique_ptr<app::Database> m_db;
     std::unique_ptr<app::EngineHost> m_engine;
     std::unique_ptr<app::SessionController> m_controller;
+    std::unique_ptr<app::ServerHost> m_server;  // serves the controller's model
     std::unique_ptr<MainWindow> m_window;
     QString m_databaseError;
 };

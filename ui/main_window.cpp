@@ -32,6 +32,8 @@
 #include "ui/document_panel.h"
 #include "ui/model_picker.h"
 #include "ui/retention_view.h"
+#include "ui/serve_panel.h"
+#include "ui/server_section.h"
 #include "ui/theme.h"
 
 namespace lr::ui {
@@ -48,8 +50,9 @@ QScrollArea * scrolled(QWidget * inner, QWidget * parent) {
 
 }  // namespace
 
-MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & settings, QWidget * parent)
-    : QMainWindow(parent), m_controller(controller), m_settings(settings), m_icons(palette().color(QPalette::WindowText)) {
+MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & settings, app::ServerHost & server, QWidget * parent)
+    : QMainWindow(parent), m_controller(controller), m_settings(settings), m_server(server),
+      m_icons(palette().color(QPalette::WindowText)) {
     setWindowTitle(tr("Longread"));
     setWindowIcon(m_icons.icon(QStringLiteral("longread"), QColor()));
     setAcceptDrops(true);
@@ -103,13 +106,22 @@ MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & s
     m_tabs->setAccessibleName(tr("KV cache views"));
     m_cache = new CachePanel(m_tabs);
     m_retention = new RetentionView(m_tabs);
-    m_settingsPanel = new CacheSettingsPanel(m_tabs);
+    // The Settings tab: the cache's settings, then serving (app-wide, as the last ones).
+    auto * settingsPage = new QWidget(m_tabs);
+    auto * settingsLayout = new QVBoxLayout(settingsPage);
+    settingsLayout->setContentsMargins(0, 0, 0, 0);
+    settingsLayout->setSpacing(0);
+    m_settingsPanel = new CacheSettingsPanel(settingsPage);
+    m_servePanel = new ServePanel(settingsPage);
+    settingsLayout->addWidget(m_settingsPanel);
+    settingsLayout->addWidget(m_servePanel);
     m_tabs->addTab(scrolled(m_cache, m_tabs), tr("Live"));
     m_tabs->addTab(m_retention, tr("Retention"));
-    m_tabs->addTab(scrolled(m_settingsPanel, m_tabs), tr("Settings"));
+    m_tabs->addTab(scrolled(settingsPage, m_tabs), tr("Settings"));
     m_tabs->setTabToolTip(LiveTab, tr("Where the KV cache lives and how it is used, updated live"));
     m_tabs->setTabToolTip(RetentionTab, tr("The document shaded by what the cache keeps of it"));
-    m_tabs->setTabToolTip(SettingsTab, tr("Cache policy, codecs, tier budgets, context, with the planner's prediction"));
+    m_tabs->setTabToolTip(SettingsTab,
+                          tr("Cache policy, codecs, tier budgets, context, with the planner's prediction; serving on this computer"));
     m_dock->setWidget(m_tabs);
     m_dock->setMinimumWidth(340);
     addDockWidget(Qt::RightDockWidgetArea, m_dock);
@@ -123,6 +135,7 @@ MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & s
 
     buildMenus();
     connectController();
+    connectServer();
     refreshStyle();
 
     if (!restoreGeometry(m_settings.windowGeometry())) resize(1440, 900);
@@ -312,6 +325,17 @@ void MainWindow::connectController() {
     connect(m_bannerClose, &QToolButton::clicked, this, [this] { showBanner(QString()); });
 }
 
+void MainWindow::connectServer() {
+    ServerSection * section = m_cache->serverSection();
+    m_servePanel->setServeSettings(m_server.serveSettings());
+    m_servePanel->setState(m_server.state());
+    section->setState(m_server.state());
+    connect(m_servePanel, &ServePanel::serveSettingsEdited, &m_server, &app::ServerHost::setServeSettings);
+    connect(&m_server, &app::ServerHost::stateChanged, m_servePanel, &ServePanel::setState);
+    connect(&m_server, &app::ServerHost::stateChanged, section, &ServerSection::setState);
+    connect(&m_server, &app::ServerHost::snapshotChanged, section, &ServerSection::setSnapshot);
+}
+
 void MainWindow::updateTitle() {
     const app::ConversationRecord * c = m_controller.conversations()->find(m_controller.currentConversation());
     setWindowTitle(c ? tr("%1 \u2014 Longread").arg(c->title) : tr("Longread"));
@@ -403,6 +427,7 @@ void MainWindow::refreshStyle() {
     m_cache->refreshStyle();
     m_retention->refreshStyle();
     m_settingsPanel->refreshStyle();
+    m_servePanel->refreshStyle();
     m_bannerClose->setIcon(m_icons.icon(QStringLiteral("close")));
     const QPalette & p = palette();
     m_banner->setStyleSheet(QStringLiteral("QFrame#errorBanner { background: %1; border-top: 1px solid %2; }")

@@ -1,12 +1,13 @@
 #pragma once
 // The main window: conversations on the left, the chat in the centre (document panel,
 // messages, composer), the KV cache in a dock on the right (live panel, retention view,
-// settings). Follows the system's light or dark palette; every control has an accessible
+// settings, with serving on this computer). Follows the system's light or dark palette; every control has an accessible
 // name; the menus list the keyboard shortcuts. Drop a document anywhere to read it.
 
 #include <QMainWindow>
 
 #include "app/core/app_settings.h"
+#include "app/core/server_host.h"
 #include "app/core/session_controller.h"
 #include "ui/icon_provider.h"
 
@@ -25,11 +26,12 @@ class Composer;
 class ConversationListView;
 class DocumentPanel;
 class RetentionView;
+class ServePanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    MainWindow(app::SessionController & controller, app::AppSettings & settings, QWidget * parent = nullptr);
+    MainWindow(app::SessionController & controller, app::AppSettings & settings, app::ServerHost & server, QWidget * parent = nullptr);
     ~MainWindow() override;
 
     enum CacheTab { LiveTab, RetentionTab, SettingsTab };
@@ -45,6 +47,7 @@ public:
     CachePanel * cachePanel() const { return m_cache; }
     RetentionView * retentionView() const { return m_retention; }
     CacheSettingsPanel * settingsPanel() const { return m_settingsPanel; }
+    ServePanel * servePanel() const { return m_servePanel; }
     ConversationListView * conversationList() const { return m_conversations; }
     QDockWidget * cacheDock() const { return m_dock; }
     QTabWidget * cacheTabs() const { return m_tabs; }
@@ -61,6 +64,7 @@ protected:
 private:
     void buildMenus();
     void connectController();
+    void connectServer();
     void refreshStyle();
     void updateTitle();
     void updateActivity();
@@ -68,6 +72,7 @@ private:
 
     app::SessionController & m_controller;
     app::AppSettings & m_settings;
+    app::ServerHost & m_server;
     IconProvider m_icons;
     ConversationListView * m_conversations;
     DocumentPanel * m_document;
@@ -81,6 +86,7 @@ private:
     CachePanel * m_cache;
     RetentionView * m_retention;
     CacheSettingsPanel * m_settingsPanel;
+    ServePanel * m_servePanel;
     QLabel * m_modelStatus;
     QLabel * m_activity;
     QString m_modelText;

@@ -5,15 +5,12 @@
 #include <signal.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "app/server/generation_queue.h"
-#include "app/server/http_routes.h"
+#include "app/server/local_server.h"
 
 namespace lr::cli {
 namespace {
@@ -52,12 +49,6 @@ Result<std::string> api_key(const Args & args) {
 }
 
 bool loopback(const std::string & host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
-
-std::string model_id(const Engine & engine) {
-    const std::string & path = engine.model_info().path;
-    if (path == kBundledModelName) return path;
-    return std::filesystem::path(path).stem().string();
-}
 
 }  // namespace
 
@@ -117,31 +108,32 @@ int run_serve(const Argv & argv) {
     if (!options.ok()) return fail(options.status().message());
     options->kv = std::get<KvSettings>(kv);
 
-    server::ServerMetrics metrics;
-    auto created = server::GenerationQueue::create(engine.model(), *options, uint32_t(*parallel), metrics);
-    if (!created.ok()) return fail(created.status().message());
-    server::GenerationQueue & queue = **created;
-    server::HttpRoutes routes({.model_id = model_id(engine), .api_key = *key, .cors_origin = args->get_or("--cors", "")},
-                              {.sampler = *sampler, .kv_flags = *flags}, queue, metrics);
-    if (!routes.bind(host, int(*port))) return fail("cannot listen on " + host + ":" + std::to_string(*port));
-    std::fprintf(stderr, "Longread serving %s on http://%s:%lld/v1 (context %u tokens, %lld at once)%s. Ctrl-C stops.\n",
-                 model_id(engine).c_str(), host.c_str(), *port, queue.context_limit(), *parallel, key->empty() ? "" : ", API key required");
-    std::atomic<bool> signalled{false}, listen_returned{false};
+    const std::string model_id = server::served_model_id(engine.model_info().path);
+    auto started = server::LocalServer::start(engine.model(), {.session = *options,
+                                                               .parallel = uint32_t(*parallel),
+                                                               .host = host,
+                                                               .port = int(*port),
+                                                               .model_id = model_id,
+                                                               .api_key = *key,
+                                                               .cors_origin = args->get_or("--cors", ""),
+                                                               .sampler = *sampler,
+                                                               .kv_flags = *flags});
+    if (!started.ok()) return fail(started.status().message());
+    server::LocalServer & server = **started;
+    std::fprintf(stderr, "Longread serving %s on http://%s:%d/v1 (context %u tokens, %lld at once)%s. Ctrl-C stops.\n", model_id.c_str(),
+                 host.c_str(), server.port(), server.context_limit(), *parallel, key->empty() ? "" : ", API key required");
+    std::atomic<bool> signalled{false};
     std::thread signal_watcher([&] {
         int signal_number = 0;
         sigwait(&stop_signals, &signal_number);
         signalled = true;
-        queue.cancel_all();
-        // A stop() before listen() runs is lost (a signal right after the banner): wait for it.
-        while (!listen_returned && !routes.running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        routes.stop();
+        server.stop();
     });
-    const bool served = routes.listen();
-    listen_returned = true;
+    const bool served = server.wait();
     if (!signalled) pthread_kill(signal_watcher.native_handle(), SIGTERM);  // listen() failed by itself
     signal_watcher.join();
     if (!served) return fail("the server stopped on a socket error");
-    if (Status s = report_kv_stats(*args, queue.kv_stats()); !s.ok()) return fail(s.message());
+    if (Status s = report_kv_stats(*args, server.kv_stats()); !s.ok()) return fail(s.message());
     return 0;
 }
 

@@ -55,6 +55,17 @@ void AppSettings::setWindowLayout(const QByteArray & geometry, const QByteArray 
     m_store->setValue("window/state", state);
 }
 
+ServeSettings AppSettings::serve() const {
+    return {.enabled = m_store->value("serve/enabled", false).toBool(),
+            .port = m_store->value("serve/port", 8080).toInt(),
+            .apiKey = m_store->value("serve/apiKey").toString()};
+}
+void AppSettings::setServe(const ServeSettings & serve) {
+    m_store->setValue("serve/enabled", serve.enabled);
+    m_store->setValue("serve/port", serve.port);
+    m_store->setValue("serve/apiKey", serve.apiKey);
+}
+
 qint64 AppSettings::lastConversation() const { return m_store->value("conversation/last", 0).toLongLong(); }
 void AppSettings::setLastConversation(qint64 id) { m_store->setValue("conversation/last", id); }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The user's settings (QSettings): the last model, the slider defaults, the KV cache
-// directory, CPU threads, extra model folders, the window's layout. Owned by main.cpp and
+// directory, CPU threads, extra model folders, serving, the window's layout. Owned by main.cpp and
 // passed to whoever needs it; tests give it a file of their own.
 
 #include <QByteArray>
@@ -13,6 +13,15 @@
 #include "app/core/engine_settings.h"
 
 namespace lr::app {
+
+// "Serve on this computer": the app's OpenAI-compatible server on 127.0.0.1.
+struct ServeSettings {
+    bool enabled = false;
+    int port = 8080;
+    QString apiKey;  // empty: one is made when serving starts
+
+    bool operator==(const ServeSettings &) const = default;
+};
 
 class AppSettings {
 public:
@@ -43,6 +52,9 @@ public:
     QByteArray windowGeometry() const;
     QByteArray windowState() const;
     void setWindowLayout(const QByteArray & geometry, const QByteArray & state);
+
+    ServeSettings serve() const;
+    void setServe(const ServeSettings & serve);
 
     qint64 lastConversation() const;
     void setLastConversation(qint64 id);

@@ -4,12 +4,17 @@
 #include <QMetaType>
 #include <QString>
 
+#include <memory>
 #include <optional>
 
 #include "app/core/retention_snapshot.h"
 #include "engine/api/generation.h"
 #include "engine/api/memory_plan.h"
 #include "engine/api/summary.h"
+
+namespace lr {
+class Model;
+}
 
 namespace lr::app {
 
@@ -74,6 +79,7 @@ struct JobResult {
     QString method;                              // summaries: SummaryResult::describe()
     ContextMeasure measure;                      // prefill: the conversation's size
     ModelInfo model;                             // loadModel
+    std::shared_ptr<const Model> weights;        // loadModel: the loaded weights, for the app's server
     std::optional<RetentionSnapshot> retention;  // prefill, and chat with a document: what the cache keeps of it
 };
 

@@ -123,7 +123,7 @@ void EngineWorker::runLoad(quint64 id, const LoadModelRequest & request, std::st
         }
         return;
     }
-    send(id, JobResult{.kind = JobKind::loadModel, .model = *info});
+    send(id, JobResult{.kind = JobKind::loadModel, .model = *info, .weights = m_engine->loadedModel()});
 }
 
 void EngineWorker::runPrefill(quint64 id, const PrefillRequest & request, std::stop_token stop) {

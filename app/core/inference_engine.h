@@ -8,6 +8,7 @@
 // prefill), never an error.
 
 #include <functional>
+#include <memory>
 #include <stop_token>
 #include <string_view>
 
@@ -18,6 +19,10 @@
 #include "engine/api/generation.h"
 #include "engine/api/summary.h"
 #include "engine/common/status.h"
+
+namespace lr {
+class Model;
+}
 
 namespace lr::app {
 
@@ -32,6 +37,9 @@ public:
     // what is wrong.
     virtual Result<ModelInfo> loadModel(const LoadModelRequest & request, std::stop_token stop) = 0;
     virtual bool hasModel() const = 0;
+    // The loaded weights, shared read-only with the app's server (which runs them on its own
+    // thread, taking turns on the backend); null without a model, and in fakes.
+    virtual std::shared_ptr<const Model> loadedModel() const { return nullptr; }
 
     // The size of `context` against the settings' context. Creates the session if needed.
     virtual Result<ContextMeasure> measure(const ConversationContext & context, const EngineSettings & settings) = 0;

@@ -58,6 +58,7 @@ Result<ModelInfo> LlmEngine::loadModel(const LoadModelRequest & request, std::st
 }
 
 bool LlmEngine::hasModel() const { return m_engine->has_model(); }
+std::shared_ptr<const Model> LlmEngine::loadedModel() const { return m_engine->model(); }
 
 Status LlmEngine::useSession(const EngineSettings & settings) {
     if (!m_engine->has_model()) return error(StatusCode::not_found, "no model is loaded: open a model first");

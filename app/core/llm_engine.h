@@ -21,6 +21,7 @@ public:
 
     Result<ModelInfo> loadModel(const LoadModelRequest & request, std::stop_token stop) override;
     bool hasModel() const override;
+    std::shared_ptr<const Model> loadedModel() const override;
     Result<ContextMeasure> measure(const ConversationContext & context, const EngineSettings & settings) override;
     Status prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
                    std::stop_token stop) override;

@@ -68,6 +68,7 @@ void SessionController::loadModel(const QString & path) {
     if (m_loadJob) m_loadJob->abandon();
     m_modelReady = false;
     m_loadingPath = path;
+    emit weightsChanged(nullptr, path);
     m_loadJob = m_engine.loadModel({.path = path, .threads = m_appSettings.threads()});
     connect(m_loadJob, &EngineJob::finished, this, &SessionController::onModelFinished);
     connect(m_loadJob, &EngineJob::failed, this, &SessionController::onModelFailed);
@@ -310,6 +311,7 @@ void SessionController::onModelFinished(const JobResult & result) {
     m_modelReady = true;
     m_appSettings.setLastModel(result.model.path);
     emit modelReady(m_model);
+    emit weightsChanged(result.weights, result.model.path);
     // Token counts depend on the model: measure the document again.
     if (m_document.canReadAgain()) requestDocumentRead();
 }

@@ -17,6 +17,7 @@
 #include <QTimer>
 
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "app/core/app_settings.h"
@@ -100,6 +101,9 @@ signals:
     void modelLoading(const QString & path);
     void modelReady(const lr::app::ModelInfo & info);
     void modelFailed(const QString & message);
+    // The loaded model's weights, for the app's server: null when a load begins (the engine
+    // is about to let the old ones go), then the new ones once loaded.
+    void weightsChanged(const std::shared_ptr<const lr::Model> & weights, const QString & modelPath);
     void documentChanged(const lr::app::DocumentState & state);
     void summaryProgress(const lr::app::SummaryStatus & status);
     void settingsChanged(const lr::app::EngineSettings & settings);

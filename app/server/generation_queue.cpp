@@ -171,6 +171,11 @@ KvStats GenerationQueue::kv_stats() const {
     return kv_stats_;
 }
 
+std::vector<SequenceStats> GenerationQueue::sequence_stats() const {
+    std::lock_guard lock(mutex_);
+    return sequence_stats_;
+}
+
 void GenerationQueue::serve() {
     for (;;) {
         admit();
@@ -198,9 +203,11 @@ void GenerationQueue::serve() {
             for (SequenceBatch::Finished & f : batch_->step()) (void)f;  // frees their memory
         }
         for (SequenceBatch::Finished & f : done) finish(f);
-        const KvStats stats = batch_->kv_stats();
+        KvStats stats = batch_->kv_stats();
+        std::vector<SequenceStats> sequences = batch_->sequence_stats();
         std::lock_guard lock(mutex_);
-        kv_stats_ = stats;
+        kv_stats_ = std::move(stats);
+        sequence_stats_ = std::move(sequences);
     }
 }
 

@@ -78,6 +78,8 @@ public:
     QueueFigures figures() const;
     // The cache's stats as of the last step.
     KvStats kv_stats() const;
+    // The running sequences as of the last step.
+    std::vector<SequenceStats> sequence_stats() const;
     uint32_t context_limit() const { return base_.n_ctx; }
 
 private:
@@ -103,6 +105,7 @@ private:
     std::deque<std::shared_ptr<Job>> queue_;
     std::set<std::shared_ptr<Job>> started_;  // the running jobs, for other threads
     KvStats kv_stats_;
+    std::vector<SequenceStats> sequence_stats_;
     bool closing_ = false;
     std::thread thread_;
 };

@@ -52,6 +52,12 @@ void HttpRoutes::stop() { http_.stop(); }
 bool HttpRoutes::running() const { return http_.is_running(); }
 
 void HttpRoutes::install() {
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on
+    // the same port binds too and silently takes part of the connections.
+    http_.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     http_.set_payload_max_length(options_.max_body_bytes);
     http_.set_pre_routing_handler([this](const httplib::Request & req, httplib::Response & res) {
         if (!options_.cors_origin.empty()) {

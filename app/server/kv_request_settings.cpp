@@ -50,7 +50,44 @@ std::variant<std::string, ApiError> value_text(const std::string & member, const
     return invalid_request("longread." + member + " must be a number or a string", "longread." + member);
 }
 
+std::string number(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return buf;
+}
+
 }  // namespace
+
+KvFlags kv_flags_for(const KvSettings & k) {
+    // Only what differs from the defaults, so that a request's own members (quest_blocks
+    // for --quest-pages) meet no flag of the server's that would take precedence.
+    const KvSettings d;
+    KvFlags flags;
+    auto add = [&](bool differs, const char * flag, std::string value) {
+        if (differs) flags.emplace_back(flag, std::move(value));
+    };
+    add(k.policy != d.policy, "--kv-policy", std::string(kv_policy_name(k.policy)));
+    add(k.then != d.then, "--then", std::string(kv_policy_name(k.then)));
+    add(k.keep_ratio != d.keep_ratio, "--keep-ratio", number(k.keep_ratio));
+    add(k.budget_tokens != d.budget_tokens, "--kv-budget", std::to_string(k.budget_tokens));
+    add(k.recent_ratio != d.recent_ratio, "--recent-ratio", number(k.recent_ratio));
+    add(k.sink_tokens != d.sink_tokens, "--sink-tokens", std::to_string(k.sink_tokens));
+    add(k.obs_window != d.obs_window, "--obs-window", std::to_string(k.obs_window));
+    add(k.quest_pages != d.quest_pages, "--quest-pages", std::to_string(k.quest_pages));
+    add(k.quest_page != d.quest_page, "--quest-page", std::to_string(k.quest_page));
+    add(k.k_bits != d.k_bits, "--kv-k-bits", std::to_string(k.k_bits));
+    add(k.v_bits != d.v_bits, "--kv-v-bits", std::to_string(k.v_bits));
+    add(k.residual_tokens != d.residual_tokens, "--kv-residual", std::to_string(k.residual_tokens));
+    add(k.host_bits != d.host_bits, "--kv-host-bits", std::to_string(k.host_bits));
+    add(k.disk_bits != d.disk_bits, "--kv-disk-bits", std::to_string(k.disk_bits));
+    add(k.block_tokens != d.block_tokens, "--kv-block", std::to_string(k.block_tokens));
+    add(k.device_mib != d.device_mib, "--kv-device-mib", number(k.device_mib));
+    add(k.host_mib != d.host_mib, "--kv-host-mib", number(k.host_mib));
+    add(k.disk_mib != d.disk_mib, "--kv-disk-mib", number(k.disk_mib));
+    add(k.dir != d.dir, "--kv-dir", k.dir);
+    add(k.prefix_cache != d.prefix_cache, "--no-prefix-cache", "");
+    return flags;
+}
 
 std::variant<KvSettings, ApiError> kv_settings_for_request(const KvFlags & server_flags, const nlohmann::json & longread) {
     if (!longread.is_null() && !longread.is_object()) return invalid_request("longread must be an object", "longread");

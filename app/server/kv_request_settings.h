@@ -21,6 +21,10 @@ namespace lr::server {
 // Flag and value (empty for a flag without one), in the CLI's spelling.
 using KvFlags = std::vector<std::pair<std::string, std::string>>;
 
+// The flags that give `settings` back through kv_settings_for_request (the server's
+// defaults when they come as settings: the desktop app's cache settings).
+KvFlags kv_flags_for(const KvSettings & settings);
+
 // `longread`: the request's object (null when absent). A bad member is a 400 whose param
 // is "longread.<name>".
 std::variant<KvSettings, ApiError> kv_settings_for_request(const KvFlags & server_flags, const nlohmann::json & longread);

@@ -65,6 +65,16 @@ void ServerMetrics::observe_inter_token(double seconds) {
     inter_token_.observe(seconds);
 }
 
+uint64_t ServerMetrics::completions_served() const {
+    std::lock_guard lock(mutex_);
+    uint64_t n = 0;
+    for (const auto & [key, count] : requests_) {
+        const bool completion = key.first == "/v1/chat/completions" || key.first == "/v1/completions";
+        if (completion && key.second >= 200 && key.second < 300) n += count;
+    }
+    return n;
+}
+
 std::string ServerMetrics::render(const QueueFigures & queue, const KvStats & kv) const {
     std::lock_guard lock(mutex_);
     std::string out = header("longread_requests_total", "counter", "HTTP requests by endpoint and status");

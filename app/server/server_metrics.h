@@ -41,6 +41,8 @@ public:
     void observe_inter_token(double seconds);
 
     std::string render(const QueueFigures & queue, const KvStats & kv) const;
+    // Completions (chat and text) answered with a 2xx status so far.
+    uint64_t completions_served() const;
 
 private:
     mutable std::mutex mutex_;

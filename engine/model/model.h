@@ -4,6 +4,7 @@
 // sessions that run it.
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,10 @@ public:
     const ModelHParams & hparams() const { return hparams_; }
     const ModelWeights & weights() const { return weights_; }
     Backend & backend() const { return backend_; }
+    // The backend's ops are not thread-safe (kernel scratch, one thread pool, one stream):
+    // threads that run this model at once (the app's chat and its server) take turns,
+    // holding this around each ubatch and each change to their KV cache.
+    std::mutex & backend_turn() const { return backend_turn_; }
     const Tokenizer & tokenizer() const { return *tokenizer_; }
     const chat::ChatTemplate & chat_template() const { return *chat_template_; }
     // Why the model's own chat template is not used (empty when it is).
@@ -51,6 +56,7 @@ private:
     std::optional<chat::ChatTemplate> chat_template_;
     std::string chat_template_note_;
     uint64_t identity_ = 0;
+    mutable std::mutex backend_turn_;
 };
 
 }  // namespace lr

@@ -48,8 +48,9 @@ uint32_t reserve_for(uint32_t n_ctx) { return std::min<uint32_t>(512, n_ctx / 4)
 }  // namespace
 
 struct Engine::Impl {
-    // Declared first, destroyed last: the model and the session run on it.
-    std::unique_ptr<Backend> backend;
+    // Declared first, destroyed last: the model and the session run on it. Shared: the
+    // model handed out by model() keeps it alive (the app's server may outlive a load()).
+    std::shared_ptr<Backend> backend;
     std::optional<GpuOffloadPlan> gpu_plan;
     std::string backend_note;
     std::shared_ptr<const Model> model;
@@ -115,8 +116,16 @@ Result<ModelInfo> Engine::load(const LoadParams & params, std::stop_token stop) 
     m.backend = std::move(selection.backend);
     m.gpu_plan = selection.plan;
     m.backend_note = selection.note;
-    LR_ASSIGN_OR_RETURN(m.model, bundled ? Model::load_from_memory(bundled_model_bytes(), kBundledModelName, *m.backend)
-                                         : Model::load(params.path, *m.backend));
+    LR_ASSIGN_OR_RETURN(std::shared_ptr<const Model> loaded,
+                        bundled ? Model::load_from_memory(bundled_model_bytes(), kBundledModelName, *m.backend)
+                                : Model::load(params.path, *m.backend));
+    // The model, owning its backend too (destroyed after it).
+    struct Owned {
+        std::shared_ptr<Backend> backend;
+        std::shared_ptr<const Model> model;
+    };
+    auto owned = std::make_shared<Owned>(Owned{m.backend, std::move(loaded)});
+    m.model = std::shared_ptr<const Model>(owned, owned->model.get());
     m.info = describe(*m.model, *m.backend, params.path);
     m.info.backend_note = m.backend_note;
     m.info.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

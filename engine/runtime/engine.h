@@ -119,7 +119,7 @@ public:
     size_t documents_tokenized() const;
 
     // --- for engine-side callers (longread-cli's model tools) ---------------------------
-    std::shared_ptr<const Model> model() const;  // null before load()
+    std::shared_ptr<const Model> model() const;  // null before load(); keeps its backend alive
     Backend & backend() const;                   // after a load() that got that far
     const GpuOffloadPlan * gpu_plan() const;     // where the weights went, with CUDA; else null
     // The session, for calls the facade does not wrap (generate, logits): use it before

@@ -1,6 +1,7 @@
 #include "engine/runtime/sequence_batch.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace lr {
 
@@ -9,6 +10,7 @@ Result<std::unique_ptr<SequenceBatch>> SequenceBatch::create(std::shared_ptr<con
     if (max_sequences == 0 || max_sequences > 256) {
         return error(StatusCode::invalid_argument, "parallel sequences must be 1 to 256 (got " + std::to_string(max_sequences) + ")");
     }
+    std::lock_guard turn(model->backend_turn());
     LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, create_session_cache(model, config));
     // A step holds every sequence's next token and a prompt chunk.
     LR_ASSIGN_OR_RETURN(LlamaGraph graph,
@@ -50,6 +52,7 @@ bool SequenceBatch::fits_now(uint64_t reservation) const {
 
 Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reservation) {
     LR_ASSERT(fits_now(reservation));
+    std::lock_guard turn(model_->backend_turn());
     SeqId seq = 0;  // the lowest one free
     while (std::any_of(sequences_.begin(), sequences_.end(), [&](const Sequence & s) { return s.seq == seq; })) ++seq;
     LR_RETURN_IF_ERROR(kv_->open_sequence(seq, request.selection));
@@ -63,9 +66,25 @@ Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reser
     s.selection = request.selection;
     s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.tokens, std::move(request.sink));
     s.reservation = reservation;
+    s.policy = describe(request.selection);
     reserved_ += reservation;
     sequences_.push_back(std::move(s));
     return sequences_.back().id;
+}
+
+std::vector<SequenceStats> SequenceBatch::sequence_stats() const {
+    std::vector<SequenceStats> out;
+    for (const Sequence & s : sequences_) {
+        out.push_back({.id = s.id,
+                       .prompt_tokens = uint32_t(s.prompt.size()),
+                       .prompt_read = uint32_t(s.prompt_read),
+                       .generated_tokens = uint32_t(s.generation->result().tokens.size()),
+                       .tokens_held = kv_->n_tokens(s.seq),
+                       .tokens_kept = kv_->n_kept(s.seq),
+                       .kv_bytes = kv_->sequence_bytes(s.seq),
+                       .policy = s.policy});
+    }
+    return out;
 }
 
 void SequenceBatch::cancel(uint64_t id) {
@@ -103,6 +122,7 @@ SequenceBatch::Loss SequenceBatch::recover_lost_blocks(Sequence & s) {
 }
 
 std::vector<SequenceBatch::Finished> SequenceBatch::step() {
+    std::lock_guard turn(model_->backend_turn());
     std::vector<Finished> done;
     for (Sequence & s : sequences_) {
         if (!s.cancelled) continue;

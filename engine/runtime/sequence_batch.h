@@ -20,8 +20,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "engine/api/sequence_stats.h"
 #include "engine/model/llama_graph.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/token_generation.h"
@@ -70,6 +72,8 @@ public:
     const SessionConfig & config() const { return config_; }
     KvCache & kv_cache() { return *kv_; }
     KvStats kv_stats() const { return kv_->stats(); }
+    // Each running sequence, in the order they came (on the thread that runs step()).
+    std::vector<SequenceStats> sequence_stats() const;
 
 private:
     struct Sequence {
@@ -87,6 +91,7 @@ private:
         std::optional<int32_t> next;  // the generated token to evaluate in the next step
         std::unique_ptr<TokenGeneration> generation;
         uint64_t reservation = 0;
+        std::string policy;  // describe() of its selection
         bool cancelled = false;
     };
     SequenceBatch(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph,

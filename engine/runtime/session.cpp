@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 
 namespace lr {
 
@@ -60,6 +61,7 @@ Result<std::unique_ptr<KvCache>> create_session_cache(std::shared_ptr<const Mode
 }
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, SessionConfig config) {
+    std::lock_guard turn(model->backend_turn());
     LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, create_session_cache(model, config));
     LR_ASSIGN_OR_RETURN(LlamaGraph graph, LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx), config.n_ctx));
     return std::unique_ptr<Session>(new Session(std::move(model), config, std::move(kv), std::move(graph)));
@@ -92,7 +94,9 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
     if (!all_logits) {
         // Whole blocks the prefix cache already holds are restored, not computed; the last
         // token is always computed so that logits() belongs to it.
+        std::unique_lock turn(model_->backend_turn());
         const uint32_t restored = kv_->restore_prefix(kSeq, tokens, 1);
+        turn.unlock();
         if (restored > 0) {
             tokens_.insert(tokens_.end(), tokens.begin(), tokens.begin() + restored);
             at = restored;
@@ -106,11 +110,13 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         const auto t0 = Clock::now();
         // A prompt ends a turn: the cache keeps the recurrent states after it.
         const bool prompt = tokens.size() > 1;
+        std::unique_lock turn(model_->backend_turn());
         LR_ASSIGN_OR_RETURN(
             UbatchPlan plan,
             kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = prompt, .ends_turn = prompt}));
         const size_t n = plan.n_tokens();
         Status s = graph_.forward(plan, all_logits != nullptr, *kv_, chunk_logits_);
+        turn.unlock();
         if (s.code() == StatusCode::corrupt_data) {
             if (const std::optional<uint32_t> lost = kv_->take_lost_position(kSeq)) {
                 // A KV block could not be read back: recompute what was lost, then retry.
@@ -158,6 +164,7 @@ void Session::truncate(uint32_t n_keep) {
     if (n_keep >= tokens_.size()) return;
     // The cache may keep less than asked (a sliding window moved past the cut, streaming
     // renumbered): the session holds what the cache holds.
+    std::lock_guard turn(model_->backend_turn());
     keep_tokens(kv_->truncate(kSeq, n_keep));
     last_logits_.clear();
 }

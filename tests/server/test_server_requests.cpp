@@ -1,9 +1,11 @@
 // Reading OpenAI requests: every field the server honours, unknown fields, bad values,
-// the `longread` object's cache settings; stop strings; the API key check.
+// the `longread` object's cache settings (and the flags settings give back); stop strings;
+// the API key check.
 #include <QtTest>
 
 #include "app/server/api_key.h"
 #include "app/server/completion_request.h"
+#include "app/server/kv_request_settings.h"
 #include "app/server/stop_matcher.h"
 
 using namespace lr;
@@ -32,6 +34,8 @@ ApiError refused(const std::variant<CompletionRequest, ApiError> & r) {
 }
 
 }  // namespace
+
+Q_DECLARE_METATYPE(lr::KvSettings)
 
 class TestServerRequests : public QObject {
     Q_OBJECT
@@ -143,6 +147,53 @@ private slots:
         QCOMPARE(over.kv.policy, KvPolicy::snapkv);
         QCOMPARE(over.kv.keep_ratio, 0.1);
         QCOMPARE(ok(chat(R"({)" + kHello + "}")).kv.policy, KvPolicy::none);
+    }
+
+    void settingsGiveTheirFlagsBack_data() {
+        QTest::addColumn<KvSettings>("settings");
+        QTest::newRow("defaults") << KvSettings{};
+        QTest::newRow("h2o") << KvSettings{.policy = KvPolicy::h2o, .keep_ratio = 0.35, .recent_ratio = 0.25, .sink_tokens = 8};
+        QTest::newRow("snapkv then h2o") << KvSettings{.policy = KvPolicy::snapkv,
+                                                       .budget_tokens = 300,
+                                                       .obs_window = 16,
+                                                       .then = KvPolicy::h2o};
+        QTest::newRow("quest") << KvSettings{.policy = KvPolicy::quest, .quest_page = 16, .quest_pages = 12};
+        QTest::newRow("codecs and tiers") << KvSettings{.device_mib = 12.5,
+                                                        .host_mib = 64,
+                                                        .disk_mib = 1024,
+                                                        .dir = "/tmp/kv",
+                                                        .prefix_cache = false,
+                                                        .k_bits = 8,
+                                                        .v_bits = 4,
+                                                        .residual_tokens = 64,
+                                                        .host_bits = 8,
+                                                        .disk_bits = 4,
+                                                        .block_tokens = 16};
+    }
+    // The desktop app's cache settings become the server's defaults through these flags.
+    void settingsGiveTheirFlagsBack() {
+        QFETCH(KvSettings, settings);
+        const auto back = kv_settings_for_request(kv_flags_for(settings), nullptr);
+        if (const auto * e = std::get_if<ApiError>(&back)) QFAIL(e->message.c_str());
+        QCOMPARE(describe(std::get<KvSettings>(back)), describe(settings));
+        const KvSettings & k = std::get<KvSettings>(back);
+        QCOMPARE(k.keep_ratio, settings.keep_ratio);
+        QCOMPARE(k.budget_tokens, settings.budget_tokens);
+        QCOMPARE(k.recent_ratio, settings.recent_ratio);
+        QCOMPARE(k.obs_window, settings.obs_window);
+        QCOMPARE(k.then, settings.then);
+        QCOMPARE(k.quest_pages, settings.quest_pages);
+        QCOMPARE(k.residual_tokens, settings.residual_tokens);
+        QCOMPARE(k.device_mib, settings.device_mib);
+        QCOMPARE(k.host_mib, settings.host_mib);
+        QCOMPARE(k.disk_mib, settings.disk_mib);
+        QCOMPARE(k.dir, settings.dir);
+        QCOMPARE(k.prefix_cache, settings.prefix_cache);
+        QCOMPARE(k.host_bits, settings.host_bits);
+        QCOMPARE(k.disk_bits, settings.disk_bits);
+        QCOMPARE(k.block_tokens, settings.block_tokens);
+        QCOMPARE(k.k_bits, settings.k_bits);
+        QCOMPARE(k.v_bits, settings.v_bits);
     }
 
     void badCacheSettingsNameTheSetting() {
