@@ -66,7 +66,6 @@ Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reser
     s.selection = request.selection;
     s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.tokens, std::move(request.sink));
     s.reservation = reservation;
-    s.policy = describe(request.selection);
     reserved_ += reservation;
     sequences_.push_back(std::move(s));
     return sequences_.back().id;
@@ -76,13 +75,13 @@ std::vector<SequenceStats> SequenceBatch::sequence_stats() const {
     std::vector<SequenceStats> out;
     for (const Sequence & s : sequences_) {
         out.push_back({.id = s.id,
-                       .prompt_tokens = uint32_t(s.prompt.size()),
-                       .prompt_read = uint32_t(s.prompt_read),
+                       .prompt_tokens = s.prompt_tokens,
+                       .prompt_read = uint32_t(std::min<size_t>(s.in_cache, s.prompt_tokens)),
                        .generated_tokens = uint32_t(s.generation->result().tokens.size()),
                        .tokens_held = kv_->n_tokens(s.seq),
                        .tokens_kept = kv_->n_kept(s.seq),
                        .kv_bytes = kv_->sequence_bytes(s.seq),
-                       .policy = s.policy});
+                       .policy = describe(s.selection)});
     }
     return out;
 }

@@ -91,7 +91,6 @@ private:
         std::optional<int32_t> next;  // the generated token to evaluate in the next step
         std::unique_ptr<TokenGeneration> generation;
         uint64_t reservation = 0;
-        std::string policy;  // describe() of its selection
         bool cancelled = false;
     };
     SequenceBatch(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph,
