@@ -82,7 +82,12 @@ int main(int argc, char ** argv) {
     clock.start();
     tick.start();
     controller->attachDocument(document);
-    const bool read = spin_until([&] { return controller->document().phase == app::DocumentPhase::inContext; }, 3600000);
+    auto settled = [&] {
+        const app::DocumentPhase phase = controller->document().phase;
+        return phase == app::DocumentPhase::inContext || phase == app::DocumentPhase::tooLong || phase == app::DocumentPhase::stopped ||
+               phase == app::DocumentPhase::failed;
+    };
+    const bool read = spin_until(settled, 3600000) && controller->document().phase == app::DocumentPhase::inContext;
     const double seconds = double(clock.nsecsElapsed()) / 1e9;
     tick.stop();
     if (!read) {
