@@ -2,6 +2,8 @@
 // real window, a model and a document; a 1 ms timer on the GUI thread records the gaps
 // between its ticks from the moment the document is attached until it is in the context.
 // A gap is a moment the window could not repaint or react (one frame is 16.7 ms at 60 Hz).
+// The slowest event deliveries on the GUI thread are listed with their receivers, to show
+// where a gap comes from.
 //
 //   gui_event_gap MODEL DOCUMENT [THREADS] [CONTEXT]
 //
@@ -11,6 +13,7 @@
 #include <QElapsedTimer>
 #include <QSettings>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QTimer>
 
 #include <algorithm>
@@ -24,6 +27,39 @@
 using namespace lr;
 
 namespace {
+
+// Times every event the GUI thread delivers (outermost deliveries only).
+class TimedApplication : public QApplication {
+public:
+    using QApplication::QApplication;
+    struct Slow {
+        double ms;
+        QString what;
+    };
+    std::vector<Slow> slowest;  // the 5 slowest, slowest first
+
+    bool notify(QObject * receiver, QEvent * event) override {
+        if (depth_ > 0 || QThread::currentThread() != thread()) return QApplication::notify(receiver, event);
+        ++depth_;
+        QElapsedTimer t;
+        t.start();
+        const QString what = QStringLiteral("%1 (%2) event %3")
+                                 .arg(QString::fromLatin1(receiver->metaObject()->className()), receiver->objectName())
+                                 .arg(int(event->type()));
+        const bool handled = QApplication::notify(receiver, event);
+        --depth_;
+        const double ms = double(t.nsecsElapsed()) / 1e6;
+        if (slowest.size() < 5 || ms > slowest.back().ms) {
+            slowest.push_back({ms, what});
+            std::sort(slowest.begin(), slowest.end(), [](const Slow & a, const Slow & b) { return a.ms > b.ms; });
+            if (slowest.size() > 5) slowest.pop_back();
+        }
+        return handled;
+    }
+
+private:
+    int depth_ = 0;
+};
 
 // Runs the event loop until `done` or `timeout_ms`; false on timeout.
 template <class Done>
@@ -40,7 +76,7 @@ bool spin_until(Done done, int timeout_ms) {
 }  // namespace
 
 int main(int argc, char ** argv) {
-    QApplication qt(argc, argv);
+    TimedApplication qt(argc, argv);
     if (argc < 3) {
         std::fprintf(stderr, "usage: gui_event_gap MODEL DOCUMENT [THREADS] [CONTEXT]\n");
         return 2;
@@ -79,6 +115,7 @@ int main(int argc, char ** argv) {
         last = now;
     });
     controller->newConversation();
+    qt.slowest.clear();
     clock.start();
     tick.start();
     controller->attachDocument(document);
@@ -101,5 +138,6 @@ int main(int argc, char ** argv) {
     std::printf("ticks      %zu of the 1 ms timer\n", gaps.size());
     std::printf("gap        median %.2f ms, p99 %.2f ms, worst %.2f ms; %lld over one 60 Hz frame (16.7 ms)\n", gaps[gaps.size() / 2],
                 gaps[gaps.size() * 99 / 100], gaps.back(), static_cast<long long>(over));
+    for (const TimedApplication::Slow & e : qt.slowest) std::printf("slowest    %.1f ms: %s\n", e.ms, qPrintable(e.what));
     return 0;
 }
