@@ -51,6 +51,10 @@ bool SessionController::stored(bool ok, const QString & what) {
 
 void SessionController::start() {
     m_messageRepo.markInterrupted();
+    // The model first: requests run in order, so the document of the conversation selected
+    // below is read with it (before it, the read failed: "no model is loaded").
+    m_startupLoad = true;
+    loadModel(m_appSettings.lastModel());
     m_conversations.setConversations(m_conversationRepo.list());
     const qint64 last = m_appSettings.lastConversation();
     if (m_conversations.rowOf(last) >= 0) {
@@ -58,8 +62,6 @@ void SessionController::start() {
     } else if (m_conversations.rowCount() > 0) {
         selectConversation(m_conversations.idAt(0));
     }
-    m_startupLoad = true;
-    loadModel(m_appSettings.lastModel());
 }
 
 bool SessionController::isEngineBusy() const { return m_engine.isBusy(); }

@@ -68,8 +68,8 @@ public:
     int flushInterval() const { return m_flushTimer.interval(); }
 
 public slots:
-    // Interrupted replies of a previous run are marked, the list is loaded, the last
-    // conversation is selected and the last model is loaded.
+    // Interrupted replies of a previous run are marked, the last model is loaded, the list is
+    // loaded and the last conversation is selected (its document is read with that model).
     void start();
     void loadModel(const QString & path);
     void newConversation();

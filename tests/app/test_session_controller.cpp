@@ -469,6 +469,23 @@ private slots:
         QVERIFY(c()->messages()->index(3).data().toString().startsWith(QStringLiteral("w0 w1")));
     }
 
+    // The document of the conversation a restart opens is read once the model is loaded: it
+    // never shows as failed ("no model is loaded") in between.
+    void restartReadsTheDocumentOnceTheModelIsLoaded() {
+        c()->attachDocument(writeFile(QStringLiteral("notes.md"), "# Notes\n\nThe meeting is on Tuesday.\n"));
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        m_core.reset();
+
+        m_core = std::make_unique<Core>(m_dir->path(), m_script);
+        QSignalSpy document(c(), &SessionController::documentChanged);
+        QVERIFY(m_core->startAndWaitForModel());
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        for (const QList<QVariant> & args : document) {
+            const DocumentState state = args.at(0).value<DocumentState>();
+            QVERIFY2(state.phase != DocumentPhase::failed, qPrintable(state.message));
+        }
+    }
+
     void aModelThatFailsToLoadAtStartFallsBackToTheBundledOne() {
         m_core.reset();
         {

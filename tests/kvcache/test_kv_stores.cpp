@@ -224,6 +224,34 @@ private slots:
         QCOMPARE((*store)->used_bytes(), uint64_t(4096));
     }
 
+    // A write that evicts an entry reuses its slot before the transaction commits. When the
+    // transaction does not commit (a failed write here; a SIGKILL in test_crash_recovery),
+    // the evicted entry comes back pointing at bytes that are no longer its own: its checksum
+    // refuses them, so it is dropped and never restored.
+    void prefixStoreNeverRestoresASlotARolledBackWriteReused() {
+        const std::string d = (dir_.path() + "/rollback").toStdString();
+        auto io = std::make_shared<FaultyFileIo>(FaultyFileIo::Fault::write_error, 3);  // the fourth write fails
+        auto store = PrefixStore::open(d, 2 * 1024, io);
+        QVERIFY(store.ok());
+        const std::vector<uint8_t> a0 = pattern(1024, 1), a1 = pattern(1024, 2), b0 = pattern(1024, 3), b1 = pattern(1024, 4);
+        const PrefixBlockWrite first[] = {{.chain = 5, .layer = 0, .depth = 0, .bytes = a0},
+                                          {.chain = 5, .layer = 1, .depth = 0, .bytes = a1}};
+        QVERIFY((*store)->write(first).ok());
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        // Chain 6 evicts chain 5 block by block: its layer 0 lands in layer 0's slot, its layer 1 fails.
+        const PrefixBlockWrite second[] = {{.chain = 6, .layer = 0, .depth = 0, .bytes = b0},
+                                           {.chain = 6, .layer = 1, .depth = 0, .bytes = b1}};
+        QCOMPARE((*store)->write(second).code(), StatusCode::io_error);
+        QVERIFY((*store)->contains(5, 2));  // rolled back: chain 5 is indexed again
+        QVERIFY(!(*store)->contains(6, 1));
+        std::vector<uint8_t> back(1024);
+        QCOMPARE((*store)->read(5, 0, back.data(), 1024).code(), StatusCode::corrupt_data);  // its slot holds chain 6's bytes
+        QVERIFY(!(*store)->contains(5, 2));
+        QVERIFY((*store)->read(5, 1, back.data(), 1024).ok());
+        QCOMPARE(back, a1);
+        QCOMPARE((*store)->used_bytes(), uint64_t(1024));
+    }
+
     // The byte total lives in the index, so a process sees what another one wrote and
     // evicted, and a reopened index starts from it.
     void prefixStoreTotalIsSharedBetweenProcesses() {

@@ -63,6 +63,8 @@ public:
     bool hasModel() const override { return m_loaded; }
 
     Result<app::ContextMeasure> measure(const app::ConversationContext & context, const app::EngineSettings &) override {
+        // As LlmEngine: nothing to measure with before a model is loaded.
+        if (!m_loaded) return error(StatusCode::not_found, "no model is loaded: open a model first");
         app::ContextMeasure m;
         m.documentTokens = uint32_t(context.documentText.size()) / m_script->charsPerToken;
         m.promptTokens = m.documentTokens + 8;
