@@ -204,6 +204,24 @@ int run_info(const Argv & argv) {
                                                                                 : "");
     std::printf("  activations   %s\n", format_bytes(plan.scratch_bytes).c_str());
     std::printf("  largest context that fits: %u tokens\n", plan.max_context);
+    // What serve --parallel admits: each sequence reserves its peak KV out of the budgets.
+    const uint64_t capacity = caps.device_bytes + caps.host_bytes + caps.disk_bytes;
+    std::printf("  sequences of %lld tokens the KV budgets hold at once (serve --parallel):", *n_ctx);
+    const char * separator = " ";
+    for (KvPolicy policy : {KvPolicy::none, KvPolicy::h2o, KvPolicy::snapkv, KvPolicy::streaming}) {
+        KvSettings each = *kv;
+        each.policy = policy;
+        if (!validate(each).ok()) continue;
+        const uint64_t per_sequence = engine.plan_memory(uint32_t(*n_ctx), 256, each).plan.kv_bytes;
+        std::string label(kv_policy_name(policy));
+        if (policy != KvPolicy::none) {
+            label += each.budget_tokens > 0 ? " " + std::to_string(each.budget_tokens) + " tokens"
+                                            : " " + std::to_string(int(each.keep_ratio * 100 + 0.5)) + "%";
+        }
+        std::printf("%s%s %llu", separator, label.c_str(), static_cast<unsigned long long>(per_sequence > 0 ? capacity / per_sequence : 0));
+        separator = ", ";
+    }
+    std::printf("\n");
     std::printf("%s\n", plan.message.c_str());
     return 0;
 }

@@ -174,6 +174,21 @@ private slots:
         QVERIFY(r.out.contains("fits"));
     }
 
+    // How many sequences of -c tokens the KV budgets admit at once, per policy: the budget
+    // over what each reserves (no policy: the whole context; h2o at 25%: about a quarter).
+    void infoCountsTheSequencesThatFit() {
+        const Run r = run_cli({"info", "-m", shared_path("models/tiny/tiny-qwen2-Q8_0.gguf"), "-c", "1024", "--keep-ratio", "0.25",
+                               "--kv-device-mib", "8", "--kv-host-mib", "0.001", "--kv-disk-mib", "0.001"});
+        QCOMPARE(r.exit_code, 0);
+        const QRegularExpression line(
+            R"(sequences of 1024 tokens the KV budgets hold at once \(serve --parallel\): none (\d+), h2o 25% (\d+), )"
+            R"(snapkv 25% (\d+), streaming 25% (\d+))");
+        const QRegularExpressionMatch m = line.match(QString::fromUtf8(r.out));
+        QVERIFY2(m.hasMatch(), r.out.constData());
+        const int none = m.captured(1).toInt(), h2o = m.captured(2).toInt();
+        QVERIFY2(none >= 1 && h2o >= 2 * none && h2o <= 4 * none + 4, qPrintable(QString("none %1, h2o %2").arg(none).arg(h2o)));
+    }
+
     // A mixture of experts: the experts' bytes and what a token reads, apart.
     void infoShowsTheExperts() {
         const Run r = run_cli({"info", "-m", shared_path("models/tiny-2026/tiny-qwen3moe-Q8_0.gguf"), "-c", "512"});
