@@ -143,14 +143,17 @@ void bench_geglu(benchmark::State & state, CpuIsa isa) {
 
 void register_all() {
     const CpuIsa best = detect_cpu_isa();
-    std::vector<CpuIsa> isas = {CpuIsa::scalar};
-    if (best != CpuIsa::scalar) isas.push_back(best);
+    std::vector<CpuIsa> isas = {CpuIsa::scalar};  // and every level up to the best, side by side
+    for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512}) {
+        if (isa <= best) isas.push_back(isa);
+    }
     const DType types[] = {DType::F32,   DType::F16,    DType::BF16,    DType::Q8_0,   DType::Q4_0,  DType::Q4_1,
                            DType::Q5_0,  DType::Q5_1,   DType::IQ4_NL,  DType::MXFP4,  DType::Q2_K,  DType::Q3_K,
                            DType::Q4_K,  DType::Q5_K,   DType::Q6_K,    DType::IQ4_XS, DType::IQ3_S, DType::IQ3_XXS,
                            DType::IQ2_S, DType::IQ2_XS, DType::IQ2_XXS, DType::IQ1_M,  DType::IQ1_S, DType::TQ2_0};
     for (DType type : types) {
         for (CpuIsa isa : isas) {
+            if (isa == CpuIsa::avx512 && !avx512_matmul_kernel(type)) continue;  // it runs AVX2's
             const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" + std::string(cpu_isa_name(isa));
             benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 2048, 2048); })
                 ->Arg(1)
@@ -166,6 +169,7 @@ void register_all() {
         }
     }
     for (CpuIsa isa : isas) {
+        if (isa == CpuIsa::avx512) continue;  // AVX2's attention and activations
         const std::string name = "attention/" + std::string(cpu_isa_name(isa));
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa); })
             ->Args({512, 1, 0})
