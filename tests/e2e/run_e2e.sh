@@ -4,7 +4,8 @@
 # LONGREAD_CLI.
 #   tests/e2e/run_e2e.sh LONGREAD_CLI WORK_DIR
 # Exits 77, which ctest reports as skipped, when node (18 or newer), npm or curl is missing or
-# npm cannot reach its registry; any other failure is a failure.
+# npm cannot reach its registry (or cannot verify it: an untrusted proxy between); any other
+# failure is a failure.
 set -euo pipefail
 
 [ $# -eq 2 ] || { echo "usage: run_e2e.sh LONGREAD_CLI WORK_DIR" >&2; exit 2; }
@@ -34,6 +35,12 @@ if ! cmp -s "$work/package-lock.json" "$work/node_modules/.installed-lock.json" 
     case "$log" in
       *ENOTFOUND* | *EAI_AGAIN* | *ECONNREFUSED* | *ECONNRESET* | *ETIMEDOUT* | *ENETUNREACH* | *EHOSTUNREACH* | *ERR_SOCKET_TIMEOUT* | *network* | *"socket hang up"*)
         skip "npm ci cannot reach the npm registry to install the openai package" ;;
+    esac
+    # A proxy between here and the registry that this system's certificates do not trust
+    # (a company's TLS inspection, a sandbox): the registry cannot be reached securely.
+    case "$log" in
+      *SELF_SIGNED_CERT_IN_CHAIN* | *UNABLE_TO_GET_ISSUER_CERT* | *UNABLE_TO_VERIFY_LEAF_SIGNATURE* | *CERT_UNTRUSTED* | *DEPTH_ZERO_SELF_SIGNED_CERT*)
+        skip "npm ci cannot verify the npm registry's certificate (a proxy this system does not trust): set npm's cafile to reach it" ;;
     esac
     echo "run_e2e.sh: npm ci failed in $work" >&2
     exit 1
