@@ -10,6 +10,8 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include <cmath>
+
 #include "app/core/model_list_model.h"
 #include "ui/layer_kind_text.h"
 #include "ui/server_section.h"
@@ -254,6 +256,15 @@ void CachePanel::showNumbers() {
                        : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
 }
 
+double CachePanel::axisTop(double highest) {
+    const double want = std::max(highest, 1e-9) * 1.2;
+    const double decade = std::pow(10.0, std::floor(std::log10(want)));
+    for (double step : {1.0, 2.0, 5.0}) {
+        if (step * decade >= want) return step * decade;
+    }
+    return 10 * decade;
+}
+
 void CachePanel::sample() {
     if (!m_snapshot || !m_snapshot->hasSession) return;
     const double now = double(m_clock.elapsed()) / 1000.0;
@@ -278,7 +289,8 @@ void CachePanel::sample() {
     plot(m_movedHistory, m_movedSeries);
     double top = 1;
     for (const QPointF & pt : m_movedHistory) top = std::max(top, pt.y());
-    m_movedY->setRange(0, top * 1.2);
+    const double axis = axisTop(top);
+    if (m_movedY->max() != axis) m_movedY->setRange(0, axis);
 }
 
 void CachePanel::refreshStyle() {

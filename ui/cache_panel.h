@@ -41,6 +41,9 @@ public:
 
     static constexpr int kSampleIntervalMs = 250;
     static constexpr int kHistorySeconds = 60;
+    // The top of a chart's axis for values up to `highest`: 1, 2 or 5 times a power of ten,
+    // at least 1.2x it (readable labels; the axis is laid out again only when it changes).
+    static double axisTop(double highest);
 
     const std::optional<app::CacheSnapshot> & snapshot() const { return m_snapshot; }
     TierBar * tierBar(int tier) const { return m_tiers[tier]; }

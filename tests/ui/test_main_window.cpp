@@ -252,6 +252,15 @@ private slots:
         QVERIFY(panel.layerKindRows().isEmpty());
     }
 
+    void chartAxesEndAtRoundNumbers() {
+        QCOMPARE(CachePanel::axisTop(1), 2.0);
+        QCOMPARE(CachePanel::axisTop(0.5), 1.0);
+        QCOMPARE(CachePanel::axisTop(4), 5.0);
+        QCOMPARE(CachePanel::axisTop(4.2), 10.0);
+        QCOMPARE(CachePanel::axisTop(150), 200.0);
+        QCOMPARE(CachePanel::axisTop(1000), 2000.0);
+    }
+
     // The retention view names the layers whose cache it shades.
     void retentionNamesTheLayerKind() {
         RetentionView view;
