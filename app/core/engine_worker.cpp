@@ -1,7 +1,5 @@
 #include "engine_worker.h"
 
-#include "background_priority.h"
-
 namespace lr::app {
 namespace {
 
@@ -24,8 +22,6 @@ EngineWorker::EngineWorker(EngineFactory factory) : m_factory(std::move(factory)
 EngineWorker::~EngineWorker() = default;
 
 void EngineWorker::start() {
-    // Before the engine exists: its backend's worker threads inherit the priority.
-    lowerThisThreadPriority();
     try {
         if (!m_engine) m_engine = m_factory();
     } catch (...) {

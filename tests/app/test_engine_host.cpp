@@ -3,19 +3,10 @@
 // stream in order (a reply's thinking apart from its answer), Stop acts within one chunk or token through the stop token (mid-prefill,
 // mid-decode, queued jobs), an abandoned job says nothing more, engine errors and anything
 // the engine throws arrive as failed(), and the GUI thread's event loop keeps running while
-// the engine is busy, and the engine's threads yield to it.
+// the engine is busy.
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QtTest>
-
-#include <atomic>
-#include <thread>
-
-#if defined(__linux__)
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include "app/core/engine_host.h"
 #include "app/support/fake_engine.h"
@@ -294,26 +285,6 @@ private slots:
         QCOMPARE(l.started.count(), 0);
         QCOMPARE(l.failed.at(0).at(0).value<JobError>().message, QStringLiteral("The engine failed: no engine today."));
         QTRY_VERIFY(!host.isBusy());
-    }
-
-    // The engine thread (and the threads it makes: the backend's) yields to the GUI thread.
-    void theEngineThreadYieldsToTheGui() {
-#if defined(__linux__)
-        std::atomic<int> engineNice{-100}, childNice{-100};
-        {
-            EngineHost host([&]() -> std::unique_ptr<InferenceEngine> {
-                engineNice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
-                std::thread([&] { childNice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }).join();
-                return std::make_unique<FakeEngine>(std::make_shared<FakeScript>());
-            });
-            QTRY_VERIFY(engineNice != -100);
-        }
-        const int mine = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
-        QVERIFY2(engineNice > mine || engineNice == 19, qPrintable(QString("engine %1, GUI %2").arg(int(engineNice)).arg(mine)));
-        QCOMPARE(int(childNice), int(engineNice));
-#else
-        QSKIP("per-thread priorities are Linux's");
-#endif
     }
 
     void modelLoadErrorNamesTheProblem() {
