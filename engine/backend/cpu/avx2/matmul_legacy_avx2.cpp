@@ -453,7 +453,11 @@ void unpack_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_
 
 // Signed types keep |w| and w of their row in registers: one row per tile.
 template <class T>
+#if defined(LONGREAD_LEGACY_VNNI)
+constexpr int kTileRows = T::kSigned ? 2 : 4;  // AVX-512 has 32 vector registers
+#else
 constexpr int kTileRows = T::kSigned ? 1 : 2;
+#endif
 constexpr int kTileTokens = 3;
 constexpr int64_t kPanelRows = 16;
 

@@ -2,7 +2,7 @@
 // The walks shared by the AVX2 quantized kernels. Decode: rows read from the model file one
 // at a time, for groups of tokens. Prefill: rows [r0, r1) in panels of `panel_rows` rows,
 // each unpacked once into scratch (unpack(r, out): row r into its panel_row_bytes at out),
-// then handed on in tiles of R rows (the last tile of a panel may have 1):
+// then handed on in tiles of R rows (the last rows of a panel in tiles of 1):
 // tiles.template operator()<N>(r, panel), panel[i] the unpacked row r + i.
 // Include only from AVX2 translation units.
 
@@ -32,7 +32,7 @@ void for_each_panel_tile(int64_t r0, int64_t r1, int64_t panel_rows, size_t pane
             for (int i = 0; i < R; ++i) panel[i] = scratch + size_t(r - p0 + i) * panel_row_bytes;
             tiles.template operator()<R>(r, panel);
         }
-        if (r < p1) {
+        for (; r < p1; ++r) {
             const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
             tiles.template operator()<1>(r, panel);
         }
