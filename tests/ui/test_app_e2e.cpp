@@ -11,6 +11,7 @@
 #include <QtTest>
 
 #include "app/core/message_list_model.h"
+#include "support/launch_app.h"
 #include "support/reference_data.h"
 #include "ui/cache_panel.h"
 #include "ui/chat_view.h"
@@ -31,14 +32,7 @@ class TestAppE2e : public QObject {
     QTemporaryDir m_dir;
     QTemporaryDir m_cacheDir;
 
-    std::unique_ptr<LongreadApp> launch() {
-        auto settings = std::make_unique<QSettings>(m_dir.filePath(QStringLiteral("settings.ini")), QSettings::IniFormat);
-        settings->setValue("storage/database", m_dir.filePath(QStringLiteral("conversations.sqlite")));
-        settings->setValue("engine/threads", 1);
-        auto app = std::make_unique<LongreadApp>(LongreadAppOptions{.settings = std::move(settings), .interactive = false});
-        if (!app->start()) qFatal("%s", qPrintable(app->databaseError()));
-        return app;
-    }
+    std::unique_ptr<LongreadApp> launch() { return test::launch_app(QDir(m_dir.path())); }
 
 private slots:
     void initTestCase() {

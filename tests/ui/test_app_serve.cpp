@@ -26,6 +26,7 @@
 #include "app/core/engine_requests.h"
 #include "app/core/message_list_model.h"
 #include "app/core/server_host.h"
+#include "support/launch_app.h"
 #include "ui/cache_panel.h"
 #include "ui/longread_app.h"
 #include "ui/main_window.h"
@@ -83,14 +84,7 @@ class TestAppServe : public QObject {
     QTemporaryDir m_dir;
     QTemporaryDir m_cacheDir;
 
-    std::unique_ptr<LongreadApp> launch() {
-        auto settings = std::make_unique<QSettings>(m_dir.filePath(QStringLiteral("settings.ini")), QSettings::IniFormat);
-        settings->setValue("storage/database", m_dir.filePath(QStringLiteral("conversations.sqlite")));
-        settings->setValue("engine/threads", 1);
-        auto app = std::make_unique<LongreadApp>(LongreadAppOptions{.settings = std::move(settings), .interactive = false});
-        if (!app->start()) qFatal("%s", qPrintable(app->databaseError()));
-        return app;
-    }
+    std::unique_ptr<LongreadApp> launch() { return test::launch_app(QDir(m_dir.path())); }
 
     static ServerState::Kind stateOf(const LongreadApp & app) { return app.server()->state().kind; }
 
