@@ -42,6 +42,9 @@ Status check_flags_belong(const Args & args, Task task) {
             if (args.has(f)) return error(StatusCode::invalid_argument, std::string(f) + " is for --task ppl");
         }
     }
+    if (task == Task::retrieval && args.has("-c")) {
+        return error(StatusCode::invalid_argument, "-c is not for --task retrieval: each haystack's context is its length (--lengths)");
+    }
     return {};
 }
 
@@ -219,8 +222,9 @@ std::vector<FlagSpec> eval_task_flags() {
     return {
         {"--task", "", true, false, "ppl (default: perplexity, KL, top-1), summary (ROUGE) or retrieval (facts planted in -f's text)"},
         {"--reference", "", true, false, "summary: a reference summary to score both runs against"},
-        {"--summary-tokens", "", true, false, "summary: its length at most (default 128)"},
-        {"--lengths", "", true, false, "retrieval: haystack lengths in tokens, e.g. 256,512 (default: 1/4, 1/2, all of the context)"},
+        {"--summary-tokens", "", true, false, "summary: its length at most (default 128); -c is the context (default: the trained one)"},
+        {"--lengths", "", true, false,
+         "retrieval: haystack lengths in tokens, e.g. 256,512 (default: 1/4, 1/2, all of the trained context, at most 4096)"},
         {"--depths", "", true, false, "retrieval: where the facts go, in % of the text (default 0,25,50,75,100)"},
         {"--trials", "", true, false, "retrieval: haystacks per length (default 3)"},
         {"--seed", "", true, false, "retrieval: the seed of the keys and values (default 1)"},

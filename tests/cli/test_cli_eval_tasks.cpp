@@ -34,6 +34,7 @@ private slots:
         QTest::newRow("retrieval flag without the task") << eval({"--lengths", "256"}) << "--lengths needs --task retrieval";
         QTest::newRow("summary flag on retrieval")
             << eval({"--task", "retrieval", "--reference", "r.txt"}) << "--reference needs --task summary";
+        QTest::newRow("context with retrieval") << eval({"--task", "retrieval", "-c", "512"}) << "-c is not for --task retrieval";
         QTest::newRow("sweep with a task") << eval({"--task", "summary", "--sweep"}) << "--sweep is for --task ppl";
         QTest::newRow("context past the trained one")
             << eval({"--task", "summary", "-c", "4096"}) << "a context of 4096 tokens exceeds the model's trained context of 2048";
