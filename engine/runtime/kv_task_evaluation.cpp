@@ -208,8 +208,11 @@ Result<SummaryTaskEvaluation> evaluate_summary_task(std::shared_ptr<const Model>
     const std::vector<int32_t> prompt = summary_prompt(*model, e.chat_template, used);
     e.prompt_tokens = uint32_t(prompt.size());
 
-    LR_ASSIGN_OR_RETURN(e.full, run_summary(model, prompt, e.chat_template, n_ctx, full_cache(policy), params, stop));
-    LR_ASSIGN_OR_RETURN(e.policy, run_summary(model, prompt, e.chat_template, n_ctx, policy, params, stop));
+    // The sessions hold what the prompt and the answer need, not all of -c (a model's
+    // trained context may be far more than its KV fits).
+    const uint32_t n_session = e.prompt_tokens + params.answer_tokens;
+    LR_ASSIGN_OR_RETURN(e.full, run_summary(model, prompt, e.chat_template, n_session, full_cache(policy), params, stop));
+    LR_ASSIGN_OR_RETURN(e.policy, run_summary(model, prompt, e.chat_template, n_session, policy, params, stop));
     e.policy_vs_full = rouge(e.policy.text, e.full.text);
     if (has_reference) {
         e.full_vs_reference = rouge(e.full.text, params.reference);

@@ -93,7 +93,8 @@ struct Haystack {
     std::vector<PlantedFact> facts;  // in the order of the depths given
 };
 
-// A haystack of at most `length` tokens (BOS included, and at least length - 8), filler
+// A haystack of at most `length` tokens (BOS included; the filler is sized to come within
+// 8 tokens of it), filler
 // taken from the start of `filler` (repeated when too short), a fact line "<key> = <value>"
 // at each depth (0..1, at a word boundary), keys and values drawn from `seed`.
 // invalid_argument when the length cannot hold the facts or the filler has no words.
