@@ -3,6 +3,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/eval_kv_tasks.h"
 #include "app/cli/interrupt.h"
 #include "engine/runtime/kv_evaluation.h"
 
@@ -42,7 +43,8 @@ int run_eval_kv(const Argv & argv) {
                                                   {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
                                                   {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
                                                   {"-h", "--help", false, false, "this help"},
-                                              }});
+                                              },
+                                              eval_task_flags()});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "eval-kv [-m MODEL] -f FILE [-c N] --kv-policy P [--keep-ratio R] [--json] [--sweep]", exit_code);
     if (!args) return exit_code;
@@ -55,6 +57,8 @@ int run_eval_kv(const Argv & argv) {
     auto args_kv = Args::parse(argv_kv, join({specs, {{"--kv-policy", "", true, true, ""}}}));
     auto kv = kv_settings(*args_kv);
     if (!kv.ok()) return fail(kv.status().message());
+    // --task summary|retrieval (eval_kv_tasks.cpp); ppl, the default, goes on here.
+    if (std::optional<int> done = run_eval_kv_task(*args, *kv)) return *done;
     auto n_ctx = args->get_int("-c", 512, 8, 1 << 20);
     if (!n_ctx.ok()) return fail(n_ctx.status().message());
     auto windows = args->get_int("--windows", 0, 0, 1 << 20);

@@ -7,31 +7,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/cli_process.h"
 #include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
 using namespace lr::test;
 
-namespace {
-
-struct Run {
-    int exit_code = -1;
-    QProcess::ExitStatus status = QProcess::CrashExit;
-    QByteArray out;
-    QByteArray err;
-};
-
-Run run_cli(const QStringList & args, const QByteArray & input = {}) {
-    QProcess p;
-    p.start(QStringLiteral(LONGREAD_CLI), args);
-    p.waitForStarted();
-    if (!input.isEmpty()) p.write(input);
-    p.closeWriteChannel();
-    p.waitForFinished(-1);
-    return {p.exitCode(), p.exitStatus(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
-
-}  // namespace
+using Run = CliRun;
 
 class TestCli : public QObject {
     Q_OBJECT
