@@ -3,9 +3,10 @@
 # "KV cache tiers": every demotion order x prefetch depth, the RAM given to the device tier
 # as a whole (the best fixed split), and --kv-adapt, on two workloads with tier budgets
 # small enough that blocks move:
-#   document  a long prompt (DOC_TOKENS) and 64 decoded tokens; device 2 MiB, host 8 MiB, the
-#             rest on disk
-#   chat      a short prompt (CHAT_TOKENS) and 128 decoded tokens; device 0.5 MiB, host 8 MiB
+#   document  a long prompt (DOC_TOKENS) and 64 decoded tokens; device 2 MiB (a layer and a
+#             third), host 4 MiB, the rest (half the KV) on disk
+#   chat      a short prompt (CHAT_TOKENS) and 128 decoded tokens; device 0.5 MiB (two and a
+#             half layers), host 8 MiB
 # on a random-weight model of the `tiny` preset with 8 layers (4 KiB of f16 KV per token:
 # a shape whose KV outweighs its compute, so placement shows), 2 threads. REPEATS rounds,
 # each round every setting once, so that ratios can be read within one round.
@@ -20,7 +21,7 @@ VOCAB=${VOCAB:-../shared/models/stories260K.gguf}
 TEXT=${TEXT:-../shared/data/text/tinystories_style_eval.txt}
 THREADS=${THREADS:-2}
 REPEATS=${REPEATS:-3}
-DOC_TOKENS=${DOC_TOKENS:-6000}
+DOC_TOKENS=${DOC_TOKENS:-3000}
 CHAT_TOKENS=${CHAT_TOKENS:-400}
 mkdir -p "$WORK"
 MODEL="$WORK/tiny-8l-16k.gguf"
@@ -32,13 +33,13 @@ SETTINGS=(default cycle-0 cycle-2 lru-0 lru-1 lru-2 fifo-0 fifo-1 fifo-2 device-
 
 # The flags of a setting on a workload: its tier budgets, then its placement.
 flags_of() {
-  local workload=$1 setting=$2 device total
-  if [ "$workload" = document ]; then device=2 total=10; else device=0.5 total=8.5; fi
+  local workload=$1 setting=$2 device host total
+  if [ "$workload" = document ]; then device=2 host=4 total=6; else device=0.5 host=8 total=8.5; fi
   case $setting in
-    default) echo "--kv-device-mib $device --kv-host-mib 8" ;;
+    default) echo "--kv-device-mib $device --kv-host-mib $host" ;;
     device-all) echo "--kv-device-mib $total --kv-host-mib 0.001" ;;  # the same RAM, all of it on the device tier
-    adapt) echo "--kv-device-mib $device --kv-host-mib 8 --kv-adapt" ;;
-    *) echo "--kv-device-mib $device --kv-host-mib 8 --kv-demotion ${setting%-*} --kv-prefetch ${setting#*-}" ;;
+    adapt) echo "--kv-device-mib $device --kv-host-mib $host --kv-adapt" ;;
+    *) echo "--kv-device-mib $device --kv-host-mib $host --kv-demotion ${setting%-*} --kv-prefetch ${setting#*-}" ;;
   esac
 }
 
