@@ -3,14 +3,15 @@
 # "KV cache tiers": every demotion order x prefetch depth, the RAM given to the device tier
 # as a whole (the best fixed split), and --kv-adapt, on two workloads with tier budgets
 # small enough that blocks move:
-#   document  a long prompt (DOC_TOKENS) and 64 decoded tokens; device 2 MiB (a layer and a
+#   document  a long prompt (DOC_TOKENS) and DOC_GEN (64) decoded tokens; device 2 MiB (a layer and a
 #             third), host 4 MiB, the rest (half the KV) on disk
-#   chat      a short prompt (CHAT_TOKENS) and 128 decoded tokens; device 0.5 MiB (two and a
+#   chat      a short prompt (CHAT_TOKENS) and CHAT_GEN (128) decoded tokens; device 0.5 MiB (two and a
 #             half layers), host 8 MiB
 # on a random-weight model of the `tiny` preset with 8 layers (4 KiB of f16 KV per token:
 # a shape whose KV outweighs its compute, so placement shows), 2 threads. REPEATS rounds,
 # each round every setting once, so that ratios can be read within one round.
-# Usage: scripts/bench_kv_adapt.sh [WORKDIR]  (default /tmp/longread-bench-adapt)
+# Usage: [SETTINGS="default adapt ..."] [REPEATS=3] scripts/bench_kv_adapt.sh [WORKDIR]
+# (default /tmp/longread-bench-adapt)
 # Prints a markdown table per workload (medians over the rounds, and the ratio to the
 # default within each round); every run's stats JSON and stderr stay in WORKDIR.
 set -euo pipefail
@@ -23,13 +24,16 @@ THREADS=${THREADS:-2}
 REPEATS=${REPEATS:-3}
 DOC_TOKENS=${DOC_TOKENS:-3000}
 CHAT_TOKENS=${CHAT_TOKENS:-400}
+DOC_GEN=${DOC_GEN:-64}
+CHAT_GEN=${CHAT_GEN:-128}
 mkdir -p "$WORK"
 MODEL="$WORK/tiny-8l-16k.gguf"
 [ -f "$MODEL" ] || "$CLI" make-model --preset tiny --layers 8 --ctx-train 16384 --vocab-from "$VOCAB" -o "$MODEL" >&2
 
 source scripts/bench_prompt.sh  # prompt_of N
 
-SETTINGS=(default cycle-0 cycle-2 lru-0 lru-1 lru-2 fifo-0 fifo-1 fifo-2 device-all adapt)
+# default is cycle-1 (the default order and depth); device-all the same RAM on the device tier alone.
+read -r -a SETTINGS <<< "${SETTINGS:-default cycle-0 cycle-2 lru-0 lru-1 lru-2 fifo-0 fifo-1 fifo-2 device-all adapt}"
 
 # The flags of a setting on a workload: its tier budgets, then its placement.
 flags_of() {
@@ -46,7 +50,7 @@ flags_of() {
 # run WORKLOAD SETTING ROUND: one generate; stats in WORKLOAD.SETTING.ROUND.json, stderr in .err.
 run() {
   local workload=$1 setting=$2 round=$3 tokens n_gen
-  if [ "$workload" = document ]; then tokens=$DOC_TOKENS n_gen=64; else tokens=$CHAT_TOKENS n_gen=128; fi
+  if [ "$workload" = document ]; then tokens=$DOC_TOKENS n_gen=$DOC_GEN; else tokens=$CHAT_TOKENS n_gen=$CHAT_GEN; fi
   local name="$workload.$setting.$round"
   rm -rf "$WORK/kv-$name"
   # shellcheck disable=SC2046
