@@ -33,6 +33,10 @@ struct BlockPlacement {
     bool moving = false;           // being moved between tiers (never a victim meanwhile)
     IoThread::JobId prefetch = 0;  // a copy to the device tier in flight (0: none)
     TierSlot prefetch_slot;        // ... into this device slot
+    // Placement's clock when the block was made and when it was last pinned (the FIFO and
+    // LRU demotion orders).
+    uint64_t born = 0;
+    uint64_t used = 0;
 };
 
 struct BlockMeta {

@@ -76,6 +76,17 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheConfig & config, c
     LR_RETURN_IF_ERROR(validate(config, shape));
     std::unique_ptr<KvCache> cache(new KvCache(config, shape, backend));
     cache->placement_.open();
+    if (config.settings.adapt) {
+        const KvSettings & k = config.settings;
+        const KvAdaptPlan plan{.device_bytes = config.capacities.device_bytes,
+                               .host_bytes = config.capacities.host_bytes,
+                               .shared_memory = cache->placement_.device_host_addressable(),
+                               .adapts_recent = k.policy == KvPolicy::h2o || k.policy == KvPolicy::random};
+        cache->adapter_ = std::make_unique<KvAdapter>(plan, KvAdaptChoice{.device_bytes = plan.device_bytes,
+                                                                          .host_bytes = plan.host_bytes,
+                                                                          .prefetch_layers = k.prefetch_layers,
+                                                                          .recent_ratio = k.recent_ratio});
+    }
     cache->publish_stats();
     return cache;
 }
@@ -93,6 +104,7 @@ KvSequence & KvCache::sequence(SeqId seq) {
     if (s.layers.empty()) {
         s.layers.resize(state_.shape.n_layer);
         s.policy = SelectionPolicy::create(state_.config.settings, state_.block_shape, state_.config.max_tokens);
+        if (adapter_) s.policy->set_recent_ratio(adapter_->choice().recent_ratio);  // what the adaptive mode chose so far
     }
     return s;
 }
@@ -323,7 +335,7 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     }
     p.first_slot_[il] = first_new;
     layer.slots_used = first_new + uint32_t(n_new);
-    if (!p.policy_.query_aware && il + 1 < state_.shape.n_layer) placement_.prefetch_layer(seq, state_.shape.source(il + 1));
+    if (!p.policy_.query_aware) placement_.prefetch_ahead(seq, il);
 
     p.view_blocks_.clear();
     for (BlockId id : p.view_ids_) {
@@ -379,7 +391,7 @@ Result<PagedKvView> KvCache::shared_view(UbatchPlan & p, uint32_t il) {
     }
     p.write_slots_.clear();
     p.read_pages_.clear();
-    if (il + 1 < state_.shape.n_layer) placement_.prefetch_layer(p.seq_, state_.shape.source(il + 1));
+    placement_.prefetch_ahead(p.seq_, il);
     PagedKvView view;
     view.shape = state_.layer_shapes[source];
     view.blocks = p.view_blocks_;
@@ -471,7 +483,49 @@ void KvCache::apply(UbatchPlan & p) {
     editor_.slide(seq);
     if (p.policy_.select_at_prompt_end) select_prompt(seq);
     s.policy->applied(p.ubatch_, p.policy_);
+    ++ubatches_;
+    // A safe point only when no other sequence's ubatch holds blocks on the device.
+    if (adapter_ && state_.pool.n_pinned() == 0) adapt();
     publish_stats();
+}
+
+void KvCache::adapt() {
+    KvAdaptSample x{.at_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count(),
+                    .ubatches = ubatches_,
+                    .block_reads = state_.counters.block_reads,
+                    .block_hits = state_.counters.block_hits,
+                    .bytes_moved = state_.counters.bytes_moved,
+                    .move_ms = state_.counters.move_ms + placement_.io_move_ms(),
+                    .fetch_wait_ms = state_.counters.fetch_wait_ms};
+    for (const auto & [id, seq] : state_.seqs) {
+        x.context_tokens = std::max(x.context_tokens, seq.n_tokens());
+        for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+            if (!state_.shape.full(il)) continue;
+            uint64_t layer = 0;
+            for (BlockId b : seq.layers[il].ids) layer += state_.pool.meta(b).n_bytes / state_.pool.meta(b).ref_count;
+            x.held_bytes += layer;
+            x.layer_bytes = std::max(x.layer_bytes, layer);
+        }
+    }
+    const KvAdaptChoice before = adapter_->choice();
+    std::vector<KvAdaptDecision> decisions = adapter_->observe(x);
+    if (decisions.empty()) return;
+    const KvAdaptChoice & now = adapter_->choice();
+    if (now.device_bytes != before.device_bytes || now.host_bytes != before.host_bytes) {
+        if (Status st = placement_.set_memory_budgets(now.device_bytes, now.host_bytes); !st.ok()) state_.report_fault(st);
+    }
+    placement_.set_prefetch_layers(now.prefetch_layers);
+    if (now.recent_ratio != before.recent_ratio) {
+        for (auto & [id, seq] : state_.seqs) {
+            const KvPolicy policy = seq.policy->settings().policy;
+            if (policy == KvPolicy::h2o || policy == KvPolicy::random) seq.policy->set_recent_ratio(now.recent_ratio);
+        }
+    }
+    // The panel shows the latest few.
+    constexpr size_t kKept = 16;
+    std::vector<KvAdaptDecision> & log = state_.counters.adapt_decisions;
+    log.insert(log.end(), decisions.begin(), decisions.end());
+    if (log.size() > kKept) log.erase(log.begin(), log.end() - kKept);
 }
 
 void KvCache::select_prompt(SeqId seq) {
@@ -660,6 +714,17 @@ Result<std::vector<float>> KvCache::layer_rows(SeqId seq, uint32_t il, uint32_t 
         }
     }
     return rows;
+}
+
+std::vector<KvTier> KvCache::block_tiers(SeqId seq, uint32_t il) const {
+    std::vector<KvTier> tiers;
+    auto it = state_.seqs.find(seq);
+    if (it == state_.seqs.end()) return tiers;
+    for (BlockId id : it->second.layers[il].ids) {
+        const BlockHome home = state_.pool.meta(id).place.home;
+        tiers.push_back(home == BlockHome::device ? KvTier::device : home == BlockHome::host ? KvTier::host : KvTier::disk);
+    }
+    return tiers;
 }
 
 void KvCache::note_prefill(uint32_t n_tokens, double ms) { prefix_.note_prefill(n_tokens, ms); }

@@ -28,6 +28,7 @@
 // the disk tier is disabled, and a block that cannot be read back is lost — the sequence
 // is cut at that block (take_lost_position) and the caller recomputes from there.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvcache/kv_adapter.h"
 #include "kvcache/kv_cache_state.h"
 #include "kvcache/kv_layer_edits.h"
 #include "kvcache/kv_placement.h"
@@ -108,6 +110,9 @@ public:
     // in slot order: what the cache holds, for measurements and tests.
     std::vector<std::pair<KvCodec, KvCodec>> layer_codecs(SeqId seq, uint32_t il) const;
     Result<std::vector<float>> layer_rows(SeqId seq, uint32_t il, uint32_t head, bool keys);
+    // The tier each of layer il's blocks of `seq` is on, in table order (a block only in the
+    // prefix store counts as disk).
+    std::vector<KvTier> block_tiers(SeqId seq, uint32_t il) const;
     size_t pinned_blocks() const { return state_.pool.n_pinned(); }  // 0 between ubatches
     void note_prefill(uint32_t n_tokens, double ms);                 // time spent computing tokens (stats)
     void flush();                                                    // waits for the prefix cache's writes
@@ -136,6 +141,9 @@ private:
     uint32_t restore_with_states(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last);
     void publish_stats();
     std::vector<KvLayerKindStats> layer_kind_stats() const;
+    // The adaptive mode, at the end of a ubatch: measures, lets the adapter decide, and
+    // applies what it chose.
+    void adapt();
 
     KvCacheState state_;
     KvPlacement placement_;
@@ -151,6 +159,10 @@ private:
     std::vector<float> zeros_;  // host zeros to clear it
     std::vector<float> mass_host_;
     std::vector<float> q_host_;  // the query, when the device is not host memory
+
+    std::unique_ptr<KvAdapter> adapter_;  // with KvSettings::adapt
+    std::chrono::steady_clock::time_point opened_ = std::chrono::steady_clock::now();
+    uint64_t ubatches_ = 0;
 
     mutable std::mutex stats_mutex_;
     KvStats published_;  // the snapshot stats() returns

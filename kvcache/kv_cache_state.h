@@ -37,6 +37,9 @@ struct KvCacheState {
     KvBlockLayout write_layout(uint32_t il) const { return {layer_shapes[il], layout.k_codec, layout.v_codec}; }
     // Counted, and the message kept for the stats (faults are handled where they happen).
     void report_fault(const Status & s);
+    // Placement's clock: a new stamp per block made or pinned (FIFO and LRU order by it).
+    uint64_t tick() { return ++clock; }
+    uint64_t clock = 0;
 };
 
 }  // namespace lr

@@ -1,6 +1,7 @@
 #include "kvcache/kv_placement.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
@@ -9,6 +10,9 @@ namespace lr {
 
 namespace {
 constexpr uint64_t kUnbounded = UINT64_MAX / 4;
+constexpr SeqId kNoSequence = UINT32_MAX;  // making room between ubatches: no sequence is active
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 Status data_loss(const std::string & what) { return error(StatusCode::corrupt_data, "KV block lost: " + what); }
 }  // namespace
 
@@ -21,6 +25,7 @@ void KvPlacement::open() {
     device_ = MemoryTier::device(state_.backend, c.device_bytes > 0 ? c.device_bytes : kUnbounded);
     if (c.host_bytes > 0) host_ = MemoryTier::host(state_.backend, c.host_bytes);
     io_ = std::make_unique<IoThread>();
+    prefetch_layers_ = state_.config.settings.prefetch_layers;
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il)
         staging_.resize(std::max(staging_.size(), state_.write_layout(il).block_bytes()));
     if (state_.config.dir.empty() || c.disk_bytes == 0) return;
@@ -66,6 +71,7 @@ void KvPlacement::fill_tier_stats(KvStats & s) const {
         t.capacity_bytes = store->capacity_bytes() >= kUnbounded ? store->used_bytes() : store->capacity_bytes();
         t.blocks = store->n_blocks();
     };
+    s.move_ms += io_move_ms();
     fill(s.tiers[0], device_.get());
     fill(s.tiers[1], host_.get());
     fill(s.tiers[2], disk_.get());
@@ -96,6 +102,7 @@ Result<BlockId> KvPlacement::new_block(SeqId owner, uint32_t il, KvCodec k_codec
     m.n_bytes = uint32_t(n_bytes);
     m.place.home = BlockHome::device;
     m.place.slot = slot;
+    m.place.born = m.place.used = state_.tick();
     m.pos.assign(layout.n_slots(), kInvalidPos);
     return id;
 }
@@ -139,16 +146,26 @@ Status KvPlacement::write_positions(const BlockMeta & m) {
 
 // ---- Making room -----------------------------------------------------------------------------
 
-std::vector<BlockId> KvPlacement::layer_cycle_victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) const {
+bool KvPlacement::may_leave(const BlockMeta & m, BlockHome home) const {
+    if (!state_.shape.full(m.layer)) return false;  // a sliding window's ring stays on the device
+    // Pinning protects what attention reads from the device; a pinned block still on a
+    // lower tier may move further down (it is fetched from there).
+    const bool pinned = m.place.pins > 0 && home == BlockHome::device;
+    return m.place.home == home && !pinned && !m.place.moving && m.place.prefetch == 0;
+}
+
+std::vector<BlockId> KvPlacement::victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor, uint32_t soon) const {
+    if (state_.config.settings.demotion == KvDemotion::cycle) return layer_cycle_victims(home, n_bytes, active, layer_cursor, soon);
+    return stamp_victims(home, n_bytes, active, layer_cursor, soon);
+}
+
+std::vector<BlockId> KvPlacement::layer_cycle_victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor,
+                                                      uint32_t soon) const {
     std::vector<BlockId> out;
     uint64_t bytes = 0;
     auto consider = [&](BlockId id) {
         const BlockMeta & m = state_.pool.meta(id);
-        if (!state_.shape.full(m.layer)) return;  // a sliding window's ring stays on the device
-        // Pinning protects what attention reads from the device; a pinned block still on a
-        // lower tier may move further down (it is fetched from there).
-        const bool pinned = m.place.pins > 0 && home == BlockHome::device;
-        if (m.place.home != home || pinned || m.place.moving || m.place.prefetch != 0 || bytes >= n_bytes) return;
+        if (bytes >= n_bytes || !may_leave(m, home)) return;
         if (std::find(out.begin(), out.end(), id) != out.end()) return;  // shared by two sequences
         out.push_back(id);
         bytes += m.n_bytes;
@@ -162,7 +179,7 @@ std::vector<BlockId> KvPlacement::layer_cycle_victims(BlockHome home, uint64_t n
     auto it = state_.seqs.find(active);
     if (it != state_.seqs.end()) {
         const uint32_t L = state_.shape.n_layer;
-        for (uint32_t k = 1; k <= L && bytes < n_bytes; ++k) {
+        for (uint32_t k = 1; k + soon <= L && bytes < n_bytes; ++k) {
             const uint32_t il = (layer_cursor + L - k) % L;
             for (BlockId b : it->second.layers[il].ids) consider(b);
         }
@@ -170,7 +187,33 @@ std::vector<BlockId> KvPlacement::layer_cycle_victims(BlockHome home, uint64_t n
     return out;
 }
 
-Status KvPlacement::make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) {
+std::vector<BlockId> KvPlacement::stamp_victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor,
+                                                uint32_t soon) const {
+    const bool lru = state_.config.settings.demotion == KvDemotion::lru;
+    const uint32_t L = state_.shape.n_layer;
+    std::vector<std::pair<uint64_t, BlockId>> candidates;  // (stamp, block)
+    for (const auto & [seq, s] : state_.seqs) {
+        for (uint32_t il = 0; il < L; ++il) {
+            if (seq == active && (il + L - layer_cursor) % L < soon) continue;  // needed before what makes room
+            for (BlockId b : s.layers[il].ids) {
+                const BlockMeta & m = state_.pool.meta(b);
+                if (may_leave(m, home)) candidates.emplace_back(lru ? m.place.used : m.place.born, b);
+            }
+        }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());  // shared blocks
+    std::vector<BlockId> out;
+    uint64_t bytes = 0;
+    for (const auto & [stamp, b] : candidates) {
+        if (bytes >= n_bytes) break;
+        out.push_back(b);
+        bytes += state_.pool.meta(b).n_bytes;
+    }
+    return out;
+}
+
+Status KvPlacement::make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor, uint32_t soon) {
     TierStore * t = store(home);
     if (!t) return error(StatusCode::out_of_memory, "no such tier");
     if (home == BlockHome::disk) {
@@ -186,7 +229,7 @@ Status KvPlacement::make_room(BlockHome home, uint64_t n_bytes, SeqId active, ui
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (t->has_room(n_bytes)) return {};
         const uint64_t free = t->capacity_bytes() - std::min(t->capacity_bytes(), t->used_bytes());
-        for (BlockId v : layer_cycle_victims(home, n_bytes - free, active, layer_cursor)) {
+        for (BlockId v : victims(home, n_bytes - free, active, layer_cursor, soon)) {
             LR_RETURN_IF_ERROR(demote(v, active, layer_cursor));
             if (t->has_room(n_bytes)) return {};
         }
@@ -199,6 +242,42 @@ Status KvPlacement::make_room(BlockHome home, uint64_t n_bytes, SeqId active, ui
                                                 format_bytes(host_ ? host_->capacity_bytes() : 0) + ", disk " +
                                                 format_bytes(disk_ ? disk_->capacity_bytes() : 0) +
                                                 "): lower the context, enable compression (h2o, snapkv, 8-bit KV), or raise a tier budget");
+}
+
+Status KvPlacement::shrink_to_capacity(BlockHome home) {
+    TierStore * t = store(home);
+    for (int attempt = 0; attempt < 2 && t->used_bytes() > t->capacity_bytes(); ++attempt) {
+        for (BlockId v : victims(home, t->used_bytes() - t->capacity_bytes(), kNoSequence, 0, 0)) {
+            LR_RETURN_IF_ERROR(demote(v, kNoSequence, 0));
+            if (t->used_bytes() <= t->capacity_bytes()) return {};
+        }
+    }
+    if (t->used_bytes() <= t->capacity_bytes()) return {};
+    return error(StatusCode::out_of_memory, "the KV cache could not move blocks out of a tier it shrank");
+}
+
+Status KvPlacement::set_memory_budgets(uint64_t device_bytes, uint64_t host_bytes) {
+    if (!host_) return error(StatusCode::unsupported, "no host tier to share the memory budget with");
+    settle_prefetches();
+    if (device_bytes >= device_->capacity_bytes()) {
+        // The device grows by what the host gives up: the host's blocks beyond its new
+        // budget move up first (the device has room for them: its growth is their bytes).
+        device_->set_capacity(device_bytes);
+        for (auto & [seq, s] : state_.seqs) {
+            for (const LayerBlocks & layer : s.layers) {
+                for (BlockId id : layer.ids) {
+                    if (host_->used_bytes() <= host_bytes) break;
+                    if (state_.pool.meta(id).place.home == BlockHome::host) LR_RETURN_IF_ERROR(move(id, BlockHome::device, kNoSequence, 0));
+                }
+            }
+        }
+        host_->set_capacity(host_bytes);
+        return shrink_to_capacity(BlockHome::host);
+    }
+    // The device shrinks: its blocks beyond the new budget go down to the grown host.
+    host_->set_capacity(host_bytes);
+    device_->set_capacity(device_bytes);
+    return shrink_to_capacity(BlockHome::device);
 }
 
 Status KvPlacement::demote(BlockId id, SeqId active, uint32_t layer_cursor) {
@@ -298,7 +377,9 @@ Status KvPlacement::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_
     LR_RETURN_IF_ERROR(room);
     TierStore * dst_store = store(to);
     LR_ASSIGN_OR_RETURN(TierSlot dst, dst_store->allocate(n_bytes));
+    const Clock::time_point copy_start = Clock::now();
     Status s = copy_block(m, to, dst, recoded.bytes);
+    state_.counters.move_ms += ms_since(copy_start);
     if (!s.ok()) {
         dst_store->release(dst, n_bytes);
         if (to == BlockHome::disk) {
@@ -354,6 +435,9 @@ Result<PinnedBlocks> KvPlacement::pin_on_device(std::span<const BlockId> ids, Se
     for (BlockId id : ids) {
         BlockMeta & m = state_.pool.meta(id);
         state_.counters.block_reads += count_reads;
+        m.place.used = state_.tick();
+        const bool resident = m.place.home == BlockHome::device && m.place.prefetch == 0;
+        const Clock::time_point wait_start = resident ? Clock::time_point{} : Clock::now();
         Status st;
         if (m.place.prefetch != 0) {
             bool ready = false;
@@ -367,21 +451,31 @@ Result<PinnedBlocks> KvPlacement::pin_on_device(std::span<const BlockId> ids, Se
         } else {
             st = fetch_to_device(id, seq, il);
         }
+        if (!resident) state_.counters.fetch_wait_ms += ms_since(wait_start);
         if (!st.ok()) return st;
     }
     return pins;
 }
 
-void KvPlacement::prefetch_layer(SeqId seq, uint32_t il) {
+void KvPlacement::prefetch_ahead(SeqId seq, uint32_t il) {
+    const uint32_t L = state_.shape.n_layer;
+    // Room comes only from the layers needed after the one fetched (layer il, computing
+    // now, is pinned).
+    for (uint32_t ahead = 1; ahead <= prefetch_layers_ && il + ahead < L; ++ahead) {
+        if (!prefetch_layer(seq, state_.shape.source(il + ahead), (il + 1) % L, ahead)) return;
+    }
+}
+
+bool KvPlacement::prefetch_layer(SeqId seq, uint32_t il, uint32_t layer_cursor, uint32_t soon) {
     const KvSequence & s = state_.seqs.at(seq);
     for (BlockId id : s.layers[il].ids) {
         const BlockMeta & m = state_.pool.meta(id);
         if (m.place.home == BlockHome::device || m.place.prefetch != 0) continue;
-        // Room only from blocks needed later than layer il; stop at the first refusal.
-        if (!device_->has_room(m.n_bytes) && !make_room(BlockHome::device, m.n_bytes, seq, (il + 1) % state_.shape.n_layer).ok()) return;
+        // Stop at the first refusal.
+        if (!device_->has_room(m.n_bytes) && !make_room(BlockHome::device, m.n_bytes, seq, layer_cursor, soon).ok()) return false;
         BlockMeta & mm = state_.pool.meta(id);
         Result<TierSlot> dst = device_->allocate(mm.n_bytes);
-        if (!dst.ok()) return;
+        if (!dst.ok()) return false;
         mm.place.prefetch_slot = *dst;
         TierStore * src = store(mm.place.home);
         TierStore * dev = device_.get();
@@ -390,20 +484,28 @@ void KvPlacement::prefetch_layer(SeqId seq, uint32_t il) {
         const TierSlot src_slot = mm.place.slot, dst_slot = *dst;
         const uint64_t chain = mm.chain;
         const uint32_t layer = mm.layer, n = mm.n_bytes;
+        std::atomic<uint64_t> * move_ns = &io_move_ns_;
         // The job touches only the two slots, which nothing else uses until it is adopted.
         mm.place.prefetch = io_->submit([=]() -> Status {
-            thread_local std::vector<uint8_t> buffer;
-            if (home != BlockHome::prefix_store && src->host_addressable()) return dev->write(dst_slot, src_slot.data, n);
-            buffer.resize(n);
-            if (home == BlockHome::prefix_store) {
-                LR_RETURN_IF_ERROR(prefix->read(chain, layer, buffer.data(), n));
-            } else {
-                LR_RETURN_IF_ERROR(src->read(src_slot, buffer.data(), n));
-            }
-            return dev->write(dst_slot, buffer.data(), n);
+            const Clock::time_point start = Clock::now();
+            auto copy = [&]() -> Status {
+                thread_local std::vector<uint8_t> buffer;
+                if (home != BlockHome::prefix_store && src->host_addressable()) return dev->write(dst_slot, src_slot.data, n);
+                buffer.resize(n);
+                if (home == BlockHome::prefix_store) {
+                    LR_RETURN_IF_ERROR(prefix->read(chain, layer, buffer.data(), n));
+                } else {
+                    LR_RETURN_IF_ERROR(src->read(src_slot, buffer.data(), n));
+                }
+                return dev->write(dst_slot, buffer.data(), n);
+            };
+            Status st = copy();
+            *move_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+            return st;
         });
         ++state_.counters.prefetches;
     }
+    return true;
 }
 
 Status KvPlacement::adopt_prefetch(BlockId id, bool & was_ready) {

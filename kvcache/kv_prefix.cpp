@@ -179,6 +179,7 @@ uint32_t KvPrefixCache::restore(SeqId seq, std::span<const int32_t> upcoming, ui
                 m.v_codec = L.v_codec;
                 m.n_bytes = uint32_t(L.block_bytes());
                 m.place.home = BlockHome::prefix_store;  // loaded when attention needs it
+                m.place.born = m.place.used = state_.tick();
                 m.chain = f.chain;
                 m.persisted = true;
                 m.pos.resize(L.n_slots());

@@ -11,6 +11,12 @@ constexpr std::pair<KvPolicy, std::string_view> kPolicyNames[] = {
     {KvPolicy::streaming, "streaming"}, {KvPolicy::quest, "quest"}, {KvPolicy::random, "random"},
 };
 
+constexpr std::pair<KvDemotion, std::string_view> kDemotionNames[] = {
+    {KvDemotion::cycle, "cycle"},
+    {KvDemotion::lru, "lru"},
+    {KvDemotion::fifo, "fifo"},
+};
+
 KvCodec codec_for_bits(uint32_t bits) {
     switch (bits) {
         case 32: return KvCodec::f32;
@@ -22,21 +28,29 @@ KvCodec codec_for_bits(uint32_t bits) {
 
 Status invalid(const std::string & message) { return error(StatusCode::invalid_argument, message); }
 
-}  // namespace
-
-std::string_view kv_policy_name(KvPolicy policy) {
-    for (const auto & [p, name] : kPolicyNames) {
-        if (p == policy) return name;
+// An enum's name in a table of (value, name), and back.
+template <typename E, size_t N>
+std::string_view name_in(const std::pair<E, std::string_view> (&table)[N], E value) {
+    for (const auto & [v, name] : table) {
+        if (v == value) return name;
     }
     return "?";
 }
 
-std::optional<KvPolicy> kv_policy_from_name(std::string_view name) {
-    for (const auto & [p, n] : kPolicyNames) {
-        if (n == name) return p;
+template <typename E, size_t N>
+std::optional<E> value_in(const std::pair<E, std::string_view> (&table)[N], std::string_view name) {
+    for (const auto & [v, n] : table) {
+        if (n == name) return v;
     }
     return std::nullopt;
 }
+
+}  // namespace
+
+std::string_view kv_policy_name(KvPolicy policy) { return name_in(kPolicyNames, policy); }
+std::optional<KvPolicy> kv_policy_from_name(std::string_view name) { return value_in(kPolicyNames, name); }
+std::string_view kv_demotion_name(KvDemotion order) { return name_in(kDemotionNames, order); }
+std::optional<KvDemotion> kv_demotion_from_name(std::string_view name) { return value_in(kDemotionNames, name); }
 
 KvCodec KvSettings::k_codec() const { return codec_for_bits(k_bits); }
 KvCodec KvSettings::v_codec() const { return codec_for_bits(v_bits); }
@@ -78,6 +92,7 @@ Status validate(const KvSettings & s) {
                            std::to_string(s.block_tokens) + " tokens) into at most 32 pages");
         }
     }
+    if (s.prefetch_layers > 2) return invalid("prefetch depth must be 0 (none), 1 (the next layer) or 2 (the next two layers)");
     if (s.residual_tokens > (1u << 20)) return invalid("the full-precision window must be at most 1M tokens");
     if (s.policy != KvPolicy::none && s.policy != KvPolicy::quest && s.budget_tokens == 0 && s.keep_ratio >= 1) {
         return invalid("a keep ratio of 100% evicts nothing: choose policy none");
@@ -115,6 +130,9 @@ std::string describe(const KvSettings & s) {
     out += ", K " + std::string(kv_codec_name(s.k_codec())) + " / V " + std::string(kv_codec_name(s.v_codec()));
     if (s.host_bits != 0) out += ", RAM " + std::string(kv_codec_name(codec_for_bits(s.host_bits)));
     if (s.disk_bits != 0) out += ", disk " + std::string(kv_codec_name(codec_for_bits(s.disk_bits)));
+    if (s.demotion != KvDemotion::cycle) out += ", " + std::string(kv_demotion_name(s.demotion)) + " demotion";
+    if (s.prefetch_layers != 1) out += ", prefetch " + std::to_string(s.prefetch_layers);
+    if (s.adapt) out += ", automatic";
     return out;
 }
 

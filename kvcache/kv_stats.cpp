@@ -71,7 +71,17 @@ std::string to_json(const KvStats & s) {
                       (unsigned long long)k.tokens_kept, (unsigned long long)k.snapshots, (unsigned long long)k.snapshot_bytes);
         out += buf;
     }
-    out += "],\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"}";
+    out += "],\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"";
+    // Moves, waits and the adaptive mode's decisions.
+    std::snprintf(buf, sizeof buf, ",\"move_ms\":%.3f,\"fetch_wait_ms\":%.3f,\"adapt_decisions\":[", s.move_ms, s.fetch_wait_ms);
+    out += buf;
+    for (size_t i = 0; i < s.adapt_decisions.size(); ++i) {
+        const KvAdaptDecision & d = s.adapt_decisions[i];
+        std::snprintf(buf, sizeof buf, "%s{\"at_s\":%.3f,\"ubatch\":%llu,", i ? "," : "", d.at_s, (unsigned long long)d.ubatch);
+        out += buf;
+        out += "\"what\":\"" + json_escape(d.what) + "\",\"why\":\"" + json_escape(d.why) + "\"}";
+    }
+    out += "]}";
     return out;
 }
 
@@ -124,6 +134,15 @@ std::string to_text(const KvStats & s) {
     if (s.faults) {
         std::snprintf(buf, sizeof buf, "  faults handled: %llu (last: %s)\n", (unsigned long long)s.faults, s.last_fault.c_str());
         out += buf;
+    }
+    if (s.move_ms > 0 || s.fetch_wait_ms > 0) {
+        const double mib_s = s.move_ms > 0 ? double(s.bytes_moved) / (1 << 20) / (s.move_ms / 1000) : 0;
+        std::snprintf(buf, sizeof buf, "  moving blocks %.1f ms (%.0f MiB/s), waiting for fetches %.1f ms\n", s.move_ms, mib_s,
+                      s.fetch_wait_ms);
+        out += buf;
+    }
+    for (const KvAdaptDecision & d : s.adapt_decisions) {
+        out += "  automatic, ubatch " + std::to_string(d.ubatch) + ": " + d.what + " (" + d.why + ")\n";
     }
     return out;
 }

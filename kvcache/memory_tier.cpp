@@ -61,6 +61,17 @@ Result<TierSlot> MemoryTier::allocate(size_t n_bytes) {
     return TierSlot{reinterpret_cast<uint64_t>(data), data};
 }
 
+void MemoryTier::set_capacity(uint64_t bytes) {
+    capacity_ = bytes;
+    for (auto it = free_.begin(); it != free_.end() && reserved_ > std::max(capacity_, used_); ++it) {
+        while (!it->second.empty() && reserved_ > std::max(capacity_, used_)) {
+            buffers_.erase(it->second.back());
+            it->second.pop_back();
+            reserved_ -= it->first;
+        }
+    }
+}
+
 void MemoryTier::release(const TierSlot & slot, size_t n_bytes) {
     free_[n_bytes].push_back(slot.data);
     used_ -= n_bytes;

@@ -32,6 +32,9 @@ public:
 
     // Raises the budget (a fault fallback: when the disk fails, RAM holds what it can't).
     void grow_capacity(uint64_t extra_bytes) { capacity_ += extra_bytes; }
+    // A new budget (the adaptive mode's split). Recycled slots give their memory back down
+    // to it; live blocks above it are the caller's to move first.
+    void set_capacity(uint64_t bytes);
 
     Result<TierSlot> allocate(size_t n_bytes) override;
     void release(const TierSlot & slot, size_t n_bytes) override;

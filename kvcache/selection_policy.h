@@ -68,6 +68,8 @@ public:
     virtual ~SelectionPolicy() = default;
 
     const KvSettings & settings() const { return settings_; }
+    // The adaptive mode's recent window (h2o and random read it at each selection).
+    void set_recent_ratio(double ratio) { settings_.recent_ratio = ratio; }
 
     // The most tokens of a prompt (n_left of them left) the next ubatch takes; SnapKV gives
     // its observation window ubatches of their own.

@@ -27,23 +27,7 @@ mkdir -p "$WORK"
 MODEL="$WORK/tinyllama-32k-q4_0.gguf"
 [ -f "$MODEL" ] || "$CLI" make-model --preset tinyllama-1.1b --type Q4_0 --ctx-train 32768 --vocab-from "$VOCAB" -o "$MODEL" >&2
 
-# A prompt of at most N tokens: the evaluation text repeated, cut to N tokens' worth of
-# characters (measured on the text itself).
-prompt_of() {
-  local n=$1 out="$WORK/prompt-$1.txt"
-  if [ ! -f "$out" ]; then
-    local chars tokens
-    chars=$(wc -c < "$TEXT")
-    tokens=$("$CLI" tokenize -m "$MODEL" -f "$TEXT" --ids | tr -cd ',' | wc -c)
-    python3 - "$TEXT" "$out" "$(( n * chars * 97 / 100 / tokens ))" <<'EOF'
-import sys
-text = open(sys.argv[1], encoding="utf-8").read()
-n = int(sys.argv[3])
-open(sys.argv[2], "w", encoding="utf-8").write((text * (n // len(text) + 1))[:n])
-EOF
-  fi
-  echo "$out"
-}
+source scripts/bench_prompt.sh  # prompt_of N
 
 # generate NAME CTX N_GEN ARGS...: one run; its stats in $WORK/NAME.json, stderr in $WORK/NAME.err.
 generate() {

@@ -144,6 +144,24 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     layout->addWidget(m_hitView);
     m_movedView = makeChart(tr("Moved between tiers (MiB/s)"), &m_movedSeries, &m_movedX, &m_movedY, this);
     layout->addWidget(m_movedView);
+
+    m_adapt = new QWidget(this);
+    auto * adapt = new QVBoxLayout(m_adapt);
+    adapt->setContentsMargins(0, 0, 0, 0);
+    adapt->setSpacing(2);
+    adapt->addWidget(sectionTitle(tr("Automatic decisions"), m_adapt));
+    m_moves = new QLabel(m_adapt);
+    m_moves->setWordWrap(true);
+    m_moves->setAccessibleName(tr("Moving blocks and waiting for them"));
+    adapt->addWidget(m_moves);
+    m_decisions = new QLabel(m_adapt);
+    m_decisions->setWordWrap(true);
+    m_decisions->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_decisions->setAccessibleName(tr("Automatic decisions"));
+    m_decisions->setToolTip(tr("What the automatic mode changed (tier budgets, prefetch depth, recent window) and from which measurement"));
+    adapt->addWidget(m_decisions);
+    layout->addWidget(m_adapt);
+    m_adapt->hide();
     layout->addStretch(1);
 
     m_clock.start();
@@ -198,6 +216,7 @@ void CachePanel::showNumbers() {
     const bool have = m_snapshot && m_snapshot->hasSession;
     m_empty->setVisible(!have);
     if (!have) {
+        m_adapt->hide();
         m_policy->setText(tr("Policy: \u2014"));
         for (TierBar * t : m_tiers) t->setAbsent(tr("No session yet."));
         showLayerKinds({});
@@ -254,6 +273,25 @@ void CachePanel::showNumbers() {
     m_values.value("faults")->setText(
         kv.faults == 0 ? tr("none")
                        : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
+    showAdaptDecisions(kv);
+}
+
+QStringList CachePanel::adaptDecisionRows() const {
+    return m_decisions->text().isEmpty() ? QStringList{} : m_decisions->text().split(QLatin1Char('\n'));
+}
+
+void CachePanel::showAdaptDecisions(const KvStats & kv) {
+    m_adapt->setVisible(!kv.adapt_decisions.empty());
+    const double mibPerSecond = kv.move_ms > 0 ? double(kv.bytes_moved) / (1 << 20) / (kv.move_ms / 1000) : 0;
+    m_moves->setText(tr("Moving blocks took %1 ms (%2 MiB/s); attention waited %3 ms for them.")
+                         .arg(kv.move_ms, 0, 'f', 1)
+                         .arg(mibPerSecond, 0, 'f', 0)
+                         .arg(kv.fetch_wait_ms, 0, 'f', 1));
+    QStringList rows;
+    for (const KvAdaptDecision & d : kv.adapt_decisions) {
+        rows << tr("%1 s: %2 (%3)").arg(d.at_s, 0, 'f', 1).arg(QString::fromStdString(d.what), QString::fromStdString(d.why));
+    }
+    m_decisions->setText(rows.join(QLatin1Char('\n')));
 }
 
 double CachePanel::axisTop(double highest) {

@@ -53,6 +53,8 @@ public:
     int chartPoints() const;
     // The app's server, while it serves (its own cache, not the chat's).
     ServerSection * serverSection() const { return m_server; }
+    // The adaptive mode's latest decisions, one line each, newest last.
+    QStringList adaptDecisionRows() const;
 
 private:
     void sample();
@@ -82,6 +84,11 @@ private:
     std::deque<QPointF> m_movedHistory;  // (seconds since start, MiB/s)
     QTimer m_sampler;
     QElapsedTimer m_clock;
+    // The adaptive mode: moves and waits, and its decisions (shown while it has any).
+    void showAdaptDecisions(const KvStats & kv);
+    QWidget * m_adapt;
+    QLabel * m_moves;
+    QLabel * m_decisions;
 };
 
 }  // namespace lr::ui

@@ -143,6 +143,27 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
            tr("Blocks older than the full-precision window that spill to disk are stored with at most these bits: "
               "less disk traffic, at a small cost in precision."));
     form->addRow(tr("Disk tier bits"), m_diskBits);
+
+    m_adapt = new QComboBox(this);
+    m_adapt->addItem(tr("Fixed \u2014 as set here"), false);
+    m_adapt->addItem(tr("Automatic \u2014 from what the cache measures"), true);
+    setTip(m_adapt, tr("Tier management"),
+           tr("Automatic moves the RAM budget between the device and host tiers, picks the prefetch depth and the recent "
+              "window from the context length, hit rate and waits it measures; the cache panel lists each decision."));
+    form->addRow(tr("Tier management"), m_adapt);
+    m_demotion = new QComboBox(this);
+    m_demotion->addItem(tr("Layer cycle \u2014 what the next pass needs last"), int(KvDemotion::cycle));
+    m_demotion->addItem(tr("LRU \u2014 least recently used"), int(KvDemotion::lru));
+    m_demotion->addItem(tr("FIFO \u2014 oldest first"), int(KvDemotion::fifo));
+    setTip(m_demotion, tr("Demotion order"),
+           tr("Which blocks move down a tier first when it is full. Answers are the same whatever the order; only the moves differ."));
+    form->addRow(tr("Demotion order"), m_demotion);
+    m_prefetch = new QComboBox(this);
+    m_prefetch->addItem(tr("none"), 0);
+    m_prefetch->addItem(tr("next layer"), 1);
+    m_prefetch->addItem(tr("next two layers"), 2);
+    setTip(m_prefetch, tr("Prefetch"), tr("Blocks of the layers after the one computing are copied to the device tier in the background."));
+    form->addRow(tr("Prefetch"), m_prefetch);
     layout->addLayout(form);
 
     auto * predictionTitle = new QLabel(tr("Planner's prediction"), this);
@@ -202,7 +223,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     });
     for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
-    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits})
+    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
@@ -226,6 +247,9 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_disk->setValue(int(s.kv.disk_mib));
     m_hostBits->setCurrentIndex(std::max(0, m_hostBits->findData(int(s.kv.host_bits))));
     m_diskBits->setCurrentIndex(std::max(0, m_diskBits->findData(int(s.kv.disk_bits))));
+    m_adapt->setCurrentIndex(s.kv.adapt ? 1 : 0);
+    m_demotion->setCurrentIndex(std::max(0, m_demotion->findData(int(s.kv.demotion))));
+    m_prefetch->setCurrentIndex(std::max(0, m_prefetch->findData(int(s.kv.prefetch_layers))));
     m_loading = false;
     updateLabels();
     updatePrediction();
@@ -259,6 +283,9 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     s.kv.disk_mib = m_disk->value();
     s.kv.host_bits = uint32_t(m_hostBits->currentData().toInt());
     s.kv.disk_bits = uint32_t(m_diskBits->currentData().toInt());
+    s.kv.adapt = m_adapt->currentData().toBool();
+    s.kv.demotion = KvDemotion(m_demotion->currentData().toInt());
+    s.kv.prefetch_layers = uint32_t(m_prefetch->currentData().toInt());
     return s;
 }
 

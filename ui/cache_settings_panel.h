@@ -41,6 +41,9 @@ public:
     QSpinBox * chunkBox() const { return m_chunk; }
     QComboBox * kBitsBox() const { return m_kBits; }
     QComboBox * hostBitsBox() const { return m_hostBits; }
+    QComboBox * demotionBox() const { return m_demotion; }
+    QComboBox * prefetchBox() const { return m_prefetch; }
+    QComboBox * adaptBox() const { return m_adapt; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -81,6 +84,10 @@ private:
     QLabel * m_prediction;
     QLabel * m_nextTurn;
     QPushButton * m_defaults;
+    // Placement's order and look-ahead, and the adaptive mode.
+    QComboBox * m_demotion;
+    QComboBox * m_prefetch;
+    QComboBox * m_adapt;
 };
 
 }  // namespace lr::ui

@@ -69,6 +69,10 @@ std::vector<FlagSpec> kv_flags() {
         {"--no-prefix-cache", "", false, false, "do not persist or restore prompt prefixes"},
         {"--kv-stats", "", false, false, "print the KV cache's stats at the end"},
         {"--kv-stats-json", "", true, false, "write the KV cache's stats as JSON to this file"},
+        // Placement's order and look-ahead, and the adaptive mode.
+        {"--kv-demotion", "", true, false, "which blocks leave a full tier first: cycle, lru or fifo (default cycle)"},
+        {"--kv-prefetch", "", true, false, "layers fetched ahead of the one computing: 0, 1 or 2 (default 1)"},
+        {"--kv-adapt", "", false, false, "pick the RAM tiers' split, prefetch depth and recent window from what the cache measures"},
     };
 }
 
@@ -203,6 +207,15 @@ Result<KvSettings> kv_settings(const Args & args) {
     k.block_tokens = uint32_t(block);
     k.dir = args.get_or("--kv-dir", "");
     k.prefix_cache = !args.has("--no-prefix-cache");
+    if (args.has("--kv-demotion")) {
+        const std::string name = *args.get("--kv-demotion");
+        const std::optional<KvDemotion> order = kv_demotion_from_name(name);
+        if (!order) return error(StatusCode::invalid_argument, "unknown --kv-demotion '" + name + "' (cycle, lru or fifo)");
+        k.demotion = *order;
+    }
+    LR_ASSIGN_OR_RETURN(long long prefetch, args.get_int("--kv-prefetch", k.prefetch_layers, 0, 2));
+    k.prefetch_layers = uint32_t(prefetch);
+    k.adapt = args.has("--kv-adapt");
     LR_RETURN_IF_ERROR(validate(k));
     return k;
 }

@@ -75,6 +75,10 @@ QJsonObject toJson(const EngineSettings & s) {
         {"topP", double(s.sampler.top_p)},
         {"minP", double(s.sampler.min_p)},
         {"repeatPenalty", double(s.sampler.repeat_penalty)},
+        // Placement's order and look-ahead, and the adaptive mode.
+        {"demotion", QString::fromUtf8(kv_demotion_name(s.kv.demotion).data(), qsizetype(kv_demotion_name(s.kv.demotion).size()))},
+        {"prefetchLayers", double(s.kv.prefetch_layers)},
+        {"adapt", s.kv.adapt},
     };
 }
 
@@ -105,6 +109,11 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     s.sampler.top_p = float(number(json, "topP", s.sampler.top_p));
     s.sampler.min_p = float(number(json, "minP", s.sampler.min_p));
     s.sampler.repeat_penalty = float(number(json, "repeatPenalty", s.sampler.repeat_penalty));
+    if (json.value("demotion").isString()) {
+        if (auto d = kv_demotion_from_name(json.value("demotion").toString().toStdString())) s.kv.demotion = *d;
+    }
+    s.kv.prefetch_layers = count(json, "prefetchLayers", s.kv.prefetch_layers);
+    if (json.value("adapt").isBool()) s.kv.adapt = json.value("adapt").toBool();
     // A stored value out of range (an older or hand-edited file) falls back as a whole.
     return validationError(s).isEmpty() ? s : defaults;
 }

@@ -11,7 +11,8 @@ namespace {
 // Flags that shape the whole server's cache, not one sequence.
 bool server_wide(const std::string & flag) {
     return flag == "--kv-dir" || flag == "--kv-device-mib" || flag == "--kv-host-mib" || flag == "--kv-disk-mib" ||
-           flag == "--no-prefix-cache" || flag == "--kv-stats" || flag == "--kv-stats-json";
+           flag == "--no-prefix-cache" || flag == "--kv-stats" || flag == "--kv-stats-json" || flag == "--kv-demotion" ||
+           flag == "--kv-prefetch" || flag == "--kv-adapt";
 }
 
 std::string json_name(const std::string & flag) {
@@ -86,6 +87,9 @@ KvFlags kv_flags_for(const KvSettings & k) {
     add(k.disk_mib != d.disk_mib, "--kv-disk-mib", number(k.disk_mib));
     add(k.dir != d.dir, "--kv-dir", k.dir);
     add(k.prefix_cache != d.prefix_cache, "--no-prefix-cache", "");
+    add(k.demotion != d.demotion, "--kv-demotion", std::string(kv_demotion_name(k.demotion)));
+    add(k.prefetch_layers != d.prefetch_layers, "--kv-prefetch", std::to_string(k.prefetch_layers));
+    add(k.adapt != d.adapt, "--kv-adapt", "");
     return flags;
 }
 

@@ -30,6 +30,17 @@ enum class KvPolicy {
 std::string_view kv_policy_name(KvPolicy policy);
 std::optional<KvPolicy> kv_policy_from_name(std::string_view name);
 
+// Which blocks leave a full tier first (placement only: results are the same whatever the
+// order). Written to settings files by name: never rename.
+enum class KvDemotion {
+    cycle,  // other sequences' first, then the layers the forward pass needs last (Belady on the cycle)
+    lru,    // the block read or written longest ago
+    fifo,   // the oldest block
+};
+
+std::string_view kv_demotion_name(KvDemotion order);
+std::optional<KvDemotion> kv_demotion_from_name(std::string_view name);
+
 struct KvSettings {
     // Placement (lossless). 0 = automatic (from free RAM and disk at start-up).
     double device_mib = 0;     // the tier attention reads from (VRAM, or the hot RAM arena)
@@ -76,6 +87,13 @@ struct KvSettings {
     uint32_t quest_page_tokens() const { return quest_page < block_tokens ? quest_page : block_tokens; }
     // Tokens kept out of n (all of them for none/quest).
     uint32_t budget_for(uint32_t n_tokens) const;
+
+    // Placement's order and look-ahead (lossless), and the adaptive mode (kv_adapter.h),
+    // which picks the tier split, the prefetch depth and the recent window from what the
+    // cache measures, within the budgets above.
+    KvDemotion demotion = KvDemotion::cycle;
+    uint32_t prefetch_layers = 1;  // layers fetched ahead of the one computing: 0, 1 or 2
+    bool adapt = false;
 };
 
 // Ranges and combinations; the message names the setting and its allowed values.

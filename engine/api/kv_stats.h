@@ -35,6 +35,15 @@ struct KvLayerKindStats {
     uint64_t snapshot_bytes = 0;
 };
 
+// One choice of the adaptive mode (kvcache/kv_adapter.h): what changed, from which
+// measurement, when.
+struct KvAdaptDecision {
+    double at_s = 0;      // seconds since the cache opened
+    uint64_t ubatch = 0;  // ubatches the cache had applied
+    std::string what;     // "prefetch 1 -> 2 layers"
+    std::string why;      // "short chat: 310 tokens, the device holds 40 layers of it"
+};
+
 struct KvStats {
     std::array<KvTierStats, kKvTierCount> tiers;
     std::vector<KvLayerKindStats> layer_kinds;
@@ -74,6 +83,11 @@ struct KvStats {
     std::string last_fault;  // plain words, empty if none
 
     double hit_rate() const { return block_reads == 0 ? 1.0 : double(block_hits) / double(block_reads); }
+
+    // Moves and waits (what the adaptive mode measures), and its latest decisions.
+    double move_ms = 0;                            // copying blocks between tiers (bandwidth: bytes_moved / move_ms)
+    double fetch_wait_ms = 0;                      // the engine waiting for blocks to reach the device tier
+    std::vector<KvAdaptDecision> adapt_decisions;  // oldest first, the latest few
 };
 
 // The JSON of --kv-stats-json: tiers [{name, used_bytes, capacity_bytes, blocks}], block_reads,

@@ -86,6 +86,9 @@ private slots:
         // least two blocks): the rest goes to disk.
         tiered.kv.device_mib = layer * (1.0 + double(rng() % 50) / 100.0);
         tiered.kv.host_mib = std::max(2 * block, layer * (0.3 + double(rng() % 60) / 100.0));
+        // Together they hold less than the model's KV (two layers of a tiny model are
+        // less than the budgets above): the rest has to go to disk.
+        tiered.kv.host_mib = std::max(2 * block, std::min(tiered.kv.host_mib, 0.95 * layer * m->hparams().n_layer - tiered.kv.device_mib));
         tiered.kv.disk_mib = 64;
         tiered.kv.dir = (dir_.path() + "/tiered-" + QString::number(seed)).toStdString();
         const SessionRun r = run_session(m, prompt, steps, tiered);
