@@ -5,6 +5,7 @@
 // document and the view is saved as a picture (the README's).
 #include <QComboBox>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QTemporaryDir>
@@ -133,6 +134,52 @@ private slots:
         QVERIFY(view.shownRuns().empty());
         view.setRetention(std::nullopt);
         QVERIFY(view.summaryLabel()->text().contains(QStringLiteral("No document")));
+    }
+
+    // A long document (16,384 tokens, 22 layers, every other stretch of 64 evicted): what
+    // showing it takes on the GUI thread, printed (docs/BENCHMARKS.md), and that it is shown.
+    void longDocumentIsShown() {
+        constexpr uint32_t kTokens = 16384, kLayers = 22;
+        RetentionSnapshot r;
+        r.inContext = r.perPosition = true;
+        r.policy = QStringLiteral("h2o 50%");
+        auto a = std::make_shared<AttentionMass>();
+        a->n_positions = kTokens;
+        a->n_query_heads = 32;
+        a->n_queries = kTokens;
+        for (uint32_t l = 0; l < kLayers; ++l) a->layers.push_back(l);
+        for (uint32_t p = 0; p < kTokens; ++p) {
+            r.documentText += QStringLiteral("word ");
+            r.tokenSpans.emplace_back(int(p) * 5, int(p) * 5 + 5);
+            r.kept.push_back((p / 64) % 2 ? 0.0f : 1.0f);
+            a->queries.push_back(kTokens - p);
+        }
+        for (uint32_t l = 0; l < kLayers; ++l) {
+            for (uint32_t p = 0; p < kTokens; ++p) {
+                a->mass.push_back(float((p * 7919 + l * 104729) % 1000) / 100.0f);
+                a->held.push_back(r.kept[p]);
+            }
+        }
+        r.attention = a;
+        AttentionView view;
+        view.resize(480, 800);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QElapsedTimer timer;
+        timer.start();
+        view.setRetention(r);
+        const qint64 shown = timer.elapsed();
+        timer.restart();
+        view.layerChoice()->setCurrentIndex(5);
+        const qint64 relayered = timer.elapsed();
+        timer.restart();
+        view.resize(600, 800);
+        QCoreApplication::processEvents();
+        const qint64 resized = timer.elapsed();
+        qInfo("16,384 tokens x 22 layers: shown in %lld ms, another layer in %lld ms, resized in %lld ms, %zu runs", shown, relayered,
+              resized, view.shownRuns().size());
+        QCOMPARE(view.shownRuns().front().evicted, false);
+        QVERIFY(std::any_of(view.shownRuns().begin(), view.shownRuns().end(), [](const auto & run) { return run.evicted; }));
     }
 
     // The README's picture: the app with the bundled model and H2O reads a document.
