@@ -244,6 +244,7 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
                  .prompt = request.prompt,
                  .n_after = uint32_t(request.tokens.size()) - n};
     p.policy_ = s.policy->plan(p.ubatch_);
+    p.observe_ = observe_attention_;
     p.pins_ = PinnedBlocks(state_.pool);
     p.first_slot_.assign(state_.shape.n_layer, 0);
     return p;
@@ -253,7 +254,7 @@ Status KvCache::begin_layer(UbatchPlan & p, uint32_t il) {
     LR_ASSERT(il == p.n_viewed_ && il < state_.shape.n_layer);
     p.pins_.release();  // the previous layer's view is done (its ops are queued before anything moves)
     // Every layer's attention mass goes to one buffer, cleared once and copied to the host once.
-    if (il == 0 && p.policy_.collect_mass) LR_RETURN_IF_ERROR(clear_mass(p));
+    if (il == 0 && p.collects_mass()) LR_RETURN_IF_ERROR(clear_mass(p));
     return {};
 }
 
@@ -353,7 +354,11 @@ Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float
     } else {
         state_.counters.rows_read += uint64_t(p.view_ids_.size()) * n_kv * bt;
     }
-    if (p.policy_.collect_mass && full) view.attn_mass = mass_.at(seq).as<float>() + p.mass_at_[il];
+    if (p.collects_mass() && full) view.attn_mass = mass_.at(seq).as<float>() + p.mass_at_[il];
+    if (p.observe_ && full) {
+        p.observed_blocks_.resize(state_.shape.n_layer);
+        p.observed_blocks_[il] = std::move(chosen);
+    }
     ++p.n_viewed_;
     return view;
 }
@@ -428,6 +433,8 @@ void KvCache::fold_mass(UbatchPlan & p) {
     mass_host_.resize(total);
     state_.backend.copy_to_host(mass_host_.data(), mass_.at(p.seq_).data(), total * sizeof(float));
     state_.backend.synchronize();
+    if (p.observe_) observe_mass(p);
+    if (!p.policy_.collect_mass) return;  // gathered for observation only
     KvSequence & s = state_.seqs.at(p.seq_);
     const size_t per_block = state_.layout.n_slots();
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
@@ -445,12 +452,43 @@ void KvCache::fold_mass(UbatchPlan & p) {
     }
 }
 
+void KvCache::observe_mass(const UbatchPlan & p) {
+    KvSequence & s = state_.seqs.at(p.seq_);
+    ObservedAttention & o = s.observed;
+    const size_t end = size_t(p.positions_.back()) + 1;
+    // Each query sees the positions up to its own: position q gets one from every query at
+    // or after it.
+    const int32_t first = p.positions_.front();
+    o.queries.resize(std::max(o.queries.size(), end), 0);
+    for (size_t q = 0; q < end; ++q) o.queries[q] += int32_t(q) <= first ? p.n_tokens() : uint32_t(p.positions_.back() - int32_t(q) + 1);
+    o.n_queries += p.n_tokens();
+    const size_t per_block = state_.layout.n_slots();
+    size_t l = 0;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        if (!state_.shape.full(il)) continue;
+        if (o.mass.size() <= l) o.mass.emplace_back();
+        std::vector<float> & received = o.mass[l++];
+        received.resize(std::max(received.size(), end), 0.0f);
+        const LayerBlocks & layer = s.layers[il];
+        const std::vector<uint32_t> & viewed = p.observed_blocks_[il];
+        LR_ASSERT((p.mass_at_[il + 1] - p.mass_at_[il]) >= viewed.size() * per_block);
+        const float * mass = mass_host_.data() + p.mass_at_[il];
+        for (size_t v = 0; v < viewed.size(); ++v) {
+            // The mass and the position mirror share the layout [head][slot].
+            const std::vector<int32_t> & pos = state_.pool.meta(layer.ids[viewed[v]]).pos;
+            for (size_t i = 0; i < per_block; ++i) {
+                if (pos[i] >= 0 && size_t(pos[i]) < end) received[size_t(pos[i])] += mass[v * per_block + i];
+            }
+        }
+    }
+}
+
 void KvCache::apply(UbatchPlan & p) {
     LR_ASSERT(p.n_viewed_ == state_.shape.n_layer);
     p.pins_.release();
     const SeqId seq = p.seq_;
     KvSequence & s = state_.seqs.at(seq);
-    if (p.policy_.collect_mass) fold_mass(p);
+    if (p.collects_mass()) fold_mass(p);
     const KvSettings & k = state_.config.settings;
     const bool reencode = k.k_codec() != state_.layout.k_codec || k.v_codec() != state_.layout.v_codec;
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
@@ -606,6 +644,7 @@ bool KvCache::cut_to(SeqId seq, uint32_t n) {
     const bool ok = editor_.drop_positions_from(seq, int32_t(n));
     roll_back_states(seq, n);
     s.next_pos = int32_t(n);
+    s.observed.cut(n);
     s.tokens.resize(n);
     s.chains.resize(std::min<size_t>(s.chains.size(), n / state_.block_shape.block_tokens));
     return ok;
@@ -657,6 +696,7 @@ void KvCache::lose_sequence_from(SeqId seq, uint32_t position, const Status & wh
     roll_back_states(seq, cut);
     s.tokens.resize(std::min(s.n_tokens(), cut));
     s.next_pos = int32_t(s.n_tokens());
+    s.observed.cut(s.n_tokens());
     s.chains.resize(std::min<size_t>(s.chains.size(), s.n_tokens() / bt));
     publish_stats();
 }
@@ -681,6 +721,38 @@ std::vector<float> KvCache::retention(SeqId seq) const {
     const float pairs = float(n_full * state_.shape.n_head_kv);
     for (float & k : kept) k /= pairs;
     return kept;
+}
+
+AttentionMass KvCache::attention(SeqId seq) const {
+    AttentionMass a;
+    auto it = state_.seqs.find(seq);
+    if (it == state_.seqs.end() || it->second.observed.n_queries == 0) return a;
+    const KvSequence & s = it->second;
+    const ObservedAttention & o = s.observed;
+    a.n_positions = uint32_t(std::max(s.next_pos, 0));
+    a.n_query_heads = state_.shape.n_query_heads();
+    a.n_queries = o.n_queries;
+    a.queries.assign(a.n_positions, 0);
+    std::copy_n(o.queries.begin(), std::min<size_t>(o.queries.size(), a.n_positions), a.queries.begin());
+    const float heads = float(state_.shape.n_head_kv);
+    size_t l = 0;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
+        if (!state_.shape.full(il)) continue;
+        a.layers.push_back(il);
+        a.mass.resize(a.mass.size() + a.n_positions, 0.0f);
+        a.held.resize(a.held.size() + a.n_positions, 0.0f);
+        float * mass = a.mass.data() + l * a.n_positions;
+        float * held = a.held.data() + l * a.n_positions;
+        if (l < o.mass.size()) std::copy_n(o.mass[l].begin(), std::min<size_t>(o.mass[l].size(), a.n_positions), mass);
+        for (BlockId id : s.layers[il].ids) {
+            for (int32_t p : state_.pool.meta(id).pos) {
+                if (p >= 0 && uint32_t(p) < a.n_positions) held[p] += 1.0f;
+            }
+        }
+        for (uint32_t p = 0; p < a.n_positions; ++p) held[p] /= heads;
+        ++l;
+    }
+    return a;
 }
 
 std::vector<std::pair<KvCodec, KvCodec>> KvCache::layer_codecs(SeqId seq, uint32_t il) const {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "kvcache/kv_adapter.h"
+#include "engine/api/attention_mass.h"
 #include "kvcache/kv_cache_state.h"
 #include "kvcache/kv_layer_edits.h"
 #include "kvcache/kv_placement.h"
@@ -106,6 +107,18 @@ public:
     KvStats stats() const;  // any thread
     // Per position of `seq`, the share of (full-attention layer, KV head) pairs holding it.
     std::vector<float> retention(SeqId seq) const;
+    // Records, from the next ubatch on, the attention mass every position of every sequence
+    // receives per full-attention layer (attention()), whatever the policy: the views gather
+    // mass as H2O's do, at the cost of one device-to-host copy and a pass over the held slots
+    // per ubatch, and layers x positions floats per sequence. Observation never changes the
+    // logits. Off by default.
+    void observe_attention(bool on) { observe_attention_ = on; }
+    bool observes_attention() const { return observe_attention_; }
+    // What `seq` received while observed, per full-attention layer and position, and which
+    // positions each layer still holds (attention_mass.h). Positions whose queries were cut
+    // (truncate) lose what they received from them only if they were cut too; empty when
+    // nothing was recorded.
+    AttentionMass attention(SeqId seq) const;
     // Layer il's blocks' codecs, and one KV head's K (or V) rows decoded ([row][head_dim]),
     // in slot order: what the cache holds, for measurements and tests.
     std::vector<std::pair<KvCodec, KvCodec>> layer_codecs(SeqId seq, uint32_t il) const;
@@ -126,6 +139,8 @@ private:
     Status lose_unreadable(SeqId seq, const Status & why, std::span<const BlockId> ids);
     Status clear_mass(UbatchPlan & plan);
     void fold_mass(UbatchPlan & plan);
+    // Adds the ubatch's mass (mass_host_) to the sequence's observation record, by position.
+    void observe_mass(const UbatchPlan & plan);
     void select_prompt(SeqId seq);
     void lose_sequence_from(SeqId seq, uint32_t position, const Status & why);
     // The most tokens of at most n_keep that `s` can continue from: what its sliding
@@ -153,6 +168,7 @@ private:
     RecurrentSnapshots snapshots_;
     uint32_t snapshot_interval_;
     bool renumbers_by_default_;  // the cache's policy runs past the context (streaming)
+    bool observe_attention_ = false;
     // Attention mass of a sequence's ubatch, every layer's view (a buffer per sequence: the
     // plans of several sequences may be in flight together).
     std::map<SeqId, DeviceBuffer> mass_;

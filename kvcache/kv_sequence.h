@@ -3,6 +3,7 @@
 // its positions and its selection policy with that policy's state. Several sequences share
 // one cache (and its tier budgets); full blocks of a common prefix are shared between them.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,6 +50,20 @@ struct LayerBlocks {
     }
 };
 
+// Where the model looked, recorded while the cache observes attention: per full-attention
+// layer and position the mass it received, per position the queries that could see it.
+// Positions, not slots: an evicted position keeps what it received before.
+struct ObservedAttention {
+    std::vector<std::vector<float>> mass;  // [full layer][position]
+    std::vector<uint32_t> queries;         // [position]
+    uint64_t n_queries = 0;
+
+    void cut(uint32_t n_positions) {
+        for (std::vector<float> & m : mass) m.resize(std::min<size_t>(m.size(), n_positions));
+        queries.resize(std::min<size_t>(queries.size(), n_positions));
+    }
+};
+
 struct KvSequence {
     std::vector<LayerBlocks> layers;    // [layer]
     std::vector<int32_t> tokens;        // appended so far (prefix-cache keys)
@@ -57,6 +72,7 @@ struct KvSequence {
     bool pure_prefix = true;            // no eviction, renumbering or re-encoding: persistable, shareable
     std::optional<uint32_t> lost_from;  // set by a data loss: recompute from here
     std::unique_ptr<SelectionPolicy> policy;
+    ObservedAttention observed;
 
     uint32_t n_tokens() const { return uint32_t(tokens.size()); }
     uint64_t mass_bytes() const {

@@ -2,27 +2,9 @@
 
 #include <cstdio>
 
+#include "engine/common/json_escape.h"
+
 namespace lr {
-namespace {
-
-std::string json_escape(const std::string & s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
-}  // namespace
 
 std::string_view kv_layer_kind_name(KvLayerKind kind) {
     switch (kind) {

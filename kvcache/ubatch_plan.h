@@ -38,6 +38,8 @@ public:
     uint32_t n_tokens() const { return uint32_t(tokens_.size()); }
     // Whether its views choose what to read by the query (Quest at a decode step).
     bool reads_by_query() const { return policy_.query_aware; }
+    // Whether its views gather attention mass: for the policy, or for observation.
+    bool collects_mass() const { return policy_.collect_mass || observe_; }
 
 private:
     friend class KvCache;
@@ -48,13 +50,17 @@ private:
     PolicyUbatch ubatch_;    // as the sequence's policy saw it
     PolicyPlan policy_;      // what the policy asked for
     bool renumber_ = false;  // streaming: each layer's positions are renumbered at its view
+    bool observe_ = false;   // the cache records attention mass for observation (KvCache::observe_attention)
 
     // The views, in layer order.
     uint32_t n_viewed_ = 0;
     PinnedBlocks pins_;                 // the current view's blocks
     std::vector<uint32_t> first_slot_;  // [layer] the slot of the first new token
     std::vector<size_t> mass_at_;       // [layer] offset of the layer's attention mass
-    std::vector<BlockId> view_ids_;     // the current view's blocks, in view order
+    // [layer] while observing: the layer's blocks its view held, in view order (a query-aware
+    // view reads a subset; the mass is laid out by view block).
+    std::vector<std::vector<uint32_t>> observed_blocks_;
+    std::vector<BlockId> view_ids_;  // the current view's blocks, in view order
     std::vector<KvBlockRef> view_blocks_;
     std::vector<uint32_t> write_slots_;
     std::vector<uint32_t> read_pages_;

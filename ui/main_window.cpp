@@ -24,6 +24,7 @@
 #include "app/core/document_loader.h"
 #include "app/core/engine_requests.h"
 #include "ui/about_text.h"
+#include "ui/attention_view.h"
 #include "ui/cache_panel.h"
 #include "ui/cache_settings_panel.h"
 #include "ui/chat_view.h"
@@ -106,6 +107,7 @@ MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & s
     m_tabs->setAccessibleName(tr("KV cache views"));
     m_cache = new CachePanel(m_tabs);
     m_retention = new RetentionView(m_tabs);
+    m_attention = new AttentionView(m_tabs);
     // The Settings tab: the cache's settings, then serving (app-wide, as the last ones).
     auto * settingsPage = new QWidget(m_tabs);
     auto * settingsLayout = new QVBoxLayout(settingsPage);
@@ -117,9 +119,11 @@ MainWindow::MainWindow(app::SessionController & controller, app::AppSettings & s
     settingsLayout->addWidget(m_servePanel);
     m_tabs->addTab(scrolled(m_cache, m_tabs), tr("Live"));
     m_tabs->addTab(m_retention, tr("Retention"));
+    m_tabs->addTab(m_attention, tr("Attention"));
     m_tabs->addTab(scrolled(settingsPage, m_tabs), tr("Settings"));
     m_tabs->setTabToolTip(LiveTab, tr("Where the KV cache lives and how it is used, updated live"));
     m_tabs->setTabToolTip(RetentionTab, tr("The document shaded by what the cache keeps of it"));
+    m_tabs->setTabToolTip(AttentionTab, tr("Where the model looks in the document, by layer, and what the cache evicted"));
     m_tabs->setTabToolTip(SettingsTab,
                           tr("Cache policy, codecs, tier budgets, context, with the planner's prediction; serving on this computer"));
     m_dock->setWidget(m_tabs);
@@ -196,6 +200,8 @@ void MainWindow::buildMenus() {
     add(view, tr("Cache: &live"), QKeySequence(Qt::ALT | Qt::Key_1), QStringLiteral("cache"), [this] { showCacheTab(LiveTab); });
     add(view, tr("Cache: &retention"), QKeySequence(Qt::ALT | Qt::Key_2), QStringLiteral("eye"), [this] { showCacheTab(RetentionTab); });
     add(view, tr("Cache: &settings"), QKeySequence(Qt::ALT | Qt::Key_3), QStringLiteral("settings"), [this] { showCacheTab(SettingsTab); });
+    add(view, tr("Cache: where the model &looks"), QKeySequence(Qt::ALT | Qt::Key_4), QStringLiteral("eye"),
+        [this] { showCacheTab(AttentionTab); });
 
     QMenu * help = menuBar()->addMenu(tr("&Help"));
     add(help, tr("&Keyboard shortcuts"), QKeySequence::HelpContents, QStringLiteral("keyboard"), [this] { showShortcuts(); });
@@ -267,6 +273,7 @@ void MainWindow::connectController() {
     connect(&c, &app::SessionController::currentConversationChanged, this, [this](qint64 id) {
         m_conversations->setCurrentConversation(id);
         m_retention->setRetention(m_controller.retention());
+        m_attention->setRetention(m_controller.retention());
         m_composer->setCanSummarize(m_controller.canSummarize());
         updateTitle();
     });
@@ -312,12 +319,17 @@ void MainWindow::connectController() {
     connect(&c, &app::SessionController::documentChanged, this, [this](const app::DocumentState & s) {
         m_document->setState(s);
         m_composer->setCanSummarize(m_controller.canSummarize());
-        if (s.phase == app::DocumentPhase::none) m_retention->setRetention(std::nullopt);
+        if (s.phase == app::DocumentPhase::none) {
+            m_retention->setRetention(std::nullopt);
+            m_attention->setRetention(std::nullopt);
+        }
         updateActivity();
     });
     connect(&c, &app::SessionController::settingsChanged, m_settingsPanel, &CacheSettingsPanel::setSettings);
-    connect(&c, &app::SessionController::retentionChanged, m_retention,
-            [this](const app::RetentionSnapshot & r) { m_retention->setRetention(r); });
+    connect(&c, &app::SessionController::retentionChanged, m_retention, [this](const app::RetentionSnapshot & r) {
+        m_retention->setRetention(r);
+        m_attention->setRetention(r);
+    });
     connect(&c, &app::SessionController::errorOccurred, this, &MainWindow::showBanner);
     connect(&c, &app::SessionController::storageFailed, this, &MainWindow::showBanner);
     connect(&c, &app::SessionController::cacheSnapshot, m_cache, &CachePanel::setSnapshot);
@@ -426,6 +438,7 @@ void MainWindow::refreshStyle() {
     m_document->refreshStyle();
     m_cache->refreshStyle();
     m_retention->refreshStyle();
+    m_attention->refreshStyle();
     m_settingsPanel->refreshStyle();
     m_servePanel->refreshStyle();
     m_bannerClose->setIcon(m_icons.icon(QStringLiteral("close")));

@@ -26,6 +26,7 @@ class Composer;
 class ConversationListView;
 class DocumentPanel;
 class RetentionView;
+class AttentionView;
 class ServePanel;
 
 class MainWindow : public QMainWindow {
@@ -34,7 +35,7 @@ public:
     MainWindow(app::SessionController & controller, app::AppSettings & settings, app::ServerHost & server, QWidget * parent = nullptr);
     ~MainWindow() override;
 
-    enum CacheTab { LiveTab, RetentionTab, SettingsTab };
+    enum CacheTab { LiveTab, RetentionTab, AttentionTab, SettingsTab };
     void showCacheTab(CacheTab tab);
     void chooseModel();
     void openDocumentDialog();
@@ -46,6 +47,7 @@ public:
     DocumentPanel * documentPanel() const { return m_document; }
     CachePanel * cachePanel() const { return m_cache; }
     RetentionView * retentionView() const { return m_retention; }
+    AttentionView * attentionView() const { return m_attention; }
     CacheSettingsPanel * settingsPanel() const { return m_settingsPanel; }
     ServePanel * servePanel() const { return m_servePanel; }
     ConversationListView * conversationList() const { return m_conversations; }
@@ -85,6 +87,7 @@ private:
     QTabWidget * m_tabs;
     CachePanel * m_cache;
     RetentionView * m_retention;
+    AttentionView * m_attention;  // where the model looks in the document
     CacheSettingsPanel * m_settingsPanel;
     ServePanel * m_servePanel;
     QLabel * m_modelStatus;

@@ -5,6 +5,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/eval_kv_tasks.h"
 #include "app/cli/interrupt.h"
+#include "engine/runtime/attention_map.h"
 #include "engine/runtime/kv_evaluation.h"
 
 namespace lr::cli {
@@ -42,6 +43,9 @@ int run_eval_kv(const Argv & argv) {
                                                   {"--policy", "", true, false, "same as --kv-policy"},
                                                   {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
                                                   {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
+                                                  {"--attention-out", "", true, false,
+                                                   "write where the model looks in the first window, full cache and the policy, as JSON "
+                                                   "to FILE and a plot to FILE.png"},
                                                   {"-h", "--help", false, false, "this help"},
                                               },
                                               eval_task_flags()});
@@ -115,6 +119,14 @@ int run_eval_kv(const Argv & argv) {
         } else {
             print_row(s, *e);
         }
+    }
+    // --attention-out: the first window's attention, full cache against the policy of the
+    // flags (attention_map.h).
+    if (const std::optional<std::string> out = args->get("--attention-out")) {
+        auto compared = compare_attention(model, tokens, uint32_t(*n_ctx), *kv, stop);
+        if (!compared.ok()) return fail(compared.status().message());
+        if (Status s = write_attention_files(*out, *compared); !s.ok()) return fail(s.message());
+        std::fprintf(stderr, "where the model looks: %s, plot %s\n", out->c_str(), attention_plot_path(*out).c_str());
     }
     if (!json && !runs.empty()) {
         std::printf(

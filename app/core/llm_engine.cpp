@@ -33,7 +33,11 @@ std::vector<int> utf16Offsets(const std::string & text) {
 
 }  // namespace
 
-LlmEngine::LlmEngine() : m_engine(std::make_unique<Engine>()) {}
+LlmEngine::LlmEngine() : m_engine(std::make_unique<Engine>()) {
+    // The attention view shows where the model looks: the cache records it (one copy per
+    // ubatch; docs/BENCHMARKS.md measures what it costs).
+    m_engine->observe_attention(true);
+}
 LlmEngine::~LlmEngine() = default;
 
 Result<ModelInfo> LlmEngine::loadModel(const LoadModelRequest & request, std::stop_token stop) {
@@ -132,6 +136,9 @@ RetentionSnapshot LlmEngine::retention(const ConversationContext & context) cons
     const std::vector<int> u16 = utf16Offsets(conversation.document_text);
     r.tokenSpans.reserve(kept.spans.size());
     for (const TextSpan & s : kept.spans) r.tokenSpans.emplace_back(u16[s.begin], u16[s.end]);
+    if (AttentionMass looked = m_engine->attention(conversation); looked.n_positions == r.tokenSpans.size() && !looked.empty()) {
+        r.attention = std::make_shared<const AttentionMass>(std::move(looked));
+    }
     return r;
 }
 

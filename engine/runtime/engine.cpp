@@ -57,6 +57,7 @@ struct Engine::Impl {
     ModelInfo info;
     std::unique_ptr<Session> session;
     SessionOptions session_options;
+    bool observe_attention = false;
     PromptMemo memo;
 
     // What the session was last made to hold of a document (prefill, reply): the tokens
@@ -160,6 +161,7 @@ Status Engine::use_session(const SessionOptions & options) {
     m.session.reset();
     LR_ASSIGN_OR_RETURN(m.session,
                         Session::create(m.model, {.n_ctx = options.n_ctx, .chunk_tokens = options.chunk_tokens, .kv = options.kv}));
+    m.session->kv_cache().observe_attention(m.observe_attention);
     m.session_options = options;
     return {};
 }
@@ -246,6 +248,24 @@ DocumentRetention Engine::retention(const Conversation & conversation) const {
     std::copy(kept.begin() + std::ptrdiff_t(p.first_document_token), kept.begin() + std::ptrdiff_t(p.end_document_token), r.kept.begin());
     r.per_position = true;
     return r;
+}
+
+void Engine::observe_attention(bool on) {
+    impl_->observe_attention = on;
+    if (impl_->session) impl_->session->kv_cache().observe_attention(on);
+}
+
+AttentionMass Engine::attention(const Conversation & conversation) const {
+    const Impl & m = *impl_;
+    if (!m.session || !m.held || !conversation.has_document() || m.held->title != conversation.document_title ||
+        m.held->text != conversation.document_text) {
+        return {};
+    }
+    const PromptTokens & p = m.held->prompt;
+    const AttentionMass all = m.session->attention();
+    // Positions are the session's tokens unless streaming renumbered them.
+    if (all.n_positions != m.session->tokens().size()) return {};
+    return attention_slice(all, uint32_t(p.first_document_token), uint32_t(p.end_document_token));
 }
 
 size_t Engine::documents_tokenized() const { return impl_->memo.documents_tokenized(); }

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/api/attention_mass.h"
 #include "engine/api/conversation.h"
 #include "engine/api/generation.h"
 #include "engine/api/memory_plan.h"
@@ -113,6 +114,15 @@ public:
     // and the share of the cache keeping it. Known for the document of the last prefill or
     // reply; any other document is not in the context.
     DocumentRetention retention(const Conversation & conversation) const;
+
+    // Whether the session's cache records where the model looks (KvCache::observe_attention),
+    // from the next evaluated token on; kept across rebuilt sessions. Off by default.
+    void observe_attention(bool on);
+    // Where the model looked in the conversation's document, per full-attention layer and
+    // document token (positions from 0 at its first token), as recorded while observing.
+    // Empty when the document is not held, nothing was recorded, or streaming renumbered
+    // positions away from tokens.
+    AttentionMass attention(const Conversation & conversation) const;
 
     // Documents tokenized since the engine was made (each turn of a conversation reuses
     // the tokens of its document).

@@ -76,6 +76,8 @@ public:
     KvStats kv_stats() const { return kv_->stats(); }
     // Per position, the share of (layer, head) pairs whose cache still holds it.
     std::vector<float> retention() const { return kv_->retention(kSeq); }
+    // Where the model looked, while the cache observes attention (KvCache::observe_attention).
+    AttentionMass attention() const { return kv_->attention(kSeq); }
 
 private:
     Session(std::shared_ptr<const Model> model, SessionConfig config, std::unique_ptr<KvCache> kv, LlamaGraph graph);

@@ -8,6 +8,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
+
 #include "app/core/engine_host.h"
 #include "app/core/llm_engine.h"
 #include "engine/backend/backend_factory.h"
@@ -150,6 +152,15 @@ private slots:
         QVERIFY2(retention.keptFraction() > 0.1 && retention.keptFraction() < 0.6, qPrintable(QString::number(retention.keptFraction())));
         QVERIFY(retention.kept.back() > 0.99f);
         QVERIFY(engine.snapshot().policy.startsWith(QStringLiteral("h2o")));
+        // Where the model looked comes with it, per document token, evicted as the cache says.
+        QVERIFY(retention.attention);
+        const AttentionMass & looked = *retention.attention;
+        QCOMPARE(size_t(looked.n_positions), retention.kept.size());
+        for (uint32_t p = 0; p < looked.n_positions; ++p) {
+            double held = 0;
+            for (size_t l = 0; l < looked.layers.size(); ++l) held += looked.held_at(l, p);
+            QVERIFY(std::abs(held / double(looked.layers.size()) - retention.kept[p]) < 1e-6);
+        }
     }
 
     void documentTooLongIsMeasuredNotRead() {
