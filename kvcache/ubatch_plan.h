@@ -45,9 +45,10 @@ private:
     SeqId seq_ = 0;
     std::vector<int32_t> tokens_;
     std::vector<int32_t> positions_;
-    PolicyUbatch ubatch_;    // as the sequence's policy saw it
-    PolicyPlan policy_;      // what the policy asked for
-    bool renumber_ = false;  // streaming: each layer's positions are renumbered at its view
+    PolicyUbatch ubatch_;      // as the sequence's policy saw it
+    PolicyPlan policy_;        // what the policy asked for
+    bool renumber_ = false;    // streaming: each layer's positions are renumbered at its view
+    bool warming_up_ = false;  // the sequence is still warming up: nothing is evicted or re-encoded
 
     // The views, in layer order.
     uint32_t n_viewed_ = 0;

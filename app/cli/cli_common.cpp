@@ -26,7 +26,7 @@ std::vector<FlagSpec> model_flags() {
 std::vector<FlagSpec> session_flags() {
     return {
         {"-c", "--ctx-size", true, false, "context size in tokens (default: the model's trained context)"},
-        {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
+        {"--chunk", "", true, false, "prefill chunk in tokens, or auto: from each prompt's length (default 256)"},
     };
 }
 
@@ -69,6 +69,8 @@ std::vector<FlagSpec> kv_flags() {
         {"--no-prefix-cache", "", false, false, "do not persist or restore prompt prefixes"},
         {"--kv-stats", "", false, false, "print the KV cache's stats at the end"},
         {"--kv-stats-json", "", true, false, "write the KV cache's stats as JSON to this file"},
+        // Warm-up.
+        {"--warmup-tokens", "", true, false, "no eviction or re-encoding until a sequence holds this many tokens (default 0)"},
     };
 }
 
@@ -108,12 +110,19 @@ Status load_model(const Args & args, Engine & engine) {
 Result<SessionOptions> session_options(const Args & args, const Model & model) {
     SessionOptions options;
     LR_ASSIGN_OR_RETURN(long long n_ctx, args.get_int("-c", 0, 0, 1 << 24));
-    LR_ASSIGN_OR_RETURN(long long chunk, args.get_int("--chunk", 256, 1, 8192));
     options.n_ctx = uint32_t(n_ctx);
-    options.chunk_tokens = uint32_t(chunk);
+    LR_ASSIGN_OR_RETURN(options.chunk_tokens, chunk_tokens(args));
     LR_ASSIGN_OR_RETURN(options.kv, kv_settings(args));
     LR_RETURN_IF_ERROR(validate(session_config(options), model.hparams()));
     return options;
+}
+
+Result<uint32_t> chunk_tokens(const Args & args) {
+    if (args.get_or("--chunk", "") == "auto") return kAutoChunk;
+    const Result<long long> chunk = args.get_int("--chunk", 256, 1, 8192);
+    if (!chunk.ok())
+        return error(StatusCode::invalid_argument, "option --chunk expects 1 to 8192 tokens or auto, got '" + *args.get("--chunk") + "'");
+    return uint32_t(*chunk);
 }
 
 Result<std::vector<uint32_t>> parse_token_counts(const std::string & text, std::string_view flag) {
@@ -203,6 +212,9 @@ Result<KvSettings> kv_settings(const Args & args) {
     k.block_tokens = uint32_t(block);
     k.dir = args.get_or("--kv-dir", "");
     k.prefix_cache = !args.has("--no-prefix-cache");
+    // Warm-up.
+    LR_ASSIGN_OR_RETURN(long long warmup, args.get_int("--warmup-tokens", k.warmup_tokens, 0, 1 << 20));
+    k.warmup_tokens = uint32_t(warmup);
     LR_RETURN_IF_ERROR(validate(k));
     return k;
 }

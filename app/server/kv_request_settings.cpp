@@ -86,6 +86,8 @@ KvFlags kv_flags_for(const KvSettings & k) {
     add(k.disk_mib != d.disk_mib, "--kv-disk-mib", number(k.disk_mib));
     add(k.dir != d.dir, "--kv-dir", k.dir);
     add(k.prefix_cache != d.prefix_cache, "--no-prefix-cache", "");
+    // Warm-up.
+    add(k.warmup_tokens != d.warmup_tokens, "--warmup-tokens", std::to_string(k.warmup_tokens));
     return flags;
 }
 
