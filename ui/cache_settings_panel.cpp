@@ -79,10 +79,13 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->addRow(tr("Context"), m_context);
 
     m_chunk = new QSpinBox(this);
-    m_chunk->setRange(1, 8192);
+    m_chunk->setRange(int(kAutoChunk), 8192);
     m_chunk->setSingleStep(64);
     m_chunk->setSuffix(tr(" tokens"));
-    setTip(m_chunk, tr("Prefill chunk"), tr("Tokens evaluated per step when reading; larger is faster, smaller lets Stop act sooner."));
+    m_chunk->setSpecialValueText(tr("Automatic"));
+    setTip(m_chunk, tr("Prefill chunk"),
+           tr("Tokens evaluated per step when reading; larger is faster, smaller lets Stop act sooner. "
+              "Automatic sizes it from each prompt's length, within bounds that keep Stop quick."));
     form->addRow(tr("Prefill chunk"), m_chunk);
 
     m_policy = new QComboBox(this);
@@ -143,6 +146,14 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
            tr("Blocks older than the full-precision window that spill to disk are stored with at most these bits: "
               "less disk traffic, at a small cost in precision."));
     form->addRow(tr("Disk tier bits"), m_diskBits);
+    // Warm-up.
+    m_warmup = new QSpinBox(this);
+    m_warmup->setRange(0, 1 << 20);
+    m_warmup->setSingleStep(32);
+    m_warmup->setSuffix(tr(" tokens"));
+    m_warmup->setSpecialValueText(tr("none"));
+    setTip(m_warmup, tr("Warm-up"), tr("Nothing is evicted or stored with fewer bits until the conversation holds this many tokens."));
+    form->addRow(tr("Warm-up"), m_warmup);
     layout->addLayout(form);
 
     auto * predictionTitle = new QLabel(tr("Planner's prediction"), this);
@@ -200,7 +211,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         const app::EngineSettings s = settings();
         if (app::validationError(s).isEmpty()) emit settingsEdited(s);
     });
-    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk})
+    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk, m_warmup})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
     for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
@@ -226,6 +237,7 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_disk->setValue(int(s.kv.disk_mib));
     m_hostBits->setCurrentIndex(std::max(0, m_hostBits->findData(int(s.kv.host_bits))));
     m_diskBits->setCurrentIndex(std::max(0, m_diskBits->findData(int(s.kv.disk_bits))));
+    m_warmup->setValue(int(s.kv.warmup_tokens));
     m_loading = false;
     updateLabels();
     updatePrediction();
@@ -259,6 +271,7 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     s.kv.disk_mib = m_disk->value();
     s.kv.host_bits = uint32_t(m_hostBits->currentData().toInt());
     s.kv.disk_bits = uint32_t(m_diskBits->currentData().toInt());
+    s.kv.warmup_tokens = uint32_t(m_warmup->value());
     return s;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// The cache sliders: context, prefill chunk, policy, keep ratio, recent window, sink tokens,
-// K/V bits, tier budgets. Each has a one-sentence tooltip; the planner's prediction for the
-// loaded model updates as they move; changes apply to the conversation's next turn (the
-// panel says so). Knobs this engine build does not apply yet are disabled and say why.
+// The cache sliders: context, prefill chunk (or automatic), policy, keep ratio, recent window,
+// sink tokens, K/V bits, tier budgets, warm-up. Each has a one-sentence tooltip; the
+// planner's prediction for the loaded model updates as they move; changes apply to the
+// conversation's next turn (the panel says so). Knobs this engine build does not apply yet
+// are disabled and say why.
 
 #include <QTimer>
 #include <QWidget>
@@ -41,6 +42,7 @@ public:
     QSpinBox * chunkBox() const { return m_chunk; }
     QComboBox * kBitsBox() const { return m_kBits; }
     QComboBox * hostBitsBox() const { return m_hostBits; }
+    QSpinBox * warmupBox() const { return m_warmup; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -81,6 +83,8 @@ private:
     QLabel * m_prediction;
     QLabel * m_nextTurn;
     QPushButton * m_defaults;
+    // Warm-up.
+    QSpinBox * m_warmup;
 };
 
 }  // namespace lr::ui

@@ -24,7 +24,7 @@ int32_t integer(const QJsonObject & json, const char * key, int32_t fallback) {
 
 QString validationError(const EngineSettings & s) {
     if (Status st = validate(s.kv); !st.ok()) return QString::fromStdString(st.message());
-    if (s.chunkTokens == 0 || s.chunkTokens > 8192) return QStringLiteral("the prefill chunk must be 1 to 8192 tokens");
+    if (s.chunkTokens > 8192) return QStringLiteral("the prefill chunk must be 1 to 8192 tokens, or automatic");
     if (s.contextTokens != 0 && (s.contextTokens < 64 || s.contextTokens > (1u << 24))) {
         return QStringLiteral("the context must be 64 tokens or more (or 0 for the model's trained context)");
     }
@@ -75,6 +75,8 @@ QJsonObject toJson(const EngineSettings & s) {
         {"topP", double(s.sampler.top_p)},
         {"minP", double(s.sampler.min_p)},
         {"repeatPenalty", double(s.sampler.repeat_penalty)},
+        // Warm-up.
+        {"warmupTokens", double(s.kv.warmup_tokens)},
     };
 }
 
@@ -105,6 +107,8 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     s.sampler.top_p = float(number(json, "topP", s.sampler.top_p));
     s.sampler.min_p = float(number(json, "minP", s.sampler.min_p));
     s.sampler.repeat_penalty = float(number(json, "repeatPenalty", s.sampler.repeat_penalty));
+    // Warm-up.
+    s.kv.warmup_tokens = count(json, "warmupTokens", s.kv.warmup_tokens);
     // A stored value out of range (an older or hand-edited file) falls back as a whole.
     return validationError(s).isEmpty() ? s : defaults;
 }
