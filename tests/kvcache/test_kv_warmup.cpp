@@ -106,7 +106,8 @@ private slots:
         QCOMPARE(a.stats.tokens_kept, b.stats.tokens_kept);
         QCOMPARE(a.stats.evicted_tokens, b.stats.evicted_tokens);
         // ... and the warm-up does change a run that ends inside it.
-        const SessionRun warm = run_session(model_, std::vector(prompt_.begin(), prompt_.begin() + 100), 40, compressed(200, KvPolicy(policy)));
+        const SessionRun warm = run_session(model_, std::vector(prompt_.begin(), prompt_.begin() + 100), 40,
+                                            compressed(200, KvPolicy(policy)));
         QVERIFY(!identical(a, warm));
     }
 
