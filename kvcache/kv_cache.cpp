@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
@@ -10,6 +11,18 @@ namespace lr {
 
 namespace {
 Status data_loss(const std::string & what) { return error(StatusCode::corrupt_data, "KV block lost: " + what); }
+
+// The time an apply spends selecting what to evict, over the calls it makes.
+class SelectionTimer {
+public:
+    void start() { t0_ = std::chrono::steady_clock::now(); }
+    void stop() { ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+    double ms() const { return ms_; }
+
+private:
+    std::chrono::steady_clock::time_point t0_;
+    double ms_ = 0;
+};
 
 // What a policy needs of the model: streaming renumbers positions (rotating keys), which a
 // sliding window's positions must not see.
@@ -158,6 +171,7 @@ uint32_t KvCache::room(SeqId seq) const {
 uint32_t KvCache::restore_prefix(SeqId seq, std::span<const int32_t> upcoming, uint32_t keep_last) {
     sequence(seq);
     const uint32_t restored = states_.any() ? restore_with_states(seq, upcoming, keep_last) : prefix_.restore(seq, upcoming, keep_last);
+    state_.counters.tokens_written += restored;
     editor_.slide(seq);
     publish_stats();
     return restored;
@@ -226,11 +240,13 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
             first = editor_.renumbered_end(s);
             p.renumber_ = true;
             if (int64_t(first) + n > int64_t(state_.config.max_position)) {
+                ++state_.counters.refusals;
                 return error(StatusCode::context_full, "the streaming window (" + std::to_string(first) +
                                                            " positions) leaves no room in the model's context: lower --kv-budget");
             }
         }
     } else if (size_t(s.n_tokens()) + n > state_.config.max_tokens) {
+        ++state_.counters.refusals;
         return error(StatusCode::context_full, "the context holds " + std::to_string(state_.config.max_tokens) + " tokens; " +
                                                    std::to_string(s.n_tokens()) + " are used and " + std::to_string(n) +
                                                    " more do not fit");
@@ -245,6 +261,13 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
                  .n_after = uint32_t(request.tokens.size()) - n};
     p.policy_ = s.policy->plan(p.ubatch_);
     p.observe_ = observe_attention_;
+    // Warm-up: the policy's eviction (and, at apply, re-encoding) waits until the sequence
+    // holds enough tokens; the attention mass is gathered all the same.
+    p.warming_up_ = s.policy->settings().warming_up(s.n_tokens() + n, state_.config.max_tokens);
+    if (p.warming_up_) {
+        p.policy_.evict_to.reset();
+        p.policy_.select_at_prompt_end = false;
+    }
     p.pins_ = PinnedBlocks(state_.pool);
     p.first_slot_.assign(state_.shape.n_layer, 0);
     return p;
@@ -268,6 +291,14 @@ Result<void *> KvCache::recurrent_state(UbatchPlan & p, uint32_t il) {
 }
 
 Result<PagedKvView> KvCache::layer_view(UbatchPlan & p, uint32_t il, const float * q) {
+    Result<PagedKvView> view = build_view(p, il, q);
+    // No tier could make room for what the ubatch needs: it is refused (the graph stops at
+    // the first failed view, so once per ubatch).
+    if (!view.ok() && view.status().code() == StatusCode::out_of_memory) ++state_.counters.refusals;
+    return view;
+}
+
+Result<PagedKvView> KvCache::build_view(UbatchPlan & p, uint32_t il, const float * q) {
     LR_ASSERT(state_.shape.kind(il) != KvLayerKind::recurrent);
     LR_RETURN_IF_ERROR(begin_layer(p, il));
     if (!state_.shape.stores(il)) return shared_view(p, il);
@@ -490,14 +521,17 @@ void KvCache::apply(UbatchPlan & p) {
     KvSequence & s = state_.seqs.at(seq);
     if (p.collects_mass()) fold_mass(p);
     const KvSettings & k = state_.config.settings;
-    const bool reencode = k.k_codec() != state_.layout.k_codec || k.v_codec() != state_.layout.v_codec;
+    const bool reencode = !p.warming_up_ && (k.k_codec() != state_.layout.k_codec || k.v_codec() != state_.layout.v_codec);
+    SelectionTimer selecting;
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
         if (!state_.shape.full(il)) continue;  // policies and codecs apply to full-attention layers
         if (s.policy->keeps_key_bounds()) {
             if (Status st = editor_.widen_key_bounds(seq, il, p.first_slot_[il], p.n_tokens()); !st.ok()) state_.report_fault(st);
         }
         if (p.policy_.evict_to) {
+            selecting.start();
             editor_.evict(seq, il, {.budget = *p.policy_.evict_to, .end = p.positions_.back() + 1, .n_held = p.ubatch_.n_held});
+            selecting.stop();
         }
         if (reencode) {
             if (Status st = editor_.reencode_aged(seq, il); !st.ok()) state_.report_fault(st);
@@ -505,6 +539,7 @@ void KvCache::apply(UbatchPlan & p) {
     }
     const uint32_t n_full_before = s.n_tokens() / state_.block_shape.block_tokens;
     s.tokens.insert(s.tokens.end(), p.tokens_.begin(), p.tokens_.end());
+    state_.counters.tokens_written += p.n_tokens();
     s.next_pos = p.positions_.back() + 1;
     if (p.states_advanced_ && (s.n_tokens() % snapshot_interval_ == 0 || p.ends_turn_)) {
         if (Status st = snapshots_.take(seq, s.n_tokens(), states_.sequence_states(seq), snapshot_interval_); !st.ok()) {
@@ -519,7 +554,14 @@ void KvCache::apply(UbatchPlan & p) {
     prefix_.note_full_blocks(seq, n_full_before, std::move(states));
     prefix_.collect(false);
     editor_.slide(seq);
-    if (p.policy_.select_at_prompt_end) select_prompt(seq);
+    if (p.policy_.select_at_prompt_end) {
+        selecting.start();
+        select_prompt(seq);
+        selecting.stop();
+    }
+    if (p.policy_.evict_to || p.policy_.select_at_prompt_end) {
+        state_.counters.selection_ms[std::string(kv_policy_name(s.policy->settings().policy))] += selecting.ms();
+    }
     s.policy->applied(p.ubatch_, p.policy_);
     ++ubatches_;
     // A safe point only when no other sequence's ubatch holds blocks on the device.
@@ -812,11 +854,22 @@ void KvCache::publish_stats() {
     s.mirror_bytes = state_.pool.mirror_bytes();
     s.tokens_seen = 0;
     s.tokens_kept = 0;
+    double retention = 0;  // summed over the sequences holding tokens
+    uint32_t n_holding = 0;
     for (const auto & [id, seq] : state_.seqs) {
+        const uint32_t kept = n_kept(id);
         s.mirror_bytes += seq.mass_bytes();
         s.tokens_seen += seq.n_tokens();
-        s.tokens_kept += n_kept(id);
+        s.tokens_kept += kept;
+        if (seq.n_tokens() == 0) continue;
+        retention += double(kept) / double(seq.n_tokens());
+        ++n_holding;
     }
+    s.retention_ratio = n_holding ? retention / n_holding : 1.0;
+    uint32_t n_full = 0;
+    for (uint32_t il = 0; il < state_.shape.n_layer; ++il) n_full += state_.shape.full(il) ? 1 : 0;
+    // evicted_tokens counts every full-attention layer's evictions.
+    if (s.tokens_written > 0 && n_full > 0) s.evictions_per_1k = 1000.0 * double(s.evicted_tokens) / n_full / double(s.tokens_written);
     s.n_sequences = uint32_t(state_.seqs.size());
     s.layer_kinds = layer_kind_stats();
     std::lock_guard lock(stats_mutex_);

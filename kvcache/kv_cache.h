@@ -133,6 +133,8 @@ public:
 private:
     KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend);
     KvSequence & sequence(SeqId seq);
+    // layer_view without counting its refusal.
+    Result<PagedKvView> build_view(UbatchPlan & plan, uint32_t il, const float * q);
     // What every layer's view or state does first (layers are asked in order).
     Status begin_layer(UbatchPlan & plan, uint32_t il);
     Result<PagedKvView> shared_view(UbatchPlan & plan, uint32_t il);

@@ -313,6 +313,8 @@ Status KvPlacement::narrow_for_tier(BlockId id, BlockHome to, RecodedBlock & out
     // Only aged blocks: the full-precision window stays exact whatever tier holds it.
     auto it = state_.seqs.find(m.owner);
     if (it == state_.seqs.end()) return {};
+    // Nor while its sequence warms up.
+    if (it->second.policy && it->second.policy->settings().warming_up(it->second.n_tokens(), state_.config.max_tokens)) return {};
     const LayerBlocks & layer = it->second.layers[m.layer];
     const size_t b = size_t(std::find(layer.ids.begin(), layer.ids.end(), id) - layer.ids.begin());
     if (b == layer.size() || (b + 1) * state_.block_shape.block_tokens + k.residual_tokens > layer.slots_used) return {};

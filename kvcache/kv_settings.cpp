@@ -97,6 +97,10 @@ Status validate(const KvSettings & s) {
     if (s.policy != KvPolicy::none && s.policy != KvPolicy::quest && s.budget_tokens == 0 && s.keep_ratio >= 1) {
         return invalid("a keep ratio of 100% evicts nothing: choose policy none");
     }
+    // Warm-up.
+    if (s.warmup_tokens > (1u << 20)) {
+        return invalid("the warm-up must be 0 to 1048576 tokens (got " + std::to_string(s.warmup_tokens) + ")");
+    }
     return {};
 }
 
@@ -127,6 +131,11 @@ std::string describe(const KvSettings & s) {
         out += buf;
     }
     if (s.policy == KvPolicy::snapkv && s.then == KvPolicy::h2o) out += " then h2o";
+    // Warm-up.
+    if (s.warmup_tokens != 0) {
+        out += ", warm-up " + std::to_string(s.warmup_tokens) + " tokens";
+        if (s.policy == KvPolicy::streaming) out += " (at most the context)";
+    }
     out += ", K " + std::string(kv_codec_name(s.k_codec())) + " / V " + std::string(kv_codec_name(s.v_codec()));
     if (s.host_bits != 0) out += ", RAM " + std::string(kv_codec_name(codec_for_bits(s.host_bits)));
     if (s.disk_bits != 0) out += ", disk " + std::string(kv_codec_name(codec_for_bits(s.disk_bits)));

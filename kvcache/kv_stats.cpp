@@ -53,7 +53,18 @@ std::string to_json(const KvStats & s) {
                       (unsigned long long)k.tokens_kept, (unsigned long long)k.snapshots, (unsigned long long)k.snapshot_bytes);
         out += buf;
     }
-    out += "],\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"";
+    out += "],";
+    // Monitoring.
+    std::snprintf(buf, sizeof buf, "\"tokens_written\":%llu,\"retention_ratio\":%.6f,\"evictions_per_1k\":%.3f,\"refusals\":%llu,",
+                  (unsigned long long)s.tokens_written, s.retention_ratio, s.evictions_per_1k, (unsigned long long)s.refusals);
+    out += buf;
+    out += "\"selection_ms\":{";
+    for (auto it = s.selection_ms.begin(); it != s.selection_ms.end(); ++it) {
+        std::snprintf(buf, sizeof buf, "%s\"%s\":%.3f", it == s.selection_ms.begin() ? "" : ",", json_escape(it->first).c_str(),
+                      it->second);
+        out += buf;
+    }
+    out += "},\"policy\":\"" + json_escape(s.policy) + "\",\"last_fault\":\"" + json_escape(s.last_fault) + "\"";
     // Moves, waits and the adaptive mode's decisions.
     std::snprintf(buf, sizeof buf, ",\"move_ms\":%.3f,\"fetch_wait_ms\":%.3f,\"adapt_decisions\":[", s.move_ms, s.fetch_wait_ms);
     out += buf;
@@ -98,6 +109,16 @@ std::string to_text(const KvStats & s) {
     std::snprintf(buf, sizeof buf, "  policy %s: %llu tokens seen, %llu kept, %llu evicted\n", s.policy.c_str(),
                   (unsigned long long)s.tokens_seen, (unsigned long long)s.tokens_kept, (unsigned long long)s.evicted_tokens);
     out += buf;
+    // Monitoring.
+    std::snprintf(buf, sizeof buf,
+                  "  retention %.1f%% (positions kept of the tokens given, mean over sequences), %.1f evictions per 1,000 tokens "
+                  "written, %llu ubatches refused (would not fit)\n",
+                  100 * s.retention_ratio, s.evictions_per_1k, (unsigned long long)s.refusals);
+    out += buf;
+    for (const auto & [policy, ms] : s.selection_ms) {
+        std::snprintf(buf, sizeof buf, "  time selecting what to evict, %s: %.1f ms\n", policy.c_str(), ms);
+        out += buf;
+    }
     for (const KvLayerKindStats & k : s.layer_kinds) {
         if (k.kind == KvLayerKind::recurrent) {
             std::snprintf(buf, sizeof buf,

@@ -1,4 +1,5 @@
 #include "engine/api/memory_plan.h"
+#include "engine/api/prefill_chunk.h"
 
 #include "engine/backend/kv_block_layout.h"
 #include "kvcache/recurrent_snapshots.h"
@@ -171,6 +172,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     // The full-attention layers are planned over the tiers; the sliding ones and the
     // recurrent states take their bounded share of the device tier first; shared layers hold
     // nothing of their own.
+    chunk_tokens = chunk_capacity(chunk_tokens);  // automatic: its largest chunk
     const SlidingPart sliding = sliding_part(shape, n_ctx, chunk_tokens, settings);
     const RecurrentPart recurrent = recurrent_part(shape, n_ctx, settings);
     const uint64_t fixed_bytes = sliding.bytes + recurrent.bytes;
@@ -188,8 +190,13 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     // The most tokens the cache holds at once: SnapKV keeps the whole prompt until it selects
     // at the prompt's end (and a prompt may fill the context); the others keep their budget.
     auto peak_tokens = [&](uint32_t n) { return settings.policy == KvPolicy::snapkv ? n : settings.budget_for(n); };
-    const uint32_t kept = peak_tokens(n_ctx);
-    const uint64_t device_coded = kv_bytes_for_tokens(model, settings, kept);
+    // A warm-up holds its first tokens whole and in full precision before any of that.
+    auto peak_bytes = [&](uint32_t n) {
+        const uint64_t warm = kv_bytes_for_tokens(model, KvSettings{}, std::min(n, settings.warmup_tokens));
+        return std::max(kv_bytes_for_tokens(model, settings, peak_tokens(n)), warm);
+    };
+    const uint32_t kept = std::max(peak_tokens(n_ctx), std::min(n_ctx, settings.warmup_tokens));
+    const uint64_t device_coded = peak_bytes(n_ctx);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
     plan.kv_bytes = spread.device + spread.host + spread.disk + fixed_bytes;
     if (model.n_layer > 0)
@@ -215,7 +222,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     uint32_t lo = 0, hi = limit;
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (spread_over_tiers(model, settings, kv_bytes_for_tokens(model, settings, peak_tokens(mid)), capacities).fits) {
+        if (spread_over_tiers(model, settings, peak_bytes(mid), capacities).fits) {
             lo = mid;
         } else {
             hi = mid - 1;

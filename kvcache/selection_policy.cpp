@@ -60,9 +60,10 @@ public:
         if (selecting_) p.evict_to = settings_.budget_for(u.n_held + u.n_tokens);
         return p;
     }
-    void applied(const PolicyUbatch & u, const PolicyPlan & p) override {
+    void applied(const PolicyUbatch & u, const PolicyPlan &) override {
         if (observes(u) && !mass_from_) mass_from_ = u.first_pos;
-        if (p.select_at_prompt_end) selecting_ = settings_.then == KvPolicy::h2o;
+        // At the prompt's end, whether or not the cache selected (not during a warm-up).
+        if (u.prompt && u.n_after == 0) selecting_ = settings_.then == KvPolicy::h2o;
     }
     SelectionParams params(uint32_t budget, bool prompt_end) const override {
         SelectionParams p = SelectionPolicy::params(budget, prompt_end);

@@ -47,10 +47,11 @@ private:
     SeqId seq_ = 0;
     std::vector<int32_t> tokens_;
     std::vector<int32_t> positions_;
-    PolicyUbatch ubatch_;    // as the sequence's policy saw it
-    PolicyPlan policy_;      // what the policy asked for
-    bool renumber_ = false;  // streaming: each layer's positions are renumbered at its view
-    bool observe_ = false;   // the cache records attention mass for observation (KvCache::observe_attention)
+    PolicyUbatch ubatch_;      // as the sequence's policy saw it
+    PolicyPlan policy_;        // what the policy asked for
+    bool renumber_ = false;    // streaming: each layer's positions are renumbered at its view
+    bool warming_up_ = false;  // the sequence is still warming up: nothing is evicted or re-encoded
+    bool observe_ = false;     // the cache records attention mass for observation (KvCache::observe_attention)
 
     // The views, in layer order.
     uint32_t n_viewed_ = 0;

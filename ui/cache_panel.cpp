@@ -120,14 +120,25 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
         {"moved", tr("Moved between tiers")}, {"prefetch", tr("Prefetched")},     {"evicted", tr("Evicted tokens")},
         {"restored", tr("Restored tokens")},  {"metadata", tr("Block metadata")}, {"faults", tr("Faults handled")},
     };
-    for (const auto & [key, label] : rows) {
+    auto addValueRow = [&](const char * key, const QString & label) {
         auto * value = new QLabel(QStringLiteral("\u2014"), this);
         value->setAccessibleName(label);
         value->setTextInteractionFlags(Qt::TextSelectableByMouse);
         value->setWordWrap(true);
         m_values.insert(QString::fromLatin1(key), value);
         form->addRow(label, value);
-    }
+    };
+    for (const auto & [key, label] : rows) addValueRow(key, label);
+    // Monitoring: how hard the policy works.
+    addValueRow("retention", tr("Retention"));
+    addValueRow("evictionRate", tr("Eviction rate"));
+    addValueRow("refusals", tr("Refused"));
+    addValueRow("selecting", tr("Time selecting"));
+    m_values.value("retention")
+        ->setToolTip(tr("Of the tokens each conversation was given, the share its cache still keeps (mean over conversations)"));
+    m_values.value("evictionRate")->setToolTip(tr("Token positions evicted for every 1,000 tokens written to the cache"));
+    m_values.value("refusals")->setToolTip(tr("Steps the cache refused because their tokens would not fit the context or the tiers"));
+    m_values.value("selecting")->setToolTip(tr("Time the cache policy spent choosing what to evict, per policy"));
     m_values.value("prefill")->setToolTip(tr("Prompt and document tokens evaluated per second, in the last prefill"));
     m_values.value("decode")->setToolTip(tr("Tokens generated per second, in the last reply"));
     m_values.value("hitRate")->setToolTip(tr("Of the KV blocks attention read, the share already on the device tier"));
@@ -274,6 +285,7 @@ void CachePanel::showNumbers() {
         kv.faults == 0 ? tr("none")
                        : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
     showAdaptDecisions(kv);
+    showMonitoring(kv);
 }
 
 QStringList CachePanel::adaptDecisionRows() const {
@@ -292,6 +304,21 @@ void CachePanel::showAdaptDecisions(const KvStats & kv) {
         rows << tr("%1 s: %2 (%3)").arg(d.at_s, 0, 'f', 1).arg(QString::fromStdString(d.what), QString::fromStdString(d.why));
     }
     m_decisions->setText(rows.join(QLatin1Char('\n')));
+}
+
+void CachePanel::showMonitoring(const KvStats & kv) {
+    const QLocale locale;
+    m_values.value("retention")->setText(tr("%1% of the tokens given").arg(100 * kv.retention_ratio, 0, 'f', 1));
+    m_values.value("evictionRate")
+        ->setText(kv.tokens_written == 0 ? tr("\u2014 (nothing written yet)")
+                                         : tr("%1 per 1,000 tokens written").arg(kv.evictions_per_1k, 0, 'f', 1));
+    m_values.value("refusals")
+        ->setText(kv.refusals == 0 ? tr("none") : tr("%1 (the tokens would not fit)").arg(locale.toString(qulonglong(kv.refusals))));
+    QStringList selecting;
+    for (const auto & [policy, ms] : kv.selection_ms) {
+        selecting << tr("%1: %2 ms").arg(QString::fromStdString(policy)).arg(ms, 0, 'f', ms < 10 ? 2 : 0);
+    }
+    m_values.value("selecting")->setText(selecting.isEmpty() ? tr("none (nothing evicted)") : selecting.join(QStringLiteral(", ")));
 }
 
 double CachePanel::axisTop(double highest) {

@@ -3,7 +3,8 @@
 // RAM, disk; absent tiers shown as absent), a row per kind of layer memory the model has
 // ("Full attention: 22 layers, 12.3 MiB"), hit rate and bytes moved over time (Qt Charts),
 // prefill and decode speed, context used of the limit, evictions and restored tokens, the
-// policy and codecs. Fed by CacheSnapshot values a few times a second; samples the latest
+// policy and codecs; how hard the policy works (retention, evictions per 1,000 tokens,
+// refusals, time spent selecting). Fed by CacheSnapshot values a few times a second; samples the latest
 // one for the charts four times a second. While the app serves, a section on its server.
 
 #include <QElapsedTimer>
@@ -60,6 +61,8 @@ private:
     void sample();
     void showNumbers();
     void showLayerKinds(const std::vector<KvLayerKindStats> & kinds);
+    // Retention, eviction rate, refusals and time selecting.
+    void showMonitoring(const KvStats & kv);
 
     std::optional<app::CacheSnapshot> m_snapshot;
     std::optional<app::CacheSnapshot> m_previousSample;

@@ -79,10 +79,13 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->addRow(tr("Context"), m_context);
 
     m_chunk = new QSpinBox(this);
-    m_chunk->setRange(1, 8192);
+    m_chunk->setRange(int(kAutoChunk), 8192);
     m_chunk->setSingleStep(64);
     m_chunk->setSuffix(tr(" tokens"));
-    setTip(m_chunk, tr("Prefill chunk"), tr("Tokens evaluated per step when reading; larger is faster, smaller lets Stop act sooner."));
+    m_chunk->setSpecialValueText(tr("Automatic"));
+    setTip(m_chunk, tr("Prefill chunk"),
+           tr("Tokens evaluated per step when reading; larger is faster, smaller lets Stop act sooner. "
+              "Automatic sizes it from each prompt's length, within bounds that keep Stop quick."));
     form->addRow(tr("Prefill chunk"), m_chunk);
 
     m_policy = new QComboBox(this);
@@ -164,6 +167,14 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     m_prefetch->addItem(tr("next two layers"), 2);
     setTip(m_prefetch, tr("Prefetch"), tr("Blocks of the layers after the one computing are copied to the device tier in the background."));
     form->addRow(tr("Prefetch"), m_prefetch);
+    // Warm-up.
+    m_warmup = new QSpinBox(this);
+    m_warmup->setRange(0, 1 << 20);
+    m_warmup->setSingleStep(32);
+    m_warmup->setSuffix(tr(" tokens"));
+    m_warmup->setSpecialValueText(tr("none"));
+    setTip(m_warmup, tr("Warm-up"), tr("Nothing is evicted or stored with fewer bits until the conversation holds this many tokens."));
+    form->addRow(tr("Warm-up"), m_warmup);
     layout->addLayout(form);
 
     auto * predictionTitle = new QLabel(tr("Planner's prediction"), this);
@@ -221,7 +232,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         const app::EngineSettings s = settings();
         if (app::validationError(s).isEmpty()) emit settingsEdited(s);
     });
-    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk})
+    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk, m_warmup})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
     for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
@@ -250,6 +261,7 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_adapt->setCurrentIndex(s.kv.adapt ? 1 : 0);
     m_demotion->setCurrentIndex(std::max(0, m_demotion->findData(int(s.kv.demotion))));
     m_prefetch->setCurrentIndex(std::max(0, m_prefetch->findData(int(s.kv.prefetch_layers))));
+    m_warmup->setValue(int(s.kv.warmup_tokens));
     m_loading = false;
     updateLabels();
     updatePrediction();
@@ -286,6 +298,7 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     s.kv.adapt = m_adapt->currentData().toBool();
     s.kv.demotion = KvDemotion(m_demotion->currentData().toInt());
     s.kv.prefetch_layers = uint32_t(m_prefetch->currentData().toInt());
+    s.kv.warmup_tokens = uint32_t(m_warmup->value());
     return s;
 }
 

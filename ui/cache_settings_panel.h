@@ -1,8 +1,9 @@
 #pragma once
-// The cache sliders: context, prefill chunk, policy, keep ratio, recent window, sink tokens,
-// K/V bits, tier budgets. Each has a one-sentence tooltip; the planner's prediction for the
-// loaded model updates as they move; changes apply to the conversation's next turn (the
-// panel says so). Knobs this engine build does not apply yet are disabled and say why.
+// The cache sliders: context, prefill chunk (or automatic), policy, keep ratio, recent window,
+// sink tokens, K/V bits, tier budgets, warm-up. Each has a one-sentence tooltip; the
+// planner's prediction for the loaded model updates as they move; changes apply to the
+// conversation's next turn (the panel says so). Knobs this engine build does not apply yet
+// are disabled and say why.
 
 #include <QTimer>
 #include <QWidget>
@@ -44,6 +45,7 @@ public:
     QComboBox * demotionBox() const { return m_demotion; }
     QComboBox * prefetchBox() const { return m_prefetch; }
     QComboBox * adaptBox() const { return m_adapt; }
+    QSpinBox * warmupBox() const { return m_warmup; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -88,6 +90,8 @@ private:
     QComboBox * m_demotion;
     QComboBox * m_prefetch;
     QComboBox * m_adapt;
+    // Warm-up.
+    QSpinBox * m_warmup;
 };
 
 }  // namespace lr::ui

@@ -26,7 +26,7 @@ std::vector<FlagSpec> model_flags() {
 std::vector<FlagSpec> session_flags() {
     return {
         {"-c", "--ctx-size", true, false, "context size in tokens (default: the model's trained context)"},
-        {"--chunk", "", true, false, "prefill chunk in tokens (default 256)"},
+        {"--chunk", "", true, false, "prefill chunk in tokens, or auto: from each prompt's length (default 256)"},
     };
 }
 
@@ -73,6 +73,8 @@ std::vector<FlagSpec> kv_flags() {
         {"--kv-demotion", "", true, false, "which blocks leave a full tier first: cycle, lru or fifo (default cycle)"},
         {"--kv-prefetch", "", true, false, "layers fetched ahead of the one computing: 0, 1 or 2 (default 1)"},
         {"--kv-adapt", "", false, false, "pick the RAM tiers' split, prefetch depth and recent window from what the cache measures"},
+        // Warm-up.
+        {"--warmup-tokens", "", true, false, "no eviction or re-encoding until a sequence holds this many tokens (default 0)"},
     };
 }
 
@@ -112,12 +114,19 @@ Status load_model(const Args & args, Engine & engine) {
 Result<SessionOptions> session_options(const Args & args, const Model & model) {
     SessionOptions options;
     LR_ASSIGN_OR_RETURN(long long n_ctx, args.get_int("-c", 0, 0, 1 << 24));
-    LR_ASSIGN_OR_RETURN(long long chunk, args.get_int("--chunk", 256, 1, 8192));
     options.n_ctx = uint32_t(n_ctx);
-    options.chunk_tokens = uint32_t(chunk);
+    LR_ASSIGN_OR_RETURN(options.chunk_tokens, chunk_tokens(args));
     LR_ASSIGN_OR_RETURN(options.kv, kv_settings(args));
     LR_RETURN_IF_ERROR(validate(session_config(options), model.hparams()));
     return options;
+}
+
+Result<uint32_t> chunk_tokens(const Args & args) {
+    if (args.get_or("--chunk", "") == "auto") return kAutoChunk;
+    const Result<long long> chunk = args.get_int("--chunk", 256, 1, 8192);
+    if (!chunk.ok())
+        return error(StatusCode::invalid_argument, "option --chunk expects 1 to 8192 tokens or auto, got '" + *args.get("--chunk") + "'");
+    return uint32_t(*chunk);
 }
 
 Result<std::vector<uint32_t>> parse_token_counts(const std::string & text, std::string_view flag) {
@@ -216,6 +225,9 @@ Result<KvSettings> kv_settings(const Args & args) {
     LR_ASSIGN_OR_RETURN(long long prefetch, args.get_int("--kv-prefetch", k.prefetch_layers, 0, 2));
     k.prefetch_layers = uint32_t(prefetch);
     k.adapt = args.has("--kv-adapt");
+    // Warm-up.
+    LR_ASSIGN_OR_RETURN(long long warmup, args.get_int("--warmup-tokens", k.warmup_tokens, 0, 1 << 20));
+    k.warmup_tokens = uint32_t(warmup);
     LR_RETURN_IF_ERROR(validate(k));
     return k;
 }

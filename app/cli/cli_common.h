@@ -34,6 +34,8 @@ Status load_model(const Args & args, Engine & engine);
 Result<SessionOptions> session_options(const Args & args, const Model & model);
 // The same as a session's configuration (for sessions of their own).
 SessionConfig session_config(const SessionOptions & options);
+// --chunk: 1 to 8192 tokens, or auto (kAutoChunk); 256 when not given.
+Result<uint32_t> chunk_tokens(const Args & args);
 Result<SamplerParams> sampler_params(const Args & args);
 Result<KvSettings> kv_settings(const Args & args);
 // --kv-stats prints the cache's stats to stderr; --kv-stats-json FILE writes them as JSON.

@@ -34,21 +34,23 @@ void print_row(const KvSettings & kv, const KvEvaluation & e) {
 }  // namespace
 
 int run_eval_kv(const Argv & argv) {
-    const std::vector<FlagSpec> specs = join({model_flags(),
-                                              kv_flags(),
-                                              {
-                                                  {"-f", "--file", true, false, "the text to evaluate on"},
-                                                  {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
-                                                  {"--windows", "", true, false, "evaluate at most this many windows (default: all)"},
-                                                  {"--policy", "", true, false, "same as --kv-policy"},
-                                                  {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
-                                                  {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
-                                                  {"--attention-out", "", true, false,
-                                                   "write where the model looks in the first window, full cache and the policy, as JSON "
-                                                   "to FILE and a plot to FILE.png"},
-                                                  {"-h", "--help", false, false, "this help"},
-                                              },
-                                              eval_task_flags()});
+    const std::vector<FlagSpec> specs = join(
+        {model_flags(),
+         kv_flags(),
+         {
+             {"-f", "--file", true, false, "the text to evaluate on"},
+             {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
+             {"--windows", "", true, false, "evaluate at most this many windows (default: all)"},
+             {"--policy", "", true, false, "same as --kv-policy"},
+             {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
+             {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
+             {"--attention-out", "", true, false,
+              "write where the model looks in the first window, full cache and the policy, as JSON to FILE and a plot to FILE.png"},
+             {"-h", "--help", false, false, "this help"},
+             // Warm-up measurements: prompts read in smaller ubatches.
+             {"--chunk", "", true, false, "prefill chunk of each window's prompt half, or auto (default 256)"},
+         },
+         eval_task_flags()});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "eval-kv [-m MODEL] -f FILE [-c N] --kv-policy P [--keep-ratio R] [--json] [--sweep]", exit_code);
     if (!args) return exit_code;
@@ -67,6 +69,8 @@ int run_eval_kv(const Argv & argv) {
     if (!n_ctx.ok()) return fail(n_ctx.status().message());
     auto windows = args->get_int("--windows", 0, 0, 1 << 20);
     if (!windows.ok()) return fail(windows.status().message());
+    auto chunk = chunk_tokens(*args);
+    if (!chunk.ok()) return fail(chunk.status().message());
     auto text = read_text_file(*args->get("-f"));
     if (!text.ok()) return fail(text.status().message());
     Engine engine;
@@ -110,7 +114,8 @@ int run_eval_kv(const Argv & argv) {
     for (const KvSettings & s : runs) {
         auto e = evaluate_kv_policy(
             model, tokens, uint32_t(*n_ctx), s, size_t(*windows),
-            [&](size_t done, size_t total) { std::fprintf(stderr, "\r%s: %zu/%zu windows   ", describe(s).c_str(), done, total); }, stop);
+            [&](size_t done, size_t total) { std::fprintf(stderr, "\r%s: %zu/%zu windows   ", describe(s).c_str(), done, total); }, stop,
+            *chunk);
         std::fprintf(stderr, "\r%80s\r", "");
         if (!e.ok()) return fail(e.status().message());
         if (json) {

@@ -24,7 +24,7 @@ int32_t integer(const QJsonObject & json, const char * key, int32_t fallback) {
 
 QString validationError(const EngineSettings & s) {
     if (Status st = validate(s.kv); !st.ok()) return QString::fromStdString(st.message());
-    if (s.chunkTokens == 0 || s.chunkTokens > 8192) return QStringLiteral("the prefill chunk must be 1 to 8192 tokens");
+    if (s.chunkTokens > 8192) return QStringLiteral("the prefill chunk must be 1 to 8192 tokens, or automatic");
     if (s.contextTokens != 0 && (s.contextTokens < 64 || s.contextTokens > (1u << 24))) {
         return QStringLiteral("the context must be 64 tokens or more (or 0 for the model's trained context)");
     }
@@ -79,6 +79,8 @@ QJsonObject toJson(const EngineSettings & s) {
         {"demotion", QString::fromUtf8(kv_demotion_name(s.kv.demotion).data(), qsizetype(kv_demotion_name(s.kv.demotion).size()))},
         {"prefetchLayers", double(s.kv.prefetch_layers)},
         {"adapt", s.kv.adapt},
+        // Warm-up.
+        {"warmupTokens", double(s.kv.warmup_tokens)},
     };
 }
 
@@ -114,6 +116,8 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     }
     s.kv.prefetch_layers = count(json, "prefetchLayers", s.kv.prefetch_layers);
     if (json.value("adapt").isBool()) s.kv.adapt = json.value("adapt").toBool();
+    // Warm-up.
+    s.kv.warmup_tokens = count(json, "warmupTokens", s.kv.warmup_tokens);
     // A stored value out of range (an older or hand-edited file) falls back as a whole.
     return validationError(s).isEmpty() ? s : defaults;
 }

@@ -19,7 +19,7 @@ namespace lr::app {
 struct EngineSettings {
     KvSettings kv;
     uint32_t contextTokens = 0;     // 0: the model's trained context
-    uint32_t chunkTokens = 256;     // prefill chunk
+    uint32_t chunkTokens = 256;     // prefill chunk; kAutoChunk: from each prompt's length
     int32_t maxReplyTokens = 1024;  // <= 0: until the context is full
     uint32_t summaryTokens = 384;   // length of each summary pass at most
     SamplerParams sampler;

@@ -90,6 +90,8 @@ KvFlags kv_flags_for(const KvSettings & k) {
     add(k.demotion != d.demotion, "--kv-demotion", std::string(kv_demotion_name(k.demotion)));
     add(k.prefetch_layers != d.prefetch_layers, "--kv-prefetch", std::to_string(k.prefetch_layers));
     add(k.adapt != d.adapt, "--kv-adapt", "");
+    // Warm-up.
+    add(k.warmup_tokens != d.warmup_tokens, "--warmup-tokens", std::to_string(k.warmup_tokens));
     return flags;
 }
 

@@ -110,6 +110,19 @@ std::string ServerMetrics::render(const QueueFigures & queue, const KvStats & kv
     out += one("longread_kv_restored_states_total", "counter", "recurrent states restored with them (hybrid models)",
                double(kv.restored_states));
     out += one("longread_kv_faults_total", "counter", "tier faults handled", double(kv.faults));
+    // Monitoring: how hard the cache policy works.
+    out += one("longread_kv_tokens_written_total", "counter", "positions written to the cache (computed or restored)",
+               double(kv.tokens_written));
+    out += one("longread_kv_retention_ratio", "gauge", "positions kept over tokens given, mean over the sequences held",
+               kv.retention_ratio);
+    out += one("longread_kv_evictions_per_1k_tokens", "gauge", "positions evicted per layer and KV head per 1,000 tokens written",
+               kv.evictions_per_1k);
+    out += one("longread_kv_refusals_total", "counter", "ubatches the cache refused because their tokens would not fit",
+               double(kv.refusals));
+    out += header("longread_kv_selection_seconds_total", "counter", "time the cache policy spent selecting what to evict");
+    for (const auto & [policy, ms] : kv.selection_ms) {
+        out += "longread_kv_selection_seconds_total{policy=\"" + policy + "\"} " + number(ms / 1000) + "\n";
+    }
     return out;
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // Every knob of the KV cache in one validated struct: the same settings are CLI flags,
 // GUI sliders and (later) server options. The literature's names map onto them:
-//   compress_method -> policy, keep_ratio -> keep_ratio, warmup/sink tokens -> sink_tokens,
+//   compress_method -> policy, keep_ratio -> keep_ratio, sink tokens -> sink_tokens,
+//   warm-up (the first tokens kept whole until a sequence is long enough) -> warmup_tokens,
 //   recent window -> recent_ratio x budget, quant_bits -> k_bits / v_bits,
 //   full-precision residual -> residual_tokens.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,6 +80,17 @@ struct KvSettings {
     uint32_t disk_bits = 0;
 
     uint32_t block_tokens = 32;
+
+    // Warm-up: a sequence is neither evicted nor re-encoded to narrower codecs (aged blocks,
+    // lower tiers' bits) until it holds warmup_tokens tokens, so that a policy ranks with some
+    // attention gathered and short sequences stay exact (0: from the first ubatch). SnapKV
+    // selects at a prompt's end only once the warm-up is over; streaming's warm-up ends at the
+    // context at the latest, so its window never outgrows it.
+    uint32_t warmup_tokens = 0;
+    // Whether a sequence holding n tokens (after its ubatch) is still warming up: nothing is
+    // evicted or re-encoded. max_tokens: the positions it may hold (where the warm-up ends at
+    // the latest).
+    bool warming_up(uint32_t n_tokens, uint32_t max_tokens) const { return n_tokens < std::min(warmup_tokens, max_tokens); }
 
     KvCodec k_codec() const;
     KvCodec v_codec() const;

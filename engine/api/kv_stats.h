@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,22 @@ struct KvStats {
     uint64_t faults = 0;
     std::string last_fault;  // plain words, empty if none
 
+    // Monitoring: how hard the policy works.
+    uint64_t tokens_written = 0;  // positions that became part of a sequence (computed or restored), ever
+    // Mean over the sequences holding tokens of kept / held: the positions a full-attention
+    // layer keeps per KV head (tokens_kept's measure) over the tokens the sequence was given
+    // (n_tokens, which streaming keeps counting past its window). 1 when none holds tokens.
+    double retention_ratio = 1;
+    // Positions evicted per full-attention layer and KV head (evicted_tokens over the layers)
+    // per 1,000 tokens written.
+    double evictions_per_1k = 0;
+    // Ubatches refused because their tokens would not fit: the sequence's context
+    // (KvCache::plan's context_full) or every tier (a view that found no room).
+    uint64_t refusals = 0;
+    // Per policy name ("h2o"), the time spent selecting what to evict: scoring, selection,
+    // emptying the slots and the compaction after them.
+    std::map<std::string, double> selection_ms;
+
     double hit_rate() const { return block_reads == 0 ? 1.0 : double(block_hits) / double(block_reads); }
 
     // Moves and waits (what the adaptive mode measures), and its latest decisions.
@@ -92,7 +109,8 @@ struct KvStats {
 
 // The JSON of --kv-stats-json: tiers [{name, used_bytes, capacity_bytes, blocks}], block_reads,
 // block_hits, bytes_moved, prefetch_hits, prefix_lookups, restored_tokens, restored_states,
-// prefill_ms, ...
+// prefill_ms, ..., tokens_written, retention_ratio, evictions_per_1k, refusals,
+// selection_ms {policy: ms}
 std::string to_json(const KvStats & stats);
 // Human-readable lines for --kv-stats.
 std::string to_text(const KvStats & stats);

@@ -80,7 +80,8 @@ struct MemoryPlan {
     std::string message;  // one sentence: what fits, or what to change
 };
 
-// n_ctx beyond the trained context is refused unless the policy is streaming.
+// n_ctx beyond the trained context is refused unless the policy is streaming. chunk_tokens:
+// the prefill chunk (kAutoChunk: its largest).
 MemoryPlan plan_memory(const ModelMemoryShape & model, uint32_t n_ctx, uint32_t chunk_tokens, const KvSettings & settings,
                        const KvTierCapacities & capacities);
 

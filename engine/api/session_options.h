@@ -5,12 +5,13 @@
 #include <cstdint>
 
 #include "engine/api/kv_settings.h"
+#include "engine/api/prefill_chunk.h"
 
 namespace lr {
 
 struct SessionOptions {
     uint32_t n_ctx = 0;           // positions the session may hold; 0: the model's trained context
-    uint32_t chunk_tokens = 256;  // prefill chunk (ubatch) size
+    uint32_t chunk_tokens = 256;  // prefill chunk (ubatch) size; kAutoChunk: from each prompt's length
     KvSettings kv;
 };
 
@@ -29,7 +30,7 @@ inline bool same_session(const SessionOptions & a, const SessionOptions & b) {
     const KvSettings & y = b.kv;
     return a.n_ctx == b.n_ctx && a.chunk_tokens == b.chunk_tokens && same_cache(x, y) && x.policy == y.policy &&
            x.keep_ratio == y.keep_ratio && x.budget_tokens == y.budget_tokens && x.recent_ratio == y.recent_ratio &&
-           x.sink_tokens == y.sink_tokens;
+           x.sink_tokens == y.sink_tokens && x.warmup_tokens == y.warmup_tokens;
 }
 
 }  // namespace lr

@@ -17,8 +17,8 @@ struct WindowRun {
 };
 
 Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const int32_t> window, const KvSettings & kv,
-                             std::stop_token stop) {
-    SessionConfig config{.n_ctx = uint32_t(window.size()), .chunk_tokens = 256, .kv = kv};
+                             uint32_t chunk_tokens, std::stop_token stop) {
+    SessionConfig config{.n_ctx = uint32_t(window.size()), .chunk_tokens = chunk_tokens, .kv = kv};
     config.kv.prefix_cache = false;
     LR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, config));
     const size_t half = window.size() / 2;
@@ -41,7 +41,7 @@ Result<WindowRun> run_window(std::shared_ptr<const Model> model, std::span<const
 
 Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
                                         const KvSettings & policy, size_t max_windows, const std::function<void(size_t, size_t)> & progress,
-                                        std::stop_token stop) {
+                                        std::stop_token stop, uint32_t chunk_tokens) {
     LR_RETURN_IF_ERROR(validate(policy));
     if (n_ctx < 8) return error(StatusCode::invalid_argument, "eval-kv needs windows of at least 8 tokens");
     size_t n_windows = tokens.size() / n_ctx;
@@ -64,8 +64,8 @@ Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std:
     for (size_t w = 0; w < n_windows; ++w) {
         std::copy_n(tokens.begin() + std::ptrdiff_t(w * n_ctx), n_ctx, window.begin());
         if (bos >= 0) window[0] = bos;
-        LR_ASSIGN_OR_RETURN(WindowRun ref, run_window(model, window, full, stop));
-        LR_ASSIGN_OR_RETURN(WindowRun run, run_window(model, window, policy, stop));
+        LR_ASSIGN_OR_RETURN(WindowRun ref, run_window(model, window, full, chunk_tokens, stop));
+        LR_ASSIGN_OR_RETURN(WindowRun run, run_window(model, window, policy, chunk_tokens, stop));
         const size_t half = n_ctx / 2;
         for (size_t i = 0; i < ref.logits.size(); ++i) {
             const int32_t next = window[half + i];

@@ -32,8 +32,10 @@ struct KvEvaluation {
 
 // `policy` is evaluated against the same settings with policy none and 16-bit codecs.
 // max_windows 0: every window of the text. progress(windows done, windows in all).
+// chunk_tokens: the prefill chunk the prompt halves are read in (kAutoChunk: from their length).
 Result<KvEvaluation> evaluate_kv_policy(std::shared_ptr<const Model> model, std::span<const int32_t> tokens, uint32_t n_ctx,
                                         const KvSettings & policy, size_t max_windows = 0,
-                                        const std::function<void(size_t, size_t)> & progress = {}, std::stop_token stop = {});
+                                        const std::function<void(size_t, size_t)> & progress = {}, std::stop_token stop = {},
+                                        uint32_t chunk_tokens = 256);
 
 }  // namespace lr

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "engine/api/prefill_chunk.h"
+
 namespace lr {
 
 Result<std::unique_ptr<SequenceBatch>> SequenceBatch::create(std::shared_ptr<const Model> model, SessionConfig config,
@@ -14,7 +16,8 @@ Result<std::unique_ptr<SequenceBatch>> SequenceBatch::create(std::shared_ptr<con
     LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, create_session_cache(model, config));
     // A step holds every sequence's next token and a prompt chunk.
     LR_ASSIGN_OR_RETURN(LlamaGraph graph,
-                        LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx) + max_sequences, config.n_ctx));
+                        LlamaGraph::create(*model, std::min(chunk_capacity(config.chunk_tokens), config.n_ctx) + max_sequences,
+                                           config.n_ctx));
     return std::unique_ptr<SequenceBatch>(new SequenceBatch(std::move(model), config, std::move(kv), std::move(graph), max_sequences));
 }
 
@@ -150,7 +153,7 @@ std::vector<SequenceBatch::Finished> SequenceBatch::step() {
     for (Sequence & s : sequences_) {
         if (ended(s) || s.next || s.in_cache == s.tokens.size() || room == 0) continue;
         plan(s, {.tokens = std::span(s.tokens).subspan(s.in_cache),
-                 .max_tokens = std::min(room, config_.chunk_tokens),
+                 .max_tokens = std::min(room, prefill_chunk(config_.chunk_tokens, uint32_t(s.tokens.size()))),
                  .prompt = true,
                  .ends_turn = true});
     }

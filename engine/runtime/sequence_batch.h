@@ -39,7 +39,8 @@ struct BatchSequenceRequest {
 
 class SequenceBatch {
 public:
-    // Up to max_sequences at once; ubatches of at most config.chunk_tokens + max_sequences tokens.
+    // Up to max_sequences at once; ubatches of at most config.chunk_tokens (automatic: its
+    // largest chunk) + max_sequences tokens.
     static Result<std::unique_ptr<SequenceBatch>> create(std::shared_ptr<const Model> model, SessionConfig config, uint32_t max_sequences);
 
     // The KV bytes `request` reserves: invalid_argument naming a bad setting; context_full when its prompt leaves no room in the

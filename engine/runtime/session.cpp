@@ -4,6 +4,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "engine/api/prefill_chunk.h"
+
 namespace lr {
 
 ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes) {
@@ -22,9 +24,9 @@ ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, ui
 }
 
 Status validate(const SessionConfig & config, const ModelHParams & hp) {
-    if (config.chunk_tokens == 0 || config.chunk_tokens > 8192) {
+    if (config.chunk_tokens > 8192) {
         return error(StatusCode::invalid_argument,
-                     "the prefill chunk must be 1 to 8192 tokens (got " + std::to_string(config.chunk_tokens) + ")");
+                     "the prefill chunk must be 1 to 8192 tokens, or automatic (got " + std::to_string(config.chunk_tokens) + ")");
     }
     if (config.n_ctx > hp.n_ctx_train) {
         return error(StatusCode::invalid_argument, "context " + std::to_string(config.n_ctx) + " exceeds the " +
@@ -63,7 +65,8 @@ Result<std::unique_ptr<KvCache>> create_session_cache(std::shared_ptr<const Mode
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, SessionConfig config) {
     std::lock_guard turn(model->backend_turn());
     LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, create_session_cache(model, config));
-    LR_ASSIGN_OR_RETURN(LlamaGraph graph, LlamaGraph::create(*model, std::min(config.chunk_tokens, config.n_ctx), config.n_ctx));
+    LR_ASSIGN_OR_RETURN(LlamaGraph graph,
+                        LlamaGraph::create(*model, std::min(chunk_capacity(config.chunk_tokens), config.n_ctx), config.n_ctx));
     return std::unique_ptr<Session>(new Session(std::move(model), config, std::move(kv), std::move(graph)));
 }
 
@@ -105,15 +108,15 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         }
     }
     using Clock = std::chrono::steady_clock;
+    const uint32_t chunk = std::min(graph_.max_tokens(), prefill_chunk(config_.chunk_tokens, uint32_t(tokens.size())));
     while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
         const auto t0 = Clock::now();
         // A prompt ends a turn: the cache keeps the recurrent states after it.
         const bool prompt = tokens.size() > 1;
         std::unique_lock turn(model_->backend_turn());
-        LR_ASSIGN_OR_RETURN(
-            UbatchPlan plan,
-            kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = graph_.max_tokens(), .prompt = prompt, .ends_turn = prompt}));
+        LR_ASSIGN_OR_RETURN(UbatchPlan plan,
+                            kv_->plan(kSeq, {.tokens = tokens.subspan(at), .max_tokens = chunk, .prompt = prompt, .ends_turn = prompt}));
         const size_t n = plan.n_tokens();
         Status s = graph_.forward(plan, all_logits != nullptr, *kv_, chunk_logits_);
         turn.unlock();

@@ -20,7 +20,7 @@ namespace lr {
 
 struct SessionConfig {
     uint32_t n_ctx = 0;           // positions the session may hold; 0: the model's trained context
-    uint32_t chunk_tokens = 256;  // prefill chunk (ubatch) size
+    uint32_t chunk_tokens = 256;  // prefill chunk (ubatch) size; kAutoChunk: from each prompt's length
     KvSettings kv;                // the cache's knobs (tiers, prefix cache, policy, codecs)
     std::shared_ptr<FileIo> io;   // file operations of the disk tiers (tests inject faults)
 };

@@ -16,8 +16,10 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::newRow("valid") << ""
                                << "";
-        QTest::newRow("chunk 0") << "chunk0"
-                                 << "prefill chunk";
+        QTest::newRow("chunk 8193") << "chunk8193"
+                                    << "prefill chunk";
+        QTest::newRow("automatic chunk") << "chunkAuto"
+                                         << "";
         QTest::newRow("tiny context") << "ctx10"
                                       << "context";
         QTest::newRow("bits 5") << "bits5"
@@ -33,7 +35,8 @@ private slots:
         QFETCH(QString, field);
         QFETCH(QString, expected);
         EngineSettings s;
-        if (field == "chunk0") s.chunkTokens = 0;
+        if (field == "chunk8193") s.chunkTokens = 8193;
+        if (field == "chunkAuto") s.chunkTokens = kAutoChunk;
         if (field == "ctx10") s.contextTokens = 10;
         if (field == "bits5") s.kv.k_bits = 5;
         if (field == "keep0") s.kv.keep_ratio = 0;
@@ -89,8 +92,8 @@ private slots:
     void badStoredValuesFallBack() {
         EngineSettings defaults;
         defaults.chunkTokens = 64;
-        const EngineSettings s = engineSettingsFromJson({{"chunkTokens", 0}, {"kBits", 8}}, defaults);
-        QCOMPARE(s.chunkTokens, 64u);  // the whole object falls back: chunk 0 is invalid
+        const EngineSettings s = engineSettingsFromJson({{"chunkTokens", 9000}, {"kBits", 8}}, defaults);
+        QCOMPARE(s.chunkTokens, 64u);  // the whole object falls back: a chunk of 9000 is invalid
         QCOMPARE(s.kv.k_bits, 16u);
         const EngineSettings t = engineSettingsFromJson({{"policy", "no-such-policy"}, {"kBits", 8}}, defaults);
         QCOMPARE(t.kv.policy, KvPolicy::none);

@@ -370,6 +370,24 @@ private slots:
         }
     }
 
+    // Warm-up and the automatic chunk reach the cache; the stats carry the monitoring figures.
+    void warmupAndAutoChunkReachTheCache() {
+        QTemporaryDir dir;
+        const QString stats = dir.filePath("stats.json");
+        const Run r = run_cli({"generate", "-p", "Once upon a time", "-n", "8", "--temp", "0", "--kv-policy", "h2o", "--warmup-tokens",
+                               "64", "--chunk", "auto", "--kv-stats-json", stats});
+        QCOMPARE(r.exit_code, 0);
+        QFile f(stats);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(o["policy"].toString(), QString("h2o 20% (recent 50%, 4 sinks), warm-up 64 tokens, K f16 / V f16"));
+        QCOMPARE(o["retention_ratio"].toDouble(), 1.0);  // a short sequence, still warming up
+        QCOMPARE(o["evictions_per_1k"].toDouble(), 0.0);
+        QVERIFY(o["tokens_written"].toDouble() > 8);
+        QCOMPARE(o["refusals"].toDouble(), 0.0);
+        QVERIFY(o["selection_ms"].toObject().isEmpty());
+    }
+
     void badInputGivesOneLineError_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
@@ -395,6 +413,12 @@ private slots:
             << QStringList{"make-model", "--preset", "qwen3.6-27b", "--layers", "2", "-o", "/tmp/x.gguf"}
             << "at least full_attention_interval (4) layers";
         QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
+        QTest::newRow("warm-up negative") << QStringList{"generate", "-p", "x", "--warmup-tokens", "-1"}
+                                          << "--warmup-tokens must be between 0 and 1048576";
+        QTest::newRow("warm-up not a number") << QStringList{"generate", "-p", "x", "--warmup-tokens", "many"}
+                                              << "--warmup-tokens expects an integer";
+        QTest::newRow("chunk neither a size nor auto")
+            << QStringList{"generate", "-p", "x", "--chunk", "big"} << "--chunk expects 1 to 8192 tokens or auto, got 'big'";
     }
     void badInputGivesOneLineError() {
         QFETCH(QStringList, args);

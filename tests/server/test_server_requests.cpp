@@ -169,6 +169,7 @@ private slots:
                                                         .host_bits = 8,
                                                         .disk_bits = 4,
                                                         .block_tokens = 16};
+        QTest::newRow("warm-up") << KvSettings{.policy = KvPolicy::h2o, .warmup_tokens = 128};
     }
     // The desktop app's cache settings become the server's defaults through these flags.
     void settingsGiveTheirFlagsBack() {
@@ -194,6 +195,7 @@ private slots:
         QCOMPARE(k.block_tokens, settings.block_tokens);
         QCOMPARE(k.k_bits, settings.k_bits);
         QCOMPARE(k.v_bits, settings.v_bits);
+        QCOMPARE(k.warmup_tokens, settings.warmup_tokens);
     }
 
     void badCacheSettingsNameTheSetting() {

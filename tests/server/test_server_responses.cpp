@@ -191,6 +191,29 @@ private slots:
         QCOMPARE(s.at("longread_kv_prefix_hits_total"), 1.0);
         QCOMPARE(s.at("longread_kv_restored_tokens_total"), 32.0);
     }
+
+    // How hard the cache policy works (issue 20), with a label per policy that selected.
+    void metricsCarryTheCacheMonitoring() {
+        ServerMetrics m;
+        KvStats kv;
+        kv.tokens_written = 200;
+        kv.retention_ratio = 0.25;
+        kv.evictions_per_1k = 750;
+        kv.refusals = 3;
+        kv.selection_ms = {{"h2o", 1500}, {"snapkv", 250}};
+        const std::string text = m.render({}, kv);
+        const std::map<std::string, double> s = samples(text);
+        QCOMPARE(s.at("longread_kv_tokens_written_total"), 200.0);
+        QCOMPARE(s.at("longread_kv_retention_ratio"), 0.25);
+        QCOMPARE(s.at("longread_kv_evictions_per_1k_tokens"), 750.0);
+        QCOMPARE(s.at("longread_kv_refusals_total"), 3.0);
+        QCOMPARE(s.at(R"(longread_kv_selection_seconds_total{policy="h2o"})"), 1.5);
+        QCOMPARE(s.at(R"(longread_kv_selection_seconds_total{policy="snapkv"})"), 0.25);
+        for (const char * name : {"longread_kv_retention_ratio gauge", "longread_kv_evictions_per_1k_tokens gauge",
+                                  "longread_kv_refusals_total counter", "longread_kv_selection_seconds_total counter"}) {
+            QVERIFY2(text.find(std::string("# TYPE ") + name + "\n") != std::string::npos, name);
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestServerResponses)
