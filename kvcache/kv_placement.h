@@ -67,6 +67,21 @@ public:
     // Fills the tier rows of `stats` (used, capacity, blocks; the prefix store counts as disk).
     void fill_tier_stats(KvStats & stats) const;
 
+    // ---- Health (kv_health.h): facts and repairs, between ubatches ----
+    bool disk_enabled() const { return disk_ && disk_writable_; }
+    TierFragmentation disk_fragmentation() const { return disk_ ? disk_->fragmentation() : TierFragmentation{}; }
+    // Compacts the spill files (DiskTier::compact), the blocks' metadata following; returns
+    // the blocks moved.
+    Result<uint64_t> compact_disk();
+    MemoryTier * memory_tier(KvTier tier) const {
+        return tier == KvTier::device ? device_.get() : tier == KvTier::host ? host_.get() : nullptr;
+    }
+    // Stops spilling to the disk tier (as after a refused write).
+    void disable_disk() { disk_writable_ = false; }
+    // Moves a disk-tier block up to RAM (the host tier, else the device tier), beyond the
+    // tier's budget if need be; corrupt_data when it does not read back.
+    Status evacuate_disk_block(BlockId id, SeqId seq);
+
 private:
     Status make_room(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor);
     std::vector<BlockId> layer_cycle_victims(BlockHome home, uint64_t n_bytes, SeqId active, uint32_t layer_cursor) const;

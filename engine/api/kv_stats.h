@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/api/kv_health.h"
 #include "engine/api/kv_layer.h"
 
 namespace lr {
@@ -22,6 +23,8 @@ struct KvTierStats {
     uint64_t blocks = 0;     // blocks held
     uint64_t bytes_in = 0;   // moved into this tier (promotions, demotions, restores)
     uint64_t bytes_out = 0;  // moved out of it
+    // Health: faults this tier caused (write refused, read failed, checksum mismatch).
+    uint64_t faults = 0;
 };
 
 // What the layers of one kind hold (one row per kind the model has).
@@ -72,6 +75,12 @@ struct KvStats {
     // Faults handled (disk full, I/O error, checksum mismatch, file gone).
     uint64_t faults = 0;
     std::string last_fault;  // plain words, empty if none
+
+    // Health monitor (kvcache/kv_health.h): the findings of its latest check, and the checks
+    // and repairs it has run since the cache was made.
+    std::vector<KvHealthFinding> health;
+    uint64_t health_checks = 0;
+    uint64_t health_repairs = 0;
 
     double hit_rate() const { return block_reads == 0 ? 1.0 : double(block_hits) / double(block_reads); }
 };
