@@ -26,6 +26,7 @@ class QValueAxis;
 
 namespace lr::ui {
 
+class HealthSection;
 class ServerSection;
 class TierBar;
 
@@ -53,6 +54,8 @@ public:
     int chartPoints() const;
     // The app's server, while it serves (its own cache, not the chat's).
     ServerSection * serverSection() const { return m_server; }
+    // What the cache's health monitor found (the "Health" area).
+    HealthSection * healthSection() const { return m_health; }
 
 private:
     void sample();
@@ -70,6 +73,7 @@ private:
     QList<QLabel *> m_layerKindRows;
     QProgressBar * m_context;
     QHash<QString, QLabel *> m_values;
+    HealthSection * m_health;
     QChartView * m_hitView;
     QChartView * m_movedView;
     QLineSeries * m_hitSeries;
