@@ -221,10 +221,13 @@ public:
         } else if (limits_.prefix_max_age_s > 0 && age_s > limits_.prefix_max_age_s) {
             std::string repair;
             if (limits_.repair) {
-                const uint64_t dropped = store.evict_unused_before(now_us - limits_.prefix_max_age_s * 1000000);
+                const int64_t cutoff = now_us - limits_.prefix_max_age_s * 1000000;
+                const uint64_t dropped = store.evict_unused_before(cutoff, limits_.prefix_max_drops);
                 const Status freed = store.release_free_space();
+                const PrefixStore::Summary left = store.summary();
                 repair = "dropped the entries unused for more than " + duration_words(limits_.prefix_max_age_s) + " (" +
-                         format_bytes(dropped) + ")" + (freed.ok() ? "" : ", but their space stays taken: " + freed.message());
+                         format_bytes(dropped) + ")" + (freed.ok() ? "" : ", but their space stays taken: " + freed.message()) +
+                         (left.blocks > 0 && left.oldest_use_us < cutoff ? "; the next checks drop the rest" : "");
                 ++repairs;
             }
             add(KvHealthCheck::prefix_cache, KvHealthSeverity::warning, "the prefix cache holds old entries: " + size, repair);

@@ -303,13 +303,14 @@ PrefixStore::Summary PrefixStore::summary() {
     return out;
 }
 
-uint64_t PrefixStore::evict_unused_before(int64_t before_us) {
+uint64_t PrefixStore::evict_unused_before(int64_t before_us, uint32_t max_blocks) {
     std::lock_guard lock(mutex_);
     uint64_t dropped = 0;
     (void)transaction([&]() -> Status {
         const uint64_t before = used_;
-        Stmt old = prepare(db_, "SELECT chain, layer FROM blocks WHERE last_used < ?");
+        Stmt old = prepare(db_, "SELECT chain, layer FROM blocks WHERE last_used < ? ORDER BY last_used LIMIT ?");
         sqlite3_bind_int64(old.get(), 1, before_us);
+        sqlite3_bind_int64(old.get(), 2, max_blocks);
         std::vector<std::pair<uint64_t, uint32_t>> victims;
         int rc;
         while ((rc = sqlite3_step(old.get())) == SQLITE_ROW) {

@@ -82,8 +82,9 @@ public:
         int64_t oldest_use_us = 0;  // the least recently used entry's last use (µs since the epoch; 0: empty)
     };
     Summary summary();
-    // Drops the entries last used before `before_us` (µs since the epoch); returns the bytes.
-    uint64_t evict_unused_before(int64_t before_us);
+    // Drops the entries last used before `before_us` (µs since the epoch), at most
+    // `max_blocks` of them, oldest first; returns the bytes.
+    uint64_t evict_unused_before(int64_t before_us, uint32_t max_blocks);
     // Gives the disk space of the data files' free slots back to the file system (holes);
     // unsupported where it cannot. The slots stay free for later writes.
     Status release_free_space();

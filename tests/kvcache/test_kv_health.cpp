@@ -249,7 +249,7 @@ private slots:
             for (uint32_t i = 0; i < 4; ++i) QVERIFY((*store)->write(200 + i, 0, 0, pattern(n, i).data(), n).ok());
         }
         auto probe = std::make_shared<TestProbe>();
-        KvHealthMonitor monitor(probe);
+        KvHealthMonitor monitor(probe, {.prefix_max_drops = 3});  // three a check
         std::vector<KvHealthFinding> findings = monitor.check_dir(dir, 64 * n);
         const KvHealthFinding * fresh = find(findings, KvHealthCheck::prefix_cache);
         QVERIFY2(fresh && fresh->severity == KvHealthSeverity::info, describe(findings));
@@ -261,7 +261,15 @@ private slots:
         const KvHealthFinding * old = find(findings, KvHealthCheck::prefix_cache);
         QVERIFY2(old && old->severity == KvHealthSeverity::warning, describe(findings));
         QVERIFY2(QString::fromStdString(old->repair).contains("unused for more than 30 days"), old->repair.c_str());
+        QVERIFY2(QString::fromStdString(old->repair).contains("the next checks drop the rest"), old->repair.c_str());
         auto store = PrefixStore::open(dir, 64 * n);
+        QCOMPARE((*store)->summary().blocks, uint64_t(1));  // the newest
+        std::vector<uint8_t> back(n);
+        QVERIFY((*store)->read(203, 0, back.data(), n).ok());
+
+        findings = monitor.check_dir(dir, 64 * n);
+        old = find(findings, KvHealthCheck::prefix_cache);
+        QVERIFY2(old && !QString::fromStdString(old->repair).contains("the next checks"), describe(findings));
         QCOMPARE((*store)->summary().blocks, uint64_t(0));
         QCOMPARE((*store)->used_bytes(), uint64_t(0));
     }
