@@ -29,7 +29,7 @@ void EngineWorker::start() {
     }
     // Between jobs the cache is still checked (a disk may fill while the app idles).
     m_healthTimer = new QTimer(this);
-    m_healthTimer->setInterval(kHealthIntervalMs);
+    m_healthTimer->setInterval(kHealthPollMs);
     connect(m_healthTimer, &QTimer::timeout, this, [this] {
         try {
             if (m_engine && m_engine->hasModel()) maybeSnapshot(true);
