@@ -401,16 +401,23 @@ private slots:
         QVERIFY2(QString::fromStdString(grow->message).contains("may still grow by"), grow->message.c_str());
     }
 
-    // The prefix cache's writes fail (the disk tier stays in use), then the spill files turn
-    // bad: the monitor disables the tier, the blocks that no longer read back are recomputed,
-    // and the output is the all-in-RAM cache's.
-    void faultyTierIsDisabledAndItsBlocksRecomputed() {
+    // The prefix cache's writes fail (the disk tier stays in use): the monitor disables the
+    // tier and moves its blocks up to RAM; when the spill files have turned bad too, the
+    // blocks that no longer read back are recomputed. Either way the output is the all-in-RAM
+    // cache's.
+    void faultyTierIsDisabledAndItsBlocksMovedOrRecomputed_data() {
+        QTest::addColumn<bool>("unreadable");
+        QTest::newRow("readable") << false;
+        QTest::newRow("unreadable") << true;
+    }
+    void faultyTierIsDisabledAndItsBlocksMovedOrRecomputed() {
+        QFETCH(bool, unreadable);
         auto m = model("models/tiny/tiny-llama-Q8_0.gguf");
         std::mt19937 rng(33);
         const std::vector<int32_t> prompt = random_prompt(rng, 200, int32_t(m->hparams().n_vocab));
         const uint32_t n_ctx = 240;
         const SessionRun reference = run_session(m, prompt, 6, all_in_ram(n_ctx));
-        SessionConfig c = tiered(*m, n_ctx, "faulty");
+        SessionConfig c = tiered(*m, n_ctx, unreadable ? "faulty-unreadable" : "faulty-readable");
         c.kv.prefix_cache = true;
         auto io = std::make_shared<SwitchedFileIo>();
         io->fail_prefix_writes = true;
@@ -422,19 +429,20 @@ private slots:
         kv.flush();  // the failed prefix-cache writes are counted
         QVERIFY(kv.stats().tiers[size_t(KvTier::disk)].faults > 0);
         QVERIFY(kv.disk_tier_enabled());
-        const uint64_t on_disk = kv.stats().tiers[size_t(KvTier::disk)].blocks;
-        QVERIFY(on_disk > 0);
+        QVERIFY(kv.stats().tiers[size_t(KvTier::disk)].blocks > 0);
 
-        io->corrupt_spill_reads = true;
+        io->corrupt_spill_reads = unreadable;
         KvHealthMonitor monitor(std::make_shared<TestProbe>());
         const std::vector<KvHealthFinding> findings = monitor.check(kv);
         const KvHealthFinding * fault = find(findings, KvHealthCheck::faults);
         QVERIFY2(fault && fault->severity == KvHealthSeverity::critical, describe(findings));
-        QVERIFY2(QString::fromStdString(fault->repair).contains("disabled the disk tier"), fault->repair.c_str());
-        QVERIFY2(QString::fromStdString(fault->repair).contains("recomputed"), fault->repair.c_str());
+        QVERIFY2(QString::fromStdString(fault->repair).contains("disabled the disk tier and moved its blocks up to RAM"),
+                 fault->repair.c_str());
+        QCOMPARE(QString::fromStdString(fault->repair).contains("recomputed"), unreadable);
         QVERIFY(!kv.disk_tier_enabled());
         QCOMPARE(kv.stats().tiers[size_t(KvTier::disk)].blocks, uint64_t(0));
-        QVERIFY(kv.n_tokens(0) < prompt.size());  // cut where the first lost block began
+        // Unreadable: cut where the first lost block began, and recomputed from there.
+        QCOMPARE(kv.n_tokens(0) < prompt.size(), unreadable);
 
         QVERIFY((*session)->recompute_lost().ok());
         QCOMPARE((*session)->tokens().size(), prompt.size());
