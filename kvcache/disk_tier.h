@@ -4,6 +4,7 @@
 // The files belong to this cache alone: created with unique names and unlinked at once,
 // so a crash leaves nothing behind and concurrent instances never share them.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,17 @@
 #include "kvcache/tier_store.h"
 
 namespace lr {
+
+// How the spill files' slots are used. A file grows to its highest slot and never shrinks
+// by itself, so freed slots stay on disk as holes among the used ones until a compaction.
+struct TierFragmentation {
+    uint64_t n_slots = 0;            // slots the files span, used and free
+    uint64_t n_free_slots = 0;       // of them, free
+    uint64_t largest_free_runs = 0;  // the longest run of adjacent free slots, summed over the files
+    uint64_t free_bytes = 0;         // disk the free slots hold
+    // 0 when each file's free slots are one run (or none); towards 1 as they scatter.
+    double measure() const { return n_free_slots == 0 ? 0.0 : 1.0 - double(largest_free_runs) / double(n_free_slots); }
+};
 
 class DiskTier final : public TierStore {
 public:
@@ -36,6 +48,13 @@ public:
     // Thread-safe with each other (the I/O thread reads while the engine thread writes).
     Status write(const TierSlot & slot, const uint8_t * host_src, size_t n_bytes) override;
     Status read(const TierSlot & slot, uint8_t * host_dst, size_t n_bytes) override;
+
+    TierFragmentation fragmentation() const;
+    // Moves the blocks at the ends of the files into their free slots (each read back and
+    // checked first), so that every file's used slots come first, then cuts the files there.
+    // `moved(from, to)` is told each move. No read or write may be in flight. On an error
+    // (a block that fails its checksum) nothing more moves; the moves done stand.
+    Status compact(const std::function<void(const TierSlot & from, const TierSlot & to)> & moved);
 
 private:
     DiskTier(std::string dir, uint64_t capacity, std::shared_ptr<FileIo> io)

@@ -1,6 +1,7 @@
 #include "file_io.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -62,6 +63,20 @@ public:
             offset += uint64_t(r);
         }
         return {};
+    }
+
+    Status resize(int fd, uint64_t n_bytes, const std::string & what) override {
+        while (::ftruncate(fd, off_t(n_bytes)) != 0) {
+            if (errno != EINTR) return error(StatusCode::io_error, what + ": cannot resize (" + std::strerror(errno) + ")");
+        }
+        return {};
+    }
+
+    Status free_range(int fd, uint64_t offset, uint64_t n, const std::string & what) override {
+        if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(offset), off_t(n)) == 0) return {};
+        const int err = errno;
+        return error(err == EOPNOTSUPP ? StatusCode::unsupported : StatusCode::io_error,
+                     what + ": cannot free disk space (" + std::strerror(err) + ")");
     }
 };
 

@@ -26,6 +26,11 @@ public:
     // Whole transfers or an error naming `what`.
     virtual Status pwrite(int fd, const void * data, size_t n, uint64_t offset, const std::string & what) = 0;
     virtual Status pread(int fd, void * data, size_t n, uint64_t offset, const std::string & what) = 0;
+    // The health monitor's repairs. Cuts (or extends) the file to n_bytes.
+    virtual Status resize(int fd, uint64_t n_bytes, const std::string & what) = 0;
+    // Gives the disk space of [offset, offset + n) back to the file system (a hole that
+    // reads as zeros; the file keeps its length). unsupported where the file system cannot.
+    virtual Status free_range(int fd, uint64_t offset, uint64_t n, const std::string & what) = 0;
 };
 
 // The real thing: POSIX calls, EINTR retried, short transfers completed.

@@ -130,6 +130,22 @@ public:
     void note_prefill(uint32_t n_tokens, double ms);                 // time spent computing tokens (stats)
     void flush();                                                    // waits for the prefix cache's writes
 
+    // ---- Health (kvcache/kv_health.h runs the checks; these are its facts and repairs) ----
+    // Engine thread, between ubatches.
+    TierFragmentation disk_fragmentation() const { return placement_.disk_fragmentation(); }
+    Result<uint64_t> compact_disk() { return placement_.compact_disk(); }  // blocks moved
+    // A memory tier's slots kept for reuse, and giving their memory back (returns the bytes).
+    uint64_t recycled_bytes(KvTier tier) const;
+    uint64_t release_recycled(KvTier tier);
+    bool disk_tier_enabled() const { return placement_.disk_enabled(); }
+    // Stops using the disk tier and moves its blocks up to RAM (beyond the budget); a block
+    // that does not read back is lost and its sequence cut (take_lost_position says where,
+    // the caller recomputes). Returns the blocks lost.
+    uint32_t disable_disk_tier();
+    PrefixStore * prefix_store() const { return placement_.prefix(); }
+    // The latest check's findings and the repairs it ran, for stats().
+    void note_health(std::vector<KvHealthFinding> findings, uint64_t repairs);
+
 private:
     KvCache(const KvCacheConfig & config, const KvModelShape & shape, Backend & backend);
     KvSequence & sequence(SeqId seq);

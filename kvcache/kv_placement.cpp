@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <unordered_map>
 
 #include "engine/backend/kv_codec_rows.h"
 
@@ -34,6 +35,7 @@ void KvPlacement::open() {
         disk_ = std::move(disk).value();
     } else {
         state_.report_fault(error(disk.status().code(), "disk tier disabled: " + disk.status().message()));
+        ++tier_stats(BlockHome::disk).faults;
     }
     if (state_.config.settings.prefix_cache && state_.config.model_identity != 0 && disk_) {
         Result<std::unique_ptr<PrefixStore>> store = PrefixStore::open(state_.config.dir, c.disk_bytes, state_.config.io);
@@ -41,6 +43,7 @@ void KvPlacement::open() {
             prefix_ = std::move(store).value();
         } else {
             state_.report_fault(error(store.status().code(), "prefix cache disabled: " + store.status().message()));
+            ++tier_stats(BlockHome::prefix_store).faults;
         }
     }
 }
@@ -387,6 +390,7 @@ Status KvPlacement::move(BlockId id, BlockHome to, SeqId active, uint32_t layer_
         if (to == BlockHome::disk) {
             // The disk refused (full, I/O error): report it once and stop spilling there.
             state_.report_fault(error(s.code(), "disk tier disabled: " + s.message()));
+            ++tier_stats(BlockHome::disk).faults;
             disk_writable_ = false;
             if (m.persisted) return move(id, BlockHome::prefix_store, active, layer_cursor);
             // Nowhere lower to go: keep the block in RAM beyond the budget rather than fail.
@@ -425,6 +429,7 @@ Status KvPlacement::fetch_to_device(BlockId id, SeqId seq, uint32_t il) {
     Status s = move(id, BlockHome::device, seq, il);
     if (s.code() == StatusCode::corrupt_data || s.code() == StatusCode::io_error || s.code() == StatusCode::not_found) {
         if (from == BlockHome::disk) disk_writable_ = false;  // a disk that loses data gets no more
+        ++tier_stats(from).faults;
         return data_loss(s.message());
     }
     return s;
@@ -518,6 +523,7 @@ Status KvPlacement::adopt_prefetch(BlockId id, bool & was_ready) {
     if (!s.ok()) {
         device_->release(m.place.prefetch_slot, m.n_bytes);
         if (m.place.home == BlockHome::disk) disk_writable_ = false;
+        ++tier_stats(m.place.home).faults;
         return data_loss(s.message());
     }
     const size_t n = m.n_bytes;
@@ -541,6 +547,49 @@ void KvPlacement::settle_prefetches() {
             }
         }
     }
+}
+
+// ---- Health ----------------------------------------------------------------------------------
+
+Result<uint64_t> KvPlacement::compact_disk() {
+    if (!disk_) return uint64_t(0);
+    settle_prefetches();                            // no copy in flight reads a slot that moves
+    std::unordered_map<uint64_t, BlockId> on_disk;  // slot id -> block
+    for (const auto & [seq, s] : state_.seqs) {
+        for (const LayerBlocks & layer : s.layers) {
+            for (BlockId id : layer.ids) {
+                const BlockMeta & m = state_.pool.meta(id);
+                if (m.place.home == BlockHome::disk) on_disk.emplace(m.place.slot.id, id);
+            }
+        }
+    }
+    uint64_t moved = 0;
+    Status s = disk_->compact([&](const TierSlot & from, const TierSlot & to) {
+        auto it = on_disk.find(from.id);
+        LR_ASSERT(it != on_disk.end());
+        const BlockId id = it->second;
+        on_disk.erase(it);
+        on_disk.emplace(to.id, id);
+        state_.pool.meta(id).place.slot = to;
+        ++moved;
+    });
+    if (!s.ok()) {
+        ++state_.counters.tiers[size_t(KvTier::disk)].faults;
+        return s;
+    }
+    return moved;
+}
+
+Status KvPlacement::evacuate_disk_block(BlockId id, SeqId seq) {
+    BlockMeta & m = state_.pool.meta(id);
+    LR_ASSERT(m.place.home == BlockHome::disk);
+    const BlockHome to = host_ ? BlockHome::host : BlockHome::device;
+    MemoryTier * ram = host_ ? host_.get() : device_.get();
+    if (!ram->has_room(m.n_bytes)) ram->grow_capacity(m.n_bytes);  // as when a disk write fails
+    Status s = move(id, to, seq, 0);
+    if (s.ok()) return s;
+    ++state_.counters.tiers[size_t(KvTier::disk)].faults;
+    return data_loss(s.message());
 }
 
 }  // namespace lr

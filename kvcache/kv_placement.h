@@ -80,6 +80,21 @@ public:
     // KvStats::move_ms).
     double io_move_ms() const { return double(io_move_ns_.load()) / 1e6; }
 
+    // ---- Health (kv_health.h): facts and repairs, between ubatches ----
+    bool disk_enabled() const { return disk_ && disk_writable_; }
+    TierFragmentation disk_fragmentation() const { return disk_ ? disk_->fragmentation() : TierFragmentation{}; }
+    // Compacts the spill files (DiskTier::compact), the blocks' metadata following; returns
+    // the blocks moved.
+    Result<uint64_t> compact_disk();
+    MemoryTier * memory_tier(KvTier tier) const {
+        return tier == KvTier::device ? device_.get() : tier == KvTier::host ? host_.get() : nullptr;
+    }
+    // Stops spilling to the disk tier (as after a refused write).
+    void disable_disk() { disk_writable_ = false; }
+    // Moves a disk-tier block up to RAM (the host tier, else the device tier), beyond the
+    // tier's budget if need be; corrupt_data when it does not read back.
+    Status evacuate_disk_block(BlockId id, SeqId seq);
+
 private:
     // Makes room for n_bytes in `home`. layer_cursor: the active sequence's layer being
     // placed; its next `soon` layers from the cursor on are needed before anything else and

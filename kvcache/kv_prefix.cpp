@@ -103,6 +103,7 @@ void KvPrefixCache::collect(bool wait) {
             }
         } else if (writes_ok_) {
             state_.report_fault(error(s.code(), "prefix cache disabled: " + s.message()));
+            ++state_.counters.tiers[size_t(KvTier::disk)].faults;
             writes_ok_ = false;
         }
     }

@@ -1,5 +1,6 @@
 #include "engine/api/kv_stats.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/common/json_escape.h"
@@ -74,7 +75,15 @@ std::string to_json(const KvStats & s) {
         out += buf;
         out += "\"what\":\"" + json_escape(d.what) + "\",\"why\":\"" + json_escape(d.why) + "\"}";
     }
-    out += "]}";
+    out += "]";
+    // Health monitor.
+    out += ",\"health\":{\"checks\":" + std::to_string(s.health_checks) + ",\"repairs\":" + std::to_string(s.health_repairs) +
+           ",\"tier_faults\":{";
+    constexpr const char * kTierNames[kKvTierCount] = {"device", "host", "disk"};
+    for (size_t i = 0; i < s.tiers.size(); ++i) {
+        out += std::string(i ? "," : "") + "\"" + kTierNames[i] + "\":" + std::to_string(s.tiers[i].faults);
+    }
+    out += "},\"findings\":" + to_json(s.health) + "}}";
     return out;
 }
 
@@ -146,6 +155,66 @@ std::string to_text(const KvStats & s) {
     }
     for (const KvAdaptDecision & d : s.adapt_decisions) {
         out += "  automatic, ubatch " + std::to_string(d.ubatch) + ": " + d.what + " (" + d.why + ")\n";
+    }
+    // Health monitor.
+    if (s.health_checks) {
+        std::snprintf(buf, sizeof buf, "  health: %llu checks, %llu repairs%s\n", (unsigned long long)s.health_checks,
+                      (unsigned long long)s.health_repairs, s.health.empty() ? ", nothing to report" : "");
+        out += buf;
+        out += to_text(s.health);
+    }
+    return out;
+}
+
+// ---- Health findings (engine/api/kv_health.h) ----
+
+std::string_view kv_health_severity_name(KvHealthSeverity severity) {
+    switch (severity) {
+        case KvHealthSeverity::info: return "info";
+        case KvHealthSeverity::warning: return "warning";
+        case KvHealthSeverity::critical: return "critical";
+    }
+    return "?";
+}
+
+std::string_view kv_health_check_name(KvHealthCheck check) {
+    switch (check) {
+        case KvHealthCheck::memory: return "memory";
+        case KvHealthCheck::disk_space: return "disk_space";
+        case KvHealthCheck::fragmentation: return "fragmentation";
+        case KvHealthCheck::prefix_cache: return "prefix_cache";
+        case KvHealthCheck::faults: return "faults";
+    }
+    return "?";
+}
+
+KvHealthSeverity worst_severity(const std::vector<KvHealthFinding> & findings) {
+    KvHealthSeverity worst = KvHealthSeverity::info;
+    for (const KvHealthFinding & f : findings) worst = std::max(worst, f.severity);
+    return worst;
+}
+
+std::string to_json(const std::vector<KvHealthFinding> & findings) {
+    std::string out = "[";
+    for (size_t i = 0; i < findings.size(); ++i) {
+        const KvHealthFinding & f = findings[i];
+        out += std::string(i ? "," : "") + "{\"check\":\"" + std::string(kv_health_check_name(f.check)) + "\",\"severity\":\"" +
+               std::string(kv_health_severity_name(f.severity)) + "\",\"message\":\"" + json_escape(f.message) + "\",\"repair\":\"" +
+               json_escape(f.repair) + "\"}";
+    }
+    return out + "]";
+}
+
+std::string to_text(const std::vector<KvHealthFinding> & findings) {
+    std::string out;
+    for (const KvHealthFinding & f : findings) {
+        std::string check(kv_health_check_name(f.check));
+        for (char & c : check) c = c == '_' ? ' ' : c;
+        char head[64];
+        std::snprintf(head, sizeof head, "  %-8s %s: ", kv_health_severity_name(f.severity).data(), check.c_str());
+        out += head + f.message;
+        if (!f.repair.empty()) out += " (repaired: " + f.repair + ")";
+        out += "\n";
     }
     return out;
 }

@@ -78,6 +78,16 @@ void MemoryTier::release(const TierSlot & slot, size_t n_bytes) {
     --n_blocks_;
 }
 
+uint64_t MemoryTier::release_recycled() {
+    const uint64_t released = reserved_ - used_;
+    for (auto & [n_bytes, slots] : free_) {
+        for (uint8_t * data : slots) buffers_.erase(data);
+    }
+    free_.clear();
+    reserved_ = used_;
+    return released;
+}
+
 Status MemoryTier::write(const TierSlot & slot, const uint8_t * host_src, size_t n_bytes) {
     to_tier_(slot.data, host_src, n_bytes);
     return {};

@@ -36,6 +36,11 @@ public:
     // to it; live blocks above it are the caller's to move first.
     void set_capacity(uint64_t bytes);
 
+    // Slots freed and kept for reuse (their memory still taken from the allocator), and
+    // giving that memory back (the health monitor's repair under memory pressure).
+    uint64_t recycled_bytes() const { return reserved_ - used_; }
+    uint64_t release_recycled();
+
     Result<TierSlot> allocate(size_t n_bytes) override;
     void release(const TierSlot & slot, size_t n_bytes) override;
     Status write(const TierSlot & slot, const uint8_t * host_src, size_t n_bytes) override;

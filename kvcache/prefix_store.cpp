@@ -289,4 +289,68 @@ uint64_t PrefixStore::n_blocks() {
     return sqlite3_step(st.get()) == SQLITE_ROW ? uint64_t(sqlite3_column_int64(st.get(), 0)) : 0;
 }
 
+PrefixStore::Summary PrefixStore::summary() {
+    std::lock_guard lock(mutex_);
+    Summary out;
+    Stmt st = prepare(db_, "SELECT COUNT(*), COALESCE(MIN(last_used), 0) FROM blocks");
+    if (sqlite3_step(st.get()) == SQLITE_ROW) {
+        out.blocks = uint64_t(sqlite3_column_int64(st.get(), 0));
+        out.oldest_use_us = sqlite3_column_int64(st.get(), 1);
+    }
+    st.reset();
+    (void)load_used();
+    out.bytes = used_;
+    return out;
+}
+
+uint64_t PrefixStore::evict_unused_before(int64_t before_us, uint32_t max_blocks) {
+    std::lock_guard lock(mutex_);
+    uint64_t dropped = 0;
+    (void)transaction([&]() -> Status {
+        const uint64_t before = used_;
+        Stmt old = prepare(db_, "SELECT chain, layer FROM blocks WHERE last_used < ? ORDER BY last_used LIMIT ?");
+        sqlite3_bind_int64(old.get(), 1, before_us);
+        sqlite3_bind_int64(old.get(), 2, max_blocks);
+        std::vector<std::pair<uint64_t, uint32_t>> victims;
+        int rc;
+        while ((rc = sqlite3_step(old.get())) == SQLITE_ROW) {
+            victims.emplace_back(uint64_t(sqlite3_column_int64(old.get(), 0)), uint32_t(sqlite3_column_int64(old.get(), 1)));
+        }
+        if (rc != SQLITE_DONE) return index_error("choosing old blocks");
+        old.reset();
+        for (const auto & [chain, layer] : victims) {
+            LR_RETURN_IF_ERROR(drop(chain, layer));
+            if (layer != kStatesLayer) LR_RETURN_IF_ERROR(drop(chain, kStatesLayer));
+        }
+        dropped = before - used_;
+        return {};
+    });
+    return dropped;
+}
+
+Status PrefixStore::release_free_space() {
+    std::lock_guard lock(mutex_);
+    // Within a write transaction: no other process takes a free slot meanwhile.
+    return transaction([&]() -> Status {
+        Stmt st = prepare(db_, "SELECT size, slot FROM free_slots ORDER BY size, slot");
+        std::vector<std::pair<uint64_t, uint64_t>> slots;
+        int rc;
+        while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+            slots.emplace_back(uint64_t(sqlite3_column_int64(st.get(), 0)), uint64_t(sqlite3_column_int64(st.get(), 1)));
+        }
+        if (rc != SQLITE_DONE) return index_error("listing free slots");
+        st.reset();
+        // Adjacent slots of one file as one range.
+        for (size_t i = 0; i < slots.size();) {
+            const auto [size, first] = slots[i];
+            size_t j = i + 1;
+            while (j < slots.size() && slots[j].first == size && slots[j].second == slots[j - 1].second + 1) ++j;
+            LR_ASSIGN_OR_RETURN(const int fd, data_file(size_t(size)));
+            LR_RETURN_IF_ERROR(io_->free_range(fd, first * size, (j - i) * size, "prefix cache in " + dir_));
+            i = j;
+        }
+        return {};
+    });
+}
+
 }  // namespace lr

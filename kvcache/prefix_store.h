@@ -75,6 +75,20 @@ public:
     void set_capacity(uint64_t bytes);
     const std::string & dir() const { return dir_; }
 
+    // ---- Health (kv_health.h) ----
+    struct Summary {
+        uint64_t blocks = 0;
+        uint64_t bytes = 0;
+        int64_t oldest_use_us = 0;  // the least recently used entry's last use (µs since the epoch; 0: empty)
+    };
+    Summary summary();
+    // Drops the entries last used before `before_us` (µs since the epoch), at most
+    // `max_blocks` of them, oldest first; returns the bytes.
+    uint64_t evict_unused_before(int64_t before_us, uint32_t max_blocks);
+    // Gives the disk space of the data files' free slots back to the file system (holes);
+    // unsupported where it cannot. The slots stay free for later writes.
+    Status release_free_space();
+
 private:
     PrefixStore(std::string dir, uint64_t capacity, std::shared_ptr<FileIo> io)
         : dir_(std::move(dir)), capacity_(capacity), io_(std::move(io)) {}

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "app/core/model_list_model.h"
+#include "ui/health_section.h"
 #include "ui/layer_kind_text.h"
 #include "ui/server_section.h"
 #include "ui/theme.h"
@@ -150,6 +151,10 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
                         "each token received (h2o, snapkv) and the key bounds quest ranks pages by"));
     layout->addLayout(form);
 
+    layout->addWidget(sectionTitle(tr("Health"), this));
+    m_health = new HealthSection(this);
+    layout->addWidget(m_health);
+
     m_hitView = makeChart(tr("Hit rate (%)"), &m_hitSeries, &m_hitX, &m_hitY, this);
     m_hitY->setRange(0, 100);
     layout->addWidget(m_hitView);
@@ -234,6 +239,7 @@ void CachePanel::showNumbers() {
         m_context->setRange(0, 1);
         m_context->setValue(0);
         m_context->setFormat(tr("no session"));
+        m_health->clear();
         return;
     }
     const app::CacheSnapshot & s = *m_snapshot;
@@ -286,6 +292,7 @@ void CachePanel::showNumbers() {
                        : tr("%1 (last: %2)").arg(locale.toString(qulonglong(kv.faults)), QString::fromStdString(kv.last_fault)));
     showAdaptDecisions(kv);
     showMonitoring(kv);
+    m_health->setFindings(kv.health, kv.health_checks, kv.health_repairs);
 }
 
 QStringList CachePanel::adaptDecisionRows() const {
@@ -365,6 +372,7 @@ void CachePanel::refreshStyle() {
     QPalette caption = m_empty->palette();
     caption.setColor(QPalette::WindowText, theme::subtleText(p));
     m_empty->setPalette(caption);
+    m_health->refreshStyle();
 }
 
 }  // namespace lr::ui

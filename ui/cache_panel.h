@@ -27,6 +27,7 @@ class QValueAxis;
 
 namespace lr::ui {
 
+class HealthSection;
 class ServerSection;
 class TierBar;
 
@@ -56,6 +57,8 @@ public:
     ServerSection * serverSection() const { return m_server; }
     // The adaptive mode's latest decisions, one line each, newest last.
     QStringList adaptDecisionRows() const;
+    // What the cache's health monitor found (the "Health" area).
+    HealthSection * healthSection() const { return m_health; }
 
 private:
     void sample();
@@ -75,6 +78,7 @@ private:
     QList<QLabel *> m_layerKindRows;
     QProgressBar * m_context;
     QHash<QString, QLabel *> m_values;
+    HealthSection * m_health;
     QChartView * m_hitView;
     QChartView * m_movedView;
     QLineSeries * m_hitSeries;

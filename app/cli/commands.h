@@ -22,6 +22,7 @@ int run_bench(const Argv & argv);
 int run_bench_turns(const Argv & argv);
 int run_bench_parallel(const Argv & argv);
 int run_serve(const Argv & argv);
+int run_health(const Argv & argv);
 
 // Prints "error: <message>" and returns the exit code for it.
 int fail(const std::string & message);

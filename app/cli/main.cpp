@@ -29,6 +29,7 @@ constexpr Command kCommands[] = {
     {"bench-parallel", lr::cli::run_bench_parallel, "decode throughput with several sequences at once (serve --parallel)"},
     {"bench-turns", lr::cli::run_bench_turns, "time to the second turn's first token, live, re-read and reopened"},
     {"serve", lr::cli::run_serve, "an OpenAI-compatible HTTP server on 127.0.0.1"},
+    {"health", lr::cli::run_health, "check the KV cache's memory, disk, files and faults, and repair what is safe"},
 };
 
 void print_usage() {

@@ -27,6 +27,17 @@ void EngineWorker::start() {
     } catch (...) {
         // The next request makes it again, inside run()'s barrier, and says what failed.
     }
+    // Between jobs the cache is still checked (a disk may fill while the app idles).
+    m_healthTimer = new QTimer(this);
+    m_healthTimer->setInterval(kHealthPollMs);
+    connect(m_healthTimer, &QTimer::timeout, this, [this] {
+        try {
+            if (m_engine && m_engine->hasModel()) maybeSnapshot(true);
+        } catch (...) {
+            // The next job's barrier reports what keeps failing.
+        }
+    });
+    m_healthTimer->start();
 }
 
 void EngineWorker::run(const EngineRequest & request) {
@@ -97,6 +108,7 @@ ProgressFn EngineWorker::prefillReporter(quint64 id, JobResult & result, Clock::
 }
 
 void EngineWorker::maybeSnapshot(bool force) {
+    m_sessionIntact = m_engine->checkHealth().ok();
     const Clock::time_point now = Clock::now();
     if (!force && now - m_lastSnapshot < std::chrono::milliseconds(kSnapshotIntervalMs)) return;
     m_lastSnapshot = now;
@@ -168,7 +180,7 @@ void EngineWorker::runChat(quint64 id, const ChatRequest & request, std::stop_to
     auto sink = [&](int32_t, std::string_view piece) {
         if (!piece.empty()) send(id, GeneratedText{.text = text(piece)});
         maybeSnapshot();
-        return true;
+        return m_sessionIntact;
     };
     auto thinking = [&](std::string_view piece) {
         if (!piece.empty()) send(id, GeneratedText{.text = text(piece), .part = TextPart::thinking});

@@ -7,6 +7,7 @@
 // as failed with a plain message; it never crosses the thread or ends the program.
 
 #include <QObject>
+#include <QTimer>
 
 #include <chrono>
 #include <functional>
@@ -27,6 +28,10 @@ public:
 
     // How often cacheSnapshot is sent while a job runs.
     static constexpr int kSnapshotIntervalMs = 250;
+    // How often the idle engine asks for its cache's health checks: twice per interval of the
+    // engine's own (Engine::kHealthIntervalMs, which decides when they are due), so that an
+    // idle engine checks every 5 to 7.5 s; jobs ask with every snapshot.
+    static constexpr int kHealthPollMs = 2500;
 
 public slots:
     // Creates the engine (on the engine thread).
@@ -52,14 +57,17 @@ private:
     void fail(quint64 id, JobKind kind, const Status & status, const ContextMeasure & measure = {});
     // A ProgressFn that reports the prompt's progress (with rate and ETA) and snapshots.
     ProgressFn prefillReporter(quint64 id, JobResult & result, Clock::time_point started);
+    // Runs the cache's health checks when due, then sends a snapshot when one is due.
     void maybeSnapshot(bool force = false);
     RetentionSnapshot retentionOf(qint64 conversationId, const ConversationContext & context) const;
 
     EngineFactory m_factory;
     std::unique_ptr<InferenceEngine> m_engine;
     Clock::time_point m_lastSnapshot{};
-    double m_prefillRate = 0;  // tokens/s of the last prefill that computed tokens
-    double m_decodeRate = 0;   // tokens/s of the last reply
+    double m_prefillRate = 0;     // tokens/s of the last prefill that computed tokens
+    double m_decodeRate = 0;      // tokens/s of the last reply
+    bool m_sessionIntact = true;  // false: a health repair's recomputation failed (the reply stops)
+    QTimer * m_healthTimer = nullptr;
 };
 
 }  // namespace lr::app

@@ -63,6 +63,11 @@ public:
 
     // What the cache holds of the context's document.
     virtual RetentionSnapshot retention(const ConversationContext & context) const = 0;
+
+    // Runs the KV cache's health checks and repairs when they are due (every few seconds;
+    // Engine::check_health), between ubatches; the findings appear in snapshot(). An engine
+    // without a cache (a fake) has nothing to check.
+    virtual Status checkHealth() { return {}; }
 };
 
 }  // namespace lr::app

@@ -122,6 +122,8 @@ CacheSnapshot LlmEngine::snapshot() const {
     return c;
 }
 
+Status LlmEngine::checkHealth() { return m_engine->check_health(); }
+
 RetentionSnapshot LlmEngine::retention(const ConversationContext & context) const {
     RetentionSnapshot r;
     r.documentText = context.documentText;

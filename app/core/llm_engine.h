@@ -31,6 +31,7 @@ public:
     Result<SummaryResult> summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
                                     std::stop_token stop) override;
     CacheSnapshot snapshot() const override;
+    Status checkHealth() override;
     RetentionSnapshot retention(const ConversationContext & context) const override;
 
 private:

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/api/kv_health.h"
 #include "engine/api/kv_layer.h"
 
 namespace lr {
@@ -23,6 +24,8 @@ struct KvTierStats {
     uint64_t blocks = 0;     // blocks held
     uint64_t bytes_in = 0;   // moved into this tier (promotions, demotions, restores)
     uint64_t bytes_out = 0;  // moved out of it
+    // Health: faults this tier caused (write refused, read failed, checksum mismatch).
+    uint64_t faults = 0;
 };
 
 // What the layers of one kind hold (one row per kind the model has).
@@ -98,6 +101,11 @@ struct KvStats {
     // Per policy name ("h2o"), the time spent selecting what to evict: scoring, selection,
     // emptying the slots and the compaction after them.
     std::map<std::string, double> selection_ms;
+    // Health monitor (kvcache/kv_health.h): the findings of its latest check, and the checks
+    // and repairs it has run since the cache was made.
+    std::vector<KvHealthFinding> health;
+    uint64_t health_checks = 0;
+    uint64_t health_repairs = 0;
 
     double hit_rate() const { return block_reads == 0 ? 1.0 : double(block_hits) / double(block_reads); }
 

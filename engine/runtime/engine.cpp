@@ -15,6 +15,7 @@
 #include "engine/runtime/reply_generator.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/summarizer.h"
+#include "kvcache/kv_health.h"
 #include "resources/bundled_model.h"
 
 namespace lr {
@@ -58,6 +59,9 @@ struct Engine::Impl {
     std::unique_ptr<Session> session;
     SessionOptions session_options;
     bool observe_attention = false;
+    // The session cache's health monitor, made with the session, and when it last ran.
+    std::unique_ptr<KvHealthMonitor> health;
+    std::chrono::steady_clock::time_point last_health{};
     PromptMemo memo;
 
     // What the session was last made to hold of a document (prefill, reply): the tokens
@@ -158,12 +162,27 @@ Status Engine::use_session(const SessionOptions & options) {
         return {};
     }
     m.held.reset();
+    m.health.reset();
     m.session.reset();
     LR_ASSIGN_OR_RETURN(m.session,
                         Session::create(m.model, {.n_ctx = options.n_ctx, .chunk_tokens = options.chunk_tokens, .kv = options.kv}));
     m.session->kv_cache().observe_attention(m.observe_attention);
     m.session_options = options;
-    return {};
+    m.health = std::make_unique<KvHealthMonitor>(system_health_probe(m.backend.get()));
+    return check_health(true);
+}
+
+Status Engine::check_health(bool now) {
+    Impl & m = *impl_;
+    if (!m.session || !m.health) return {};
+    const auto t = std::chrono::steady_clock::now();
+    if (!now && t - m.last_health < std::chrono::milliseconds(kHealthIntervalMs)) return {};
+    m.last_health = t;
+    {
+        std::lock_guard turn(m.model->backend_turn());
+        m.health->check(m.session->kv_cache());
+    }
+    return m.session->recompute_lost();
 }
 
 bool Engine::has_session() const { return impl_->session != nullptr; }

@@ -74,6 +74,16 @@ Session::Session(std::shared_ptr<const Model> model, SessionConfig config, std::
     : model_(std::move(model)), config_(config), kv_(std::move(kv)), graph_(std::move(graph)),
       keeps_prompt_end_(model_->kv_shape().has(KvLayerKind::recurrent)) {}
 
+Status Session::recompute_lost(std::stop_token stop) {
+    std::unique_lock turn(model_->backend_turn());
+    const std::optional<uint32_t> lost = kv_->take_lost_position(kSeq);
+    turn.unlock();
+    if (!lost || *lost >= tokens_.size()) return {};
+    std::vector<int32_t> redo(tokens_.begin() + *lost, tokens_.end());
+    keep_tokens(*lost);
+    return evaluate(redo, nullptr, {}, stop);
+}
+
 Status Session::append(std::span<const int32_t> tokens, const ProgressFn & progress, std::stop_token stop) {
     return evaluate(tokens, nullptr, progress, stop);
 }

@@ -72,6 +72,11 @@ public:
     // sliding window moved past them; streaming renumbered): tokens() says how many.
     void truncate(uint32_t n_keep);
 
+    // Recomputes what the cache lost between ubatches (a tier the health monitor disabled
+    // whose blocks did not read back), so that the session holds the same tokens and logits
+    // as before; nothing when nothing was lost.
+    Status recompute_lost(std::stop_token stop = {});
+
     // What the KV cache is doing (any thread).
     KvStats kv_stats() const { return kv_->stats(); }
     // Per position, the share of (layer, head) pairs whose cache still holds it.

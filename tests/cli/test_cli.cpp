@@ -430,6 +430,57 @@ private slots:
         QVERIFY2(text.contains(message), qPrintable(text));
         if (!args.isEmpty()) QVERIFY2(!text.contains('\n'), qPrintable(text));
     }
+
+    // health: findings as text and JSON, the exit code a script reads (0 healthy, 2 a
+    // warning, 3 critical, 1 could not check), without a model and with one.
+    void healthReportsAndExitsBySeverity() {
+        QTemporaryDir dir;
+        auto check = [](const Run & r) {
+            QVERIFY2(r.status == QProcess::NormalExit, r.err.constData());
+            const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+            QVERIFY2(o["findings"].isArray(), r.out.constData());
+            const QString status = o["status"].toString();
+            const int expected = status == "healthy" ? 0 : status == "warning" ? 2 : status == "critical" ? 3 : -1;
+            QCOMPARE(r.exit_code, expected);
+        };
+        auto checks_of = [](const Run & r) {
+            QStringList out;
+            for (const QJsonValue & f : QJsonDocument::fromJson(r.out).object()["findings"].toArray()) {
+                out << f["check"].toString() + " " + f["severity"].toString() + ": " + f["message"].toString();
+            }
+            return out.join("\n");
+        };
+        const Run empty = run_cli({"health", "--kv-dir", dir.path(), "--json"});
+        check(empty);
+        QVERIFY(QJsonDocument::fromJson(empty.out).object()["model"].isNull());
+        QVERIFY2(checks_of(empty).contains("prefix_cache info: there is no prefix cache"), qPrintable(checks_of(empty)));
+
+        // A prefix cache written by generate is found and sized.
+        QFile text(shared_path("data/text/tinystories_style_eval.txt"));
+        QVERIFY(text.open(QIODevice::ReadOnly));
+        const Run gen = run_cli(
+            {"generate", "-p", QString::fromUtf8(text.read(800)), "-n", "4", "--temp", "0", "--kv-dir", dir.path(), "--kv-disk-mib", "64"});
+        QCOMPARE(gen.exit_code, 0);
+        const Run stored = run_cli({"health", "--kv-dir", dir.path(), "--kv-disk-mib", "64", "--json"});
+        check(stored);
+        QVERIFY2(QRegularExpression("prefix_cache info: the prefix cache holds \\d+ blocks").match(checks_of(stored)).hasMatch(),
+                 qPrintable(checks_of(stored)));
+
+        // A disk budget far beyond the free disk: a warning (or worse), in plain words.
+        const Run huge = run_cli({"health", "--kv-dir", dir.path(), "--kv-disk-mib", "1000000000"});
+        QVERIFY2(huge.exit_code == 2 || huge.exit_code == 3, huge.out.constData());
+        QVERIFY2(huge.out.contains("disk space: ") && huge.out.contains("KV cache health in"), huge.out.constData());
+
+        // With a model: its session's cache is checked too.
+        const Run with_model = run_cli(
+            {"health", "-m", shared_path("models/stories260K.gguf"), "-c", "128", "--kv-dir", dir.path(), "--kv-disk-mib", "64", "--json"});
+        check(with_model);
+        QVERIFY(QJsonDocument::fromJson(with_model.out).object()["model"].toString().endsWith("stories260K.gguf"));
+
+        const Run bad = run_cli({"health", "--kv-disk-mib", "lots"});
+        QCOMPARE(bad.exit_code, 1);
+        QVERIFY(bad.err.startsWith("error: "));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -45,6 +45,11 @@ public:
         return {};
     }
 
+    Status resize(int fd, uint64_t n_bytes, const std::string & what) override { return real_->resize(fd, n_bytes, what); }
+    Status free_range(int fd, uint64_t offset, uint64_t n, const std::string & what) override {
+        return real_->free_range(fd, offset, n, what);
+    }
+
 private:
     // Fires once the countdown has run out, then keeps firing (a broken disk stays broken).
     bool trigger() {
