@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
+#include "kvcache/layer_budgets.h"
 
 namespace lr {
 
@@ -441,13 +442,16 @@ void KvCache::apply(UbatchPlan & p) {
     if (p.policy_.collect_mass) fold_mass(p);
     const KvSettings & k = state_.config.settings;
     const bool reencode = k.k_codec() != state_.layout.k_codec || k.v_codec() != state_.layout.v_codec;
+    const std::vector<uint32_t> budgets = p.policy_.evict_to ? layer_budgets(*s.policy, state_.shape, *p.policy_.evict_to,
+                                                                             p.ubatch_.n_held + p.n_tokens(), false)
+                                                             : std::vector<uint32_t>{};
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
         if (!state_.shape.full(il)) continue;  // policies and codecs apply to full-attention layers
         if (s.policy->keeps_key_bounds()) {
             if (Status st = editor_.widen_key_bounds(seq, il, p.first_slot_[il], p.n_tokens()); !st.ok()) state_.report_fault(st);
         }
         if (p.policy_.evict_to) {
-            editor_.evict(seq, il, {.budget = *p.policy_.evict_to, .end = p.positions_.back() + 1, .n_held = p.ubatch_.n_held});
+            editor_.evict(seq, il, {.budget = budgets[il], .end = p.positions_.back() + 1, .n_held = p.ubatch_.n_held});
         }
         if (reencode) {
             if (Status st = editor_.reencode_aged(seq, il); !st.ok()) state_.report_fault(st);
@@ -476,10 +480,11 @@ void KvCache::apply(UbatchPlan & p) {
 
 void KvCache::select_prompt(SeqId seq) {
     KvSequence & s = state_.seqs.at(seq);
-    const uint32_t budget = s.policy->settings().budget_for(s.n_tokens());
+    const std::vector<uint32_t> budgets = layer_budgets(*s.policy, state_.shape, s.policy->settings().budget_for(s.n_tokens()),
+                                                        s.n_tokens(), true);
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
         if (state_.shape.full(il))
-            editor_.evict(seq, il, {.budget = budget, .end = s.next_pos, .n_held = s.n_tokens(), .prompt_end = true});
+            editor_.evict(seq, il, {.budget = budgets[il], .end = s.next_pos, .n_held = s.n_tokens(), .prompt_end = true});
     }
 }
 

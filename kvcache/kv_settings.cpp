@@ -11,6 +11,12 @@ constexpr std::pair<KvPolicy, std::string_view> kPolicyNames[] = {
     {KvPolicy::streaming, "streaming"}, {KvPolicy::quest, "quest"}, {KvPolicy::random, "random"},
 };
 
+constexpr std::pair<KvLayerBudget, std::string_view> kLayerBudgetNames[] = {
+    {KvLayerBudget::uniform, "uniform"},
+    {KvLayerBudget::pyramid, "pyramid"},
+    {KvLayerBudget::inverse, "inverse"},
+};
+
 KvCodec codec_for_bits(uint32_t bits) {
     switch (bits) {
         case 32: return KvCodec::f32;
@@ -34,6 +40,20 @@ std::string_view kv_policy_name(KvPolicy policy) {
 std::optional<KvPolicy> kv_policy_from_name(std::string_view name) {
     for (const auto & [p, n] : kPolicyNames) {
         if (n == name) return p;
+    }
+    return std::nullopt;
+}
+
+std::string_view kv_layer_budget_name(KvLayerBudget shape) {
+    for (const auto & [b, name] : kLayerBudgetNames) {
+        if (b == shape) return name;
+    }
+    return "?";
+}
+
+std::optional<KvLayerBudget> kv_layer_budget_from_name(std::string_view name) {
+    for (const auto & [b, n] : kLayerBudgetNames) {
+        if (n == name) return b;
     }
     return std::nullopt;
 }
@@ -82,6 +102,9 @@ Status validate(const KvSettings & s) {
     if (s.policy != KvPolicy::none && s.policy != KvPolicy::quest && s.budget_tokens == 0 && s.keep_ratio >= 1) {
         return invalid("a keep ratio of 100% evicts nothing: choose policy none");
     }
+    // Any shape goes with any policy: none and quest evict nothing and streaming keeps the
+    // same window in every layer, so for them every shape is uniform (describe omits it).
+    if (kv_layer_budget_name(s.layer_budget) == "?") return invalid("the layer budget must be uniform, pyramid or inverse");
     return {};
 }
 
@@ -112,6 +135,8 @@ std::string describe(const KvSettings & s) {
         out += buf;
     }
     if (s.policy == KvPolicy::snapkv && s.then == KvPolicy::h2o) out += " then h2o";
+    const bool shaped = s.policy == KvPolicy::h2o || s.policy == KvPolicy::snapkv || s.policy == KvPolicy::random;
+    if (shaped && s.layer_budget != KvLayerBudget::uniform) out += ", " + std::string(kv_layer_budget_name(s.layer_budget)) + " layers";
     out += ", K " + std::string(kv_codec_name(s.k_codec())) + " / V " + std::string(kv_codec_name(s.v_codec()));
     if (s.host_bits != 0) out += ", RAM " + std::string(kv_codec_name(codec_for_bits(s.host_bits)));
     if (s.disk_bits != 0) out += ", disk " + std::string(kv_codec_name(codec_for_bits(s.disk_bits)));

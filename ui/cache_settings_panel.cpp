@@ -111,6 +111,16 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->addRow(tr("Recent window"), sliderRow(m_recent, m_recentValue, 0, 100));
     setTip(m_recent, tr("Recent window"), tr("The share of the budget reserved for the most recent tokens (H2O)."));
 
+    // Per-layer budgets.
+    m_layerBudget = new QComboBox(this);
+    m_layerBudget->addItem(tr("uniform \u2014 every layer the same"), int(KvLayerBudget::uniform));
+    m_layerBudget->addItem(tr("pyramid \u2014 lower layers keep more"), int(KvLayerBudget::pyramid));
+    m_layerBudget->addItem(tr("inverse \u2014 upper layers keep more"), int(KvLayerBudget::inverse));
+    setTip(m_layerBudget, tr("Layer budget"),
+           tr("How the budget is spread over the layers, the total unchanged (H2O, SnapKV): pyramid keeps more in the lower "
+              "layers (PyramidKV), inverse more in the upper ones."));
+    form->addRow(tr("Layer budget"), m_layerBudget);
+
     m_sinks = new QSpinBox(this);
     m_sinks->setRange(0, 1024);
     setTip(m_sinks, tr("Sink tokens"), tr("The first tokens, which attention leans on, are never evicted."));
@@ -202,7 +212,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     });
     for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
-    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits})
+    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_layerBudget})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
@@ -226,6 +236,7 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_disk->setValue(int(s.kv.disk_mib));
     m_hostBits->setCurrentIndex(std::max(0, m_hostBits->findData(int(s.kv.host_bits))));
     m_diskBits->setCurrentIndex(std::max(0, m_diskBits->findData(int(s.kv.disk_bits))));
+    m_layerBudget->setCurrentIndex(std::max(0, m_layerBudget->findData(int(s.kv.layer_budget))));
     m_loading = false;
     updateLabels();
     updatePrediction();
@@ -259,6 +270,7 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     s.kv.disk_mib = m_disk->value();
     s.kv.host_bits = uint32_t(m_hostBits->currentData().toInt());
     s.kv.disk_bits = uint32_t(m_diskBits->currentData().toInt());
+    s.kv.layer_budget = KvLayerBudget(m_layerBudget->currentData().toInt());
     return s;
 }
 
@@ -275,6 +287,7 @@ void CacheSettingsPanel::updateLabels() {
     const auto policy = KvPolicy(m_policy->currentData().toInt());
     m_keep->setEnabled(policy != KvPolicy::none);  // quest: the share it reads
     m_recent->setEnabled(policy == KvPolicy::h2o);
+    m_layerBudget->setEnabled(policy == KvPolicy::h2o || policy == KvPolicy::snapkv);
 }
 
 void CacheSettingsPanel::updatePrediction() {

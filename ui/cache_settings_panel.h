@@ -1,6 +1,6 @@
 #pragma once
 // The cache sliders: context, prefill chunk, policy, keep ratio, recent window, sink tokens,
-// K/V bits, tier budgets. Each has a one-sentence tooltip; the planner's prediction for the
+// K/V bits, tier budgets, the layer budget's shape. Each has a one-sentence tooltip; the planner's prediction for the
 // loaded model updates as they move; changes apply to the conversation's next turn (the
 // panel says so). Knobs this engine build does not apply yet are disabled and say why.
 
@@ -41,6 +41,7 @@ public:
     QSpinBox * chunkBox() const { return m_chunk; }
     QComboBox * kBitsBox() const { return m_kBits; }
     QComboBox * hostBitsBox() const { return m_hostBits; }
+    QComboBox * layerBudgetBox() const { return m_layerBudget; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -81,6 +82,8 @@ private:
     QLabel * m_prediction;
     QLabel * m_nextTurn;
     QPushButton * m_defaults;
+    // Per-layer budgets.
+    QComboBox * m_layerBudget;
 };
 
 }  // namespace lr::ui

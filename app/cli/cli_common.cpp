@@ -69,6 +69,9 @@ std::vector<FlagSpec> kv_flags() {
         {"--no-prefix-cache", "", false, false, "do not persist or restore prompt prefixes"},
         {"--kv-stats", "", false, false, "print the KV cache's stats at the end"},
         {"--kv-stats-json", "", true, false, "write the KV cache's stats as JSON to this file"},
+        // Per-layer budgets.
+        {"--layer-budget", "", true, false,
+         "h2o, snapkv, random: the budget over the layers: uniform, pyramid or inverse (default uniform)"},
     };
 }
 
@@ -203,6 +206,11 @@ Result<KvSettings> kv_settings(const Args & args) {
     k.block_tokens = uint32_t(block);
     k.dir = args.get_or("--kv-dir", "");
     k.prefix_cache = !args.has("--no-prefix-cache");
+    if (const std::optional<std::string> name = args.get("--layer-budget")) {
+        const std::optional<KvLayerBudget> shape = kv_layer_budget_from_name(*name);
+        if (!shape) return error(StatusCode::invalid_argument, "unknown --layer-budget '" + *name + "' (uniform, pyramid or inverse)");
+        k.layer_budget = *shape;
+    }
     LR_RETURN_IF_ERROR(validate(k));
     return k;
 }

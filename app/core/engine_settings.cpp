@@ -75,6 +75,9 @@ QJsonObject toJson(const EngineSettings & s) {
         {"topP", double(s.sampler.top_p)},
         {"minP", double(s.sampler.min_p)},
         {"repeatPenalty", double(s.sampler.repeat_penalty)},
+        // Per-layer budgets.
+        {"layerBudget",
+         QString::fromLatin1(kv_layer_budget_name(s.kv.layer_budget).data(), qsizetype(kv_layer_budget_name(s.kv.layer_budget).size()))},
     };
 }
 
@@ -105,6 +108,9 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     s.sampler.top_p = float(number(json, "topP", s.sampler.top_p));
     s.sampler.min_p = float(number(json, "minP", s.sampler.min_p));
     s.sampler.repeat_penalty = float(number(json, "repeatPenalty", s.sampler.repeat_penalty));
+    if (json.value("layerBudget").isString()) {
+        if (auto shape = kv_layer_budget_from_name(json.value("layerBudget").toString().toStdString())) s.kv.layer_budget = *shape;
+    }
     // A stored value out of range (an older or hand-edited file) falls back as a whole.
     return validationError(s).isEmpty() ? s : defaults;
 }

@@ -86,6 +86,7 @@ KvFlags kv_flags_for(const KvSettings & k) {
     add(k.disk_mib != d.disk_mib, "--kv-disk-mib", number(k.disk_mib));
     add(k.dir != d.dir, "--kv-dir", k.dir);
     add(k.prefix_cache != d.prefix_cache, "--no-prefix-cache", "");
+    add(k.layer_budget != d.layer_budget, "--layer-budget", std::string(kv_layer_budget_name(k.layer_budget)));
     return flags;
 }
 

@@ -30,6 +30,17 @@ enum class KvPolicy {
 std::string_view kv_policy_name(KvPolicy policy);
 std::optional<KvPolicy> kv_policy_from_name(std::string_view name);
 
+// How a policy's budget is spread over the layers that evict (kvcache/layer_budgets.h): the
+// total stays the same. Written to settings files by name: never rename.
+enum class KvLayerBudget {
+    uniform,  // every layer the same budget
+    pyramid,  // lower layers keep more, upper layers fewer (PyramidKV)
+    inverse,  // lower layers keep fewer, upper layers more
+};
+
+std::string_view kv_layer_budget_name(KvLayerBudget shape);
+std::optional<KvLayerBudget> kv_layer_budget_from_name(std::string_view name);
+
 struct KvSettings {
     // Placement (lossless). 0 = automatic (from free RAM and disk at start-up).
     double device_mib = 0;     // the tier attention reads from (VRAM, or the hot RAM arena)
@@ -67,6 +78,10 @@ struct KvSettings {
     uint32_t disk_bits = 0;
 
     uint32_t block_tokens = 32;
+
+    // Per-layer budgets: the shape of the budget over the full-attention layers (h2o, snapkv,
+    // random; streaming keeps only sinks and its window, the same in every layer).
+    KvLayerBudget layer_budget = KvLayerBudget::uniform;
 
     KvCodec k_codec() const;
     KvCodec v_codec() const;

@@ -388,6 +388,19 @@ private slots:
         }
     }
 
+    // --layer-budget reaches the cache (its description in the stats) for the policies it shapes.
+    void layerBudgetFlagReachesTheCache() {
+        QTemporaryDir dir;
+        const QString stats = dir.filePath("stats.json");
+        const Run r = run_cli({"generate", "-p", "Once upon a time", "-n", "8", "--temp", "0", "--kv-policy", "h2o", "--kv-budget", "16",
+                               "--layer-budget", "pyramid", "--kv-stats-json", stats});
+        QCOMPARE(r.exit_code, 0);
+        QFile f(stats);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(o["policy"].toString(), QString("h2o 16 tokens (recent 50%, 4 sinks), pyramid layers, K f16 / V f16"));
+    }
+
     void badInputGivesOneLineError_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
@@ -412,6 +425,8 @@ private slots:
         QTest::newRow("make-model hybrid without attention")
             << QStringList{"make-model", "--preset", "qwen3.6-27b", "--layers", "2", "-o", "/tmp/x.gguf"}
             << "at least full_attention_interval (4) layers";
+        QTest::newRow("layer budget") << QStringList{"generate", "-p", "x", "--layer-budget", "steep"}
+                                      << "unknown --layer-budget 'steep' (uniform, pyramid or inverse)";
         QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
     }
     void badInputGivesOneLineError() {
