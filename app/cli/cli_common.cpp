@@ -71,7 +71,7 @@ std::vector<FlagSpec> kv_flags() {
         {"--kv-stats-json", "", true, false, "write the KV cache's stats as JSON to this file"},
         // Per-layer budgets.
         {"--layer-budget", "", true, false,
-         "h2o, snapkv, random: the budget over the layers: uniform, pyramid or inverse (default uniform)"},
+         "h2o, snapkv, random: the budget over the layers: uniform, pyramid or inverse (default inverse)"},
     };
 }
 

@@ -80,8 +80,9 @@ struct KvSettings {
     uint32_t block_tokens = 32;
 
     // Per-layer budgets: the shape of the budget over the full-attention layers (h2o, snapkv,
-    // random; streaming keeps only sinks and its window, the same in every layer).
-    KvLayerBudget layer_budget = KvLayerBudget::uniform;
+    // random; streaming keeps only sinks and its window, the same in every layer). inverse:
+    // closer to the full cache than uniform and pyramid at 50/20/10 % (docs/BENCHMARKS.md).
+    KvLayerBudget layer_budget = KvLayerBudget::inverse;
 
     KvCodec k_codec() const;
     KvCodec v_codec() const;
