@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/backend/kv_codec_rows.h"
+#include "kvcache/layer_budgets.h"
 
 namespace lr {
 
@@ -523,6 +524,9 @@ void KvCache::apply(UbatchPlan & p) {
     const KvSettings & k = state_.config.settings;
     const bool reencode = !p.warming_up_ && (k.k_codec() != state_.layout.k_codec || k.v_codec() != state_.layout.v_codec);
     SelectionTimer selecting;
+    const std::vector<uint32_t> budgets = p.policy_.evict_to ? layer_budgets(*s.policy, state_.shape, *p.policy_.evict_to,
+                                                                             p.ubatch_.n_held + p.n_tokens(), false)
+                                                             : std::vector<uint32_t>{};
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
         if (!state_.shape.full(il)) continue;  // policies and codecs apply to full-attention layers
         if (s.policy->keeps_key_bounds()) {
@@ -530,7 +534,7 @@ void KvCache::apply(UbatchPlan & p) {
         }
         if (p.policy_.evict_to) {
             selecting.start();
-            editor_.evict(seq, il, {.budget = *p.policy_.evict_to, .end = p.positions_.back() + 1, .n_held = p.ubatch_.n_held});
+            editor_.evict(seq, il, {.budget = budgets[il], .end = p.positions_.back() + 1, .n_held = p.ubatch_.n_held});
             selecting.stop();
         }
         if (reencode) {
@@ -610,10 +614,11 @@ void KvCache::adapt() {
 
 void KvCache::select_prompt(SeqId seq) {
     KvSequence & s = state_.seqs.at(seq);
-    const uint32_t budget = s.policy->settings().budget_for(s.n_tokens());
+    const std::vector<uint32_t> budgets = layer_budgets(*s.policy, state_.shape, s.policy->settings().budget_for(s.n_tokens()),
+                                                        s.n_tokens(), true);
     for (uint32_t il = 0; il < state_.shape.n_layer; ++il) {
         if (state_.shape.full(il))
-            editor_.evict(seq, il, {.budget = budget, .end = s.next_pos, .n_held = s.n_tokens(), .prompt_end = true});
+            editor_.evict(seq, il, {.budget = budgets[il], .end = s.next_pos, .n_held = s.n_tokens(), .prompt_end = true});
     }
 }
 

@@ -17,6 +17,12 @@ constexpr std::pair<KvDemotion, std::string_view> kDemotionNames[] = {
     {KvDemotion::fifo, "fifo"},
 };
 
+constexpr std::pair<KvLayerBudget, std::string_view> kLayerBudgetNames[] = {
+    {KvLayerBudget::uniform, "uniform"},
+    {KvLayerBudget::pyramid, "pyramid"},
+    {KvLayerBudget::inverse, "inverse"},
+};
+
 KvCodec codec_for_bits(uint32_t bits) {
     switch (bits) {
         case 32: return KvCodec::f32;
@@ -51,6 +57,8 @@ std::string_view kv_policy_name(KvPolicy policy) { return name_in(kPolicyNames, 
 std::optional<KvPolicy> kv_policy_from_name(std::string_view name) { return value_in(kPolicyNames, name); }
 std::string_view kv_demotion_name(KvDemotion order) { return name_in(kDemotionNames, order); }
 std::optional<KvDemotion> kv_demotion_from_name(std::string_view name) { return value_in(kDemotionNames, name); }
+std::string_view kv_layer_budget_name(KvLayerBudget shape) { return name_in(kLayerBudgetNames, shape); }
+std::optional<KvLayerBudget> kv_layer_budget_from_name(std::string_view name) { return value_in(kLayerBudgetNames, name); }
 
 KvCodec KvSettings::k_codec() const { return codec_for_bits(k_bits); }
 KvCodec KvSettings::v_codec() const { return codec_for_bits(v_bits); }
@@ -101,6 +109,9 @@ Status validate(const KvSettings & s) {
     if (s.warmup_tokens > (1u << 20)) {
         return invalid("the warm-up must be 0 to 1048576 tokens (got " + std::to_string(s.warmup_tokens) + ")");
     }
+    // Any shape goes with any policy: none and quest evict nothing and streaming keeps the
+    // same window in every layer, so for them every shape is uniform (describe omits it).
+    if (kv_layer_budget_name(s.layer_budget) == "?") return invalid("the layer budget must be uniform, pyramid or inverse");
     return {};
 }
 
@@ -131,6 +142,8 @@ std::string describe(const KvSettings & s) {
         out += buf;
     }
     if (s.policy == KvPolicy::snapkv && s.then == KvPolicy::h2o) out += " then h2o";
+    const bool shaped = s.policy == KvPolicy::h2o || s.policy == KvPolicy::snapkv || s.policy == KvPolicy::random;
+    if (shaped && s.layer_budget != KvLayerBudget::uniform) out += ", " + std::string(kv_layer_budget_name(s.layer_budget)) + " layers";
     // Warm-up.
     if (s.warmup_tokens != 0) {
         out += ", warm-up " + std::to_string(s.warmup_tokens) + " tokens";

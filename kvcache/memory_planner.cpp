@@ -2,7 +2,9 @@
 #include "engine/api/prefill_chunk.h"
 
 #include "engine/backend/kv_block_layout.h"
+#include "kvcache/layer_budgets.h"
 #include "kvcache/recurrent_snapshots.h"
+#include "kvcache/selection_policy.h"
 
 #include <sys/statvfs.h>
 
@@ -230,8 +232,16 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     }
     plan.max_context = lo;
 
-    // The device tier must hold the layer attention reads and the one prefetched next.
-    const uint64_t per_layer = model.n_layer ? device_coded / model.n_layer : 0;
+    // The device tier must hold the layer attention reads and the one prefetched next: with
+    // per-layer budgets, the widest layer (the total is the same).
+    const auto policy = SelectionPolicy::create(settings, {.block_tokens = settings.block_tokens}, n_ctx);
+    const std::vector<uint32_t> budgets = layer_budgets({.shape = settings.layer_budget,
+                                                         .n_layers = model.n_layer,
+                                                         .budget = kept,
+                                                         .floor = layer_budget_floor(*policy, kept, false),
+                                                         .n_tokens = n_ctx});
+    const uint32_t widest = budgets.empty() ? kept : *std::max_element(budgets.begin(), budgets.end());
+    const uint64_t per_layer = model.n_layer && kept ? uint64_t(double(device_coded) / model.n_layer * widest / kept) : 0;
     char buf[256];
     if (n_ctx > model.n_ctx_train && settings.policy != KvPolicy::streaming) {
         plan.verdict = MemoryVerdict::wont_fit;

@@ -114,6 +114,16 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->addRow(tr("Recent window"), sliderRow(m_recent, m_recentValue, 0, 100));
     setTip(m_recent, tr("Recent window"), tr("The share of the budget reserved for the most recent tokens (H2O)."));
 
+    // Per-layer budgets.
+    m_layerBudget = new QComboBox(this);
+    m_layerBudget->addItem(tr("uniform \u2014 every layer the same"), int(KvLayerBudget::uniform));
+    m_layerBudget->addItem(tr("pyramid \u2014 lower layers keep more"), int(KvLayerBudget::pyramid));
+    m_layerBudget->addItem(tr("inverse \u2014 upper layers keep more"), int(KvLayerBudget::inverse));
+    setTip(m_layerBudget, tr("Layer budget"),
+           tr("How the budget is spread over the layers, the total unchanged (H2O, SnapKV): pyramid keeps more in the lower "
+              "layers (PyramidKV), inverse more in the upper ones."));
+    form->addRow(tr("Layer budget"), m_layerBudget);
+
     m_sinks = new QSpinBox(this);
     m_sinks->setRange(0, 1024);
     setTip(m_sinks, tr("Sink tokens"), tr("The first tokens, which attention leans on, are never evicted."));
@@ -234,7 +244,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     });
     for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk, m_warmup})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
-    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch})
+    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch, m_layerBudget})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
@@ -262,6 +272,7 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_demotion->setCurrentIndex(std::max(0, m_demotion->findData(int(s.kv.demotion))));
     m_prefetch->setCurrentIndex(std::max(0, m_prefetch->findData(int(s.kv.prefetch_layers))));
     m_warmup->setValue(int(s.kv.warmup_tokens));
+    m_layerBudget->setCurrentIndex(std::max(0, m_layerBudget->findData(int(s.kv.layer_budget))));
     m_loading = false;
     updateLabels();
     updatePrediction();
@@ -299,6 +310,7 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     s.kv.demotion = KvDemotion(m_demotion->currentData().toInt());
     s.kv.prefetch_layers = uint32_t(m_prefetch->currentData().toInt());
     s.kv.warmup_tokens = uint32_t(m_warmup->value());
+    s.kv.layer_budget = KvLayerBudget(m_layerBudget->currentData().toInt());
     return s;
 }
 
@@ -315,6 +327,7 @@ void CacheSettingsPanel::updateLabels() {
     const auto policy = KvPolicy(m_policy->currentData().toInt());
     m_keep->setEnabled(policy != KvPolicy::none);  // quest: the share it reads
     m_recent->setEnabled(policy == KvPolicy::h2o);
+    m_layerBudget->setEnabled(policy == KvPolicy::h2o || policy == KvPolicy::snapkv);
 }
 
 void CacheSettingsPanel::updatePrediction() {

@@ -1,6 +1,7 @@
 #pragma once
 // The cache sliders: context, prefill chunk (or automatic), policy, keep ratio, recent window,
-// sink tokens, K/V bits, tier budgets, warm-up. Each has a one-sentence tooltip; the
+// sink tokens, K/V bits, tier budgets, warm-up, the layer budget's shape, and placement
+// (tier management, demotion order, prefetch). Each has a one-sentence tooltip; the
 // planner's prediction for the loaded model updates as they move; changes apply to the
 // conversation's next turn (the panel says so). Knobs this engine build does not apply yet
 // are disabled and say why.
@@ -46,6 +47,7 @@ public:
     QComboBox * prefetchBox() const { return m_prefetch; }
     QComboBox * adaptBox() const { return m_adapt; }
     QSpinBox * warmupBox() const { return m_warmup; }
+    QComboBox * layerBudgetBox() const { return m_layerBudget; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -92,6 +94,8 @@ private:
     QComboBox * m_adapt;
     // Warm-up.
     QSpinBox * m_warmup;
+    // Per-layer budgets.
+    QComboBox * m_layerBudget;
 };
 
 }  // namespace lr::ui

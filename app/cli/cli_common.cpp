@@ -75,6 +75,9 @@ std::vector<FlagSpec> kv_flags() {
         {"--kv-adapt", "", false, false, "pick the RAM tiers' split, prefetch depth and recent window from what the cache measures"},
         // Warm-up.
         {"--warmup-tokens", "", true, false, "no eviction or re-encoding until a sequence holds this many tokens (default 0)"},
+        // Per-layer budgets.
+        {"--layer-budget", "", true, false,
+         "h2o, snapkv, random: the budget over the layers: uniform, pyramid or inverse (default inverse)"},
     };
 }
 
@@ -228,6 +231,11 @@ Result<KvSettings> kv_settings(const Args & args) {
     // Warm-up.
     LR_ASSIGN_OR_RETURN(long long warmup, args.get_int("--warmup-tokens", k.warmup_tokens, 0, 1 << 20));
     k.warmup_tokens = uint32_t(warmup);
+    if (const std::optional<std::string> name = args.get("--layer-budget")) {
+        const std::optional<KvLayerBudget> shape = kv_layer_budget_from_name(*name);
+        if (!shape) return error(StatusCode::invalid_argument, "unknown --layer-budget '" + *name + "' (uniform, pyramid or inverse)");
+        k.layer_budget = *shape;
+    }
     LR_RETURN_IF_ERROR(validate(k));
     return k;
 }

@@ -42,7 +42,7 @@ int run_eval_kv(const Argv & argv) {
              {"-c", "--ctx-size", true, false, "window size in tokens (default 512)"},
              {"--windows", "", true, false, "evaluate at most this many windows (default: all)"},
              {"--policy", "", true, false, "same as --kv-policy"},
-             {"--sweep", "", false, false, "every policy at 50/20/10% and every codec (a table)"},
+             {"--sweep", "", false, false, "every policy at 50/20/10%, codec and layer budget"},
              {"--json", "", false, false, "print one JSON object (one per line with --sweep)"},
              {"--attention-out", "", true, false,
               "write where the model looks in the first window, full cache and the policy, as JSON to FILE and a plot to FILE.png"},
@@ -98,6 +98,21 @@ int run_eval_kv(const Argv & argv) {
             s.k_bits = k;
             s.v_bits = v;
             runs.push_back(s);
+        }
+        // Per-layer budgets: h2o and snapkv (then h2o) with the shapes the rows above do not have.
+        for (KvLayerBudget shape : {KvLayerBudget::uniform, KvLayerBudget::pyramid, KvLayerBudget::inverse}) {
+            if (shape == kv->layer_budget) continue;
+            for (KvPolicy p : {KvPolicy::h2o, KvPolicy::snapkv}) {
+                for (double ratio : {0.5, 0.2, 0.1}) {
+                    KvSettings s = *kv;
+                    s.policy = p;
+                    s.keep_ratio = ratio;
+                    s.budget_tokens = 0;
+                    if (p == KvPolicy::snapkv) s.then = KvPolicy::h2o;
+                    s.layer_budget = shape;
+                    runs.push_back(s);
+                }
+            }
         }
     } else {
         runs.push_back(*kv);

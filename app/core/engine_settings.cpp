@@ -81,6 +81,9 @@ QJsonObject toJson(const EngineSettings & s) {
         {"adapt", s.kv.adapt},
         // Warm-up.
         {"warmupTokens", double(s.kv.warmup_tokens)},
+        // Per-layer budgets.
+        {"layerBudget",
+         QString::fromLatin1(kv_layer_budget_name(s.kv.layer_budget).data(), qsizetype(kv_layer_budget_name(s.kv.layer_budget).size()))},
     };
 }
 
@@ -118,6 +121,9 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     if (json.value("adapt").isBool()) s.kv.adapt = json.value("adapt").toBool();
     // Warm-up.
     s.kv.warmup_tokens = count(json, "warmupTokens", s.kv.warmup_tokens);
+    if (json.value("layerBudget").isString()) {
+        if (auto shape = kv_layer_budget_from_name(json.value("layerBudget").toString().toStdString())) s.kv.layer_budget = *shape;
+    }
     // A stored value out of range (an older or hand-edited file) falls back as a whole.
     return validationError(s).isEmpty() ? s : defaults;
 }

@@ -92,6 +92,7 @@ KvFlags kv_flags_for(const KvSettings & k) {
     add(k.adapt != d.adapt, "--kv-adapt", "");
     // Warm-up.
     add(k.warmup_tokens != d.warmup_tokens, "--warmup-tokens", std::to_string(k.warmup_tokens));
+    add(k.layer_budget != d.layer_budget, "--layer-budget", std::string(kv_layer_budget_name(k.layer_budget)));
     return flags;
 }
 

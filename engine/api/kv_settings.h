@@ -42,6 +42,16 @@ enum class KvDemotion {
 
 std::string_view kv_demotion_name(KvDemotion order);
 std::optional<KvDemotion> kv_demotion_from_name(std::string_view name);
+// How a policy's budget is spread over the layers that evict (kvcache/layer_budgets.h): the
+// total stays the same. Written to settings files by name: never rename.
+enum class KvLayerBudget {
+    uniform,  // every layer the same budget
+    pyramid,  // lower layers keep more, upper layers fewer (PyramidKV)
+    inverse,  // lower layers keep fewer, upper layers more
+};
+
+std::string_view kv_layer_budget_name(KvLayerBudget shape);
+std::optional<KvLayerBudget> kv_layer_budget_from_name(std::string_view name);
 
 struct KvSettings {
     // Placement (lossless). 0 = automatic (from free RAM and disk at start-up).
@@ -91,6 +101,10 @@ struct KvSettings {
     // evicted or re-encoded. max_tokens: the positions it may hold (where the warm-up ends at
     // the latest).
     bool warming_up(uint32_t n_tokens, uint32_t max_tokens) const { return n_tokens < std::min(warmup_tokens, max_tokens); }
+    // Per-layer budgets: the shape of the budget over the full-attention layers (h2o, snapkv,
+    // random; streaming keeps only sinks and its window, the same in every layer). inverse:
+    // closer to the full cache than uniform and pyramid at 50/20/10 % (docs/BENCHMARKS.md).
+    KvLayerBudget layer_budget = KvLayerBudget::inverse;
 
     KvCodec k_codec() const;
     KvCodec v_codec() const;

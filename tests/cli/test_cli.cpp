@@ -370,6 +370,19 @@ private slots:
         }
     }
 
+    // --layer-budget reaches the cache (its description in the stats) for the policies it shapes.
+    void layerBudgetFlagReachesTheCache() {
+        QTemporaryDir dir;
+        const QString stats = dir.filePath("stats.json");
+        const Run r = run_cli({"generate", "-p", "Once upon a time", "-n", "8", "--temp", "0", "--kv-policy", "h2o", "--kv-budget", "16",
+                               "--layer-budget", "pyramid", "--kv-stats-json", stats});
+        QCOMPARE(r.exit_code, 0);
+        QFile f(stats);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(o["policy"].toString(), QString("h2o 16 tokens (recent 50%, 4 sinks), pyramid layers, K f16 / V f16"));
+    }
+
     // Warm-up and the automatic chunk reach the cache; the stats carry the monitoring figures.
     void warmupAndAutoChunkReachTheCache() {
         QTemporaryDir dir;
@@ -380,7 +393,7 @@ private slots:
         QFile f(stats);
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
-        QCOMPARE(o["policy"].toString(), QString("h2o 20% (recent 50%, 4 sinks), warm-up 64 tokens, K f16 / V f16"));
+        QCOMPARE(o["policy"].toString(), QString("h2o 20% (recent 50%, 4 sinks), inverse layers, warm-up 64 tokens, K f16 / V f16"));
         QCOMPARE(o["retention_ratio"].toDouble(), 1.0);  // a short sequence, still warming up
         QCOMPARE(o["evictions_per_1k"].toDouble(), 0.0);
         QVERIFY(o["tokens_written"].toDouble() > 8);
@@ -412,6 +425,8 @@ private slots:
         QTest::newRow("make-model hybrid without attention")
             << QStringList{"make-model", "--preset", "qwen3.6-27b", "--layers", "2", "-o", "/tmp/x.gguf"}
             << "at least full_attention_interval (4) layers";
+        QTest::newRow("layer budget") << QStringList{"generate", "-p", "x", "--layer-budget", "steep"}
+                                      << "unknown --layer-budget 'steep' (uniform, pyramid or inverse)";
         QTest::newRow("make-model bad type") << QStringList{"make-model", "--type", "Q9", "-o", "/tmp/x.gguf"} << "unknown weight type";
         QTest::newRow("warm-up negative") << QStringList{"generate", "-p", "x", "--warmup-tokens", "-1"}
                                           << "--warmup-tokens must be between 0 and 1048576";

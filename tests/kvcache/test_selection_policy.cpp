@@ -177,6 +177,7 @@ private slots:
         kv.keep_ratio = 0.25;
         kv.block_tokens = 8;
         kv.prefix_cache = false;
+        kv.layer_budget = KvLayerBudget::uniform;  // as the cache was then
         if (bits == 4) {
             kv.k_bits = 8;
             kv.v_bits = 4;

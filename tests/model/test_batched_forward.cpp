@@ -23,7 +23,10 @@ class TestBatchedForward : public QObject {
         c.settings.prefix_cache = false;
         c.settings.block_tokens = 16;
         c.settings.policy = policy;
-        if (policy == KvPolicy::h2o) c.settings.budget_tokens = 40;
+        // NOTE: not 40: with the inverse layer budget, 40 puts one of a lower layer's few
+        // selected positions on a near tie that the batch's order of float additions flips
+        // (9.3e-4; 8e-6 at 48, and uniform and pyramid stay within 7e-5 at 40 to 56).
+        if (policy == KvPolicy::h2o) c.settings.budget_tokens = 48;
         return c;
     }
 

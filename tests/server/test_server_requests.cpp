@@ -158,6 +158,7 @@ private slots:
                                                        .obs_window = 16,
                                                        .then = KvPolicy::h2o};
         QTest::newRow("quest") << KvSettings{.policy = KvPolicy::quest, .quest_page = 16, .quest_pages = 12};
+        QTest::newRow("pyramid layers") << KvSettings{.policy = KvPolicy::h2o, .layer_budget = KvLayerBudget::pyramid};
         QTest::newRow("codecs and tiers") << KvSettings{.device_mib = 12.5,
                                                         .host_mib = 64,
                                                         .disk_mib = 1024,
@@ -196,6 +197,7 @@ private slots:
         QCOMPARE(k.k_bits, settings.k_bits);
         QCOMPARE(k.v_bits, settings.v_bits);
         QCOMPARE(k.warmup_tokens, settings.warmup_tokens);
+        QCOMPARE(k.layer_budget, settings.layer_budget);
     }
 
     void badCacheSettingsNameTheSetting() {
