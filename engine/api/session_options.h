@@ -30,8 +30,7 @@ inline bool same_session(const SessionOptions & a, const SessionOptions & b) {
     const KvSettings & y = b.kv;
     return a.n_ctx == b.n_ctx && a.chunk_tokens == b.chunk_tokens && same_cache(x, y) && x.policy == y.policy &&
            x.keep_ratio == y.keep_ratio && x.budget_tokens == y.budget_tokens && x.recent_ratio == y.recent_ratio &&
-           x.sink_tokens == y.sink_tokens && x.warmup_tokens == y.warmup_tokens &&
-           x.layer_budget == y.layer_budget;
+           x.sink_tokens == y.sink_tokens && x.warmup_tokens == y.warmup_tokens && x.layer_budget == y.layer_budget;
 }
 
 }  // namespace lr

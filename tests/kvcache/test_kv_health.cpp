@@ -326,16 +326,19 @@ private slots:
     void fragmentedTierIsCompactedWithoutChangingTheOutput() {
         auto m = model("models/tiny/tiny-llama-Q8_0.gguf");
         std::mt19937 rng(31);
-        const std::vector<int32_t> prompt = random_prompt(rng, 160, int32_t(m->hparams().n_vocab));
+        const std::vector<int32_t> prompt = random_prompt(rng, 300, int32_t(m->hparams().n_vocab));
         std::vector<int32_t> longer = prompt;
         for (int i = 0; i < 60; ++i) longer.push_back(3 + int32_t(rng() % 200));
-        const uint32_t n_ctx = 240;
+        const uint32_t n_ctx = 400;
         const SessionRun reference = run_session(m, prompt, 6, all_in_ram(n_ctx));
         QVERIFY(reference.status.ok());
 
-        // Little RAM besides the device's layer: most blocks live on disk.
+        // Little RAM besides the device's layer: most blocks live on disk, and with LRU
+        // demotion they go down in the order they were last read, so the cut frees slots
+        // among live ones (the layer cycle's order frees a run at the files' end).
         SessionConfig c = tiered(*m, n_ctx, "fragmented");
         c.kv.host_mib = layer_mib(*m, 32, 16);
+        c.kv.demotion = KvDemotion::lru;
         auto session = Session::create(m, c);
         QVERIFY2(session.ok(), session.status().message().c_str());
         QVERIFY((*session)->append(longer).ok());
