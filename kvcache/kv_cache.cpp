@@ -848,6 +848,11 @@ std::vector<KvTier> KvCache::block_tiers(SeqId seq, uint32_t il) const {
 
 void KvCache::note_prefill(uint32_t n_tokens, double ms) { prefix_.note_prefill(n_tokens, ms); }
 
+void KvCache::note_refusal() {
+    ++state_.counters.refusals;
+    publish_stats();
+}
+
 void KvCache::flush() {
     prefix_.collect(true);
     publish_stats();

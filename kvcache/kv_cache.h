@@ -38,8 +38,8 @@
 #include <utility>
 #include <vector>
 
-#include "kvcache/kv_adapter.h"
 #include "engine/api/attention_mass.h"
+#include "kvcache/kv_adapter.h"
 #include "kvcache/kv_cache_state.h"
 #include "kvcache/kv_layer_edits.h"
 #include "kvcache/kv_placement.h"
@@ -128,7 +128,8 @@ public:
     std::vector<KvTier> block_tiers(SeqId seq, uint32_t il) const;
     size_t pinned_blocks() const { return state_.pool.n_pinned(); }  // 0 between ubatches
     void note_prefill(uint32_t n_tokens, double ms);                 // time spent computing tokens (stats)
-    void flush();                                                    // waits for the prefix cache's writes
+    void note_refusal();  // tokens a caller refused before planning them: they would not fit (stats)
+    void flush();         // waits for the prefix cache's writes
 
     // ---- Health (kvcache/kv_health.h runs the checks; these are its facts and repairs) ----
     // Engine thread, between ubatches.

@@ -85,7 +85,7 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     m_chunk->setSpecialValueText(tr("Automatic"));
     setTip(m_chunk, tr("Prefill chunk"),
            tr("Tokens evaluated per step when reading; larger is faster, smaller lets Stop act sooner. "
-              "Automatic sizes it from each prompt's length, within bounds that keep Stop quick."));
+              "Automatic sizes it from each prompt's length and this computer's measured speed, so that Stop stays quick."));
     form->addRow(tr("Prefill chunk"), m_chunk);
 
     m_policy = new QComboBox(this);

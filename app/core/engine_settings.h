@@ -11,6 +11,7 @@
 
 #include "engine/api/kv_settings.h"
 #include "engine/api/memory_plan.h"
+#include "engine/api/prefill_chunk.h"
 #include "engine/api/sampling.h"
 #include "engine/api/session_options.h"
 
@@ -18,8 +19,10 @@ namespace lr::app {
 
 struct EngineSettings {
     KvSettings kv;
-    uint32_t contextTokens = 0;     // 0: the model's trained context
-    uint32_t chunkTokens = 256;     // prefill chunk; kAutoChunk: from each prompt's length
+    uint32_t contextTokens = 0;  // 0: the model's trained context
+    // Prefill chunk; automatic by default: as fast as 256 here, and Stop acts within a
+    // quarter of a second instead of a second (docs/BENCHMARKS.md).
+    uint32_t chunkTokens = kAutoChunk;
     int32_t maxReplyTokens = 1024;  // <= 0: until the context is full
     uint32_t summaryTokens = 384;   // length of each summary pass at most
     SamplerParams sampler;

@@ -1,6 +1,7 @@
 #include "engine/runtime/sequence_batch.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 
 #include "engine/api/prefill_chunk.h"
@@ -150,15 +151,21 @@ std::vector<SequenceBatch::Finished> SequenceBatch::step() {
     for (Sequence & s : sequences_) {
         if (!ended(s) && s.next) plan(s, {.tokens = std::span(&*s.next, 1), .max_tokens = 1});
     }
+    const uint32_t room_for_prompts = room;
     for (Sequence & s : sequences_) {
         if (ended(s) || s.next || s.in_cache == s.tokens.size() || room == 0) continue;
         plan(s, {.tokens = std::span(s.tokens).subspan(s.in_cache),
-                 .max_tokens = std::min(room, prefill_chunk(config_.chunk_tokens, uint32_t(s.tokens.size()))),
+                 .max_tokens = std::min(room, prefill_chunk(config_.chunk_tokens, uint32_t(s.tokens.size()), step_rate_)),
                  .prompt = true,
                  .ends_turn = true});
     }
     if (!plans.empty()) {
-        if (Status st = graph_.forward_batch(plans, *kv_, logits_); !st.ok()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        Status st = graph_.forward_batch(plans, *kv_, logits_);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        // Steps that read prompt tokens measure the rate (a decode-only step is memory-bound).
+        if (st.ok() && seconds > 0 && room < room_for_prompts) step_rate_ = double(graph_.max_tokens() - room) / seconds;
+        if (!st.ok()) {
             // Blocks lost to a fault are read again by the next steps, and the sequences that
             // lost nothing simply run again; any other failure ends them all.
             std::vector<Loss> losses(owners.size(), Loss::none);

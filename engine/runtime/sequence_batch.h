@@ -115,6 +115,7 @@ private:
     uint64_t next_id_ = 1;
     std::vector<Sequence> sequences_;  // in the order they came
     std::vector<float> logits_;
+    double step_rate_ = 0;  // tokens per second of the last step (the automatic chunk's bound)
 };
 
 }  // namespace lr

@@ -97,6 +97,7 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
                          std::stop_token stop) {
     if (tokens.empty()) return {};
     if (tokens.size() > kv_->room(kSeq)) {
+        kv_->note_refusal();
         return error(StatusCode::context_full, "the context holds " + std::to_string(config_.n_ctx) + " tokens: " +
                                                    std::to_string(tokens_.size()) + " are used and " + std::to_string(tokens.size()) +
                                                    " more do not fit; start a new chat, raise -c, or enable a cache policy");
@@ -118,9 +119,9 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
         }
     }
     using Clock = std::chrono::steady_clock;
-    const uint32_t chunk = std::min(graph_.max_tokens(), prefill_chunk(config_.chunk_tokens, uint32_t(tokens.size())));
     while (at < tokens.size()) {
         if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
+        const uint32_t chunk = std::min(graph_.max_tokens(), prefill_chunk(config_.chunk_tokens, uint32_t(tokens.size()), prefill_rate_));
         const auto t0 = Clock::now();
         // A prompt ends a turn: the cache keeps the recurrent states after it.
         const bool prompt = tokens.size() > 1;
@@ -140,7 +141,9 @@ Status Session::evaluate(std::span<const int32_t> tokens, std::vector<float> * a
             }
         }
         if (!s.ok()) return s;
-        kv_->note_prefill(uint32_t(n), std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        kv_->note_prefill(uint32_t(n), ms);
+        if (ms > 0) prefill_rate_ = double(n) * 1000 / ms;
         const std::span<const int32_t> part = tokens.subspan(at, n);
         tokens_.insert(tokens_.end(), part.begin(), part.end());
         if (all_logits) all_logits->insert(all_logits->end(), chunk_logits_.begin(), chunk_logits_.end());

@@ -97,6 +97,7 @@ private:
     std::vector<int32_t> tokens_;
     std::vector<float> last_logits_;
     std::vector<float> chunk_logits_;
+    double prefill_rate_ = 0;  // tokens per second of the last chunk read (the automatic chunk's bound)
     // Where the last prompt ended (the cache snapshots recurrent states there) and the
     // logits after it: a regenerate returns to it without recomputing a token. Only with
     // recurrent layers: the others re-evaluate the prompt's last token alone.

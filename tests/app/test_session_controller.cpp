@@ -438,7 +438,7 @@ private slots:
         s.kv.k_bits = 8;
         c()->setSettings(s);
         c()->newConversation();
-        QCOMPARE(c()->settings().chunkTokens, 256u);  // another conversation: the defaults
+        QCOMPARE(c()->settings().chunkTokens, kAutoChunk);  // another conversation: the defaults
         c()->saveSettingsAsDefaults();
         m_core.reset();
         m_core = std::make_unique<Core>(m_dir->path(), m_script);

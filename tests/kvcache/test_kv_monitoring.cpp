@@ -92,6 +92,17 @@ private slots:
         QCOMPARE((*kv)->stats().refusals, uint64_t(1));
     }
 
+    // A session refuses a prompt that does not fit before planning it: that counts too.
+    void aSessionsRefusedPromptCounts() {
+        SessionConfig c = with_policy(KvPolicy::none);
+        c.n_ctx = 64;
+        auto s = std::move(Session::create(model_, c)).value();
+        QVERIFY(s->append(std::span(prompt_).first(60)).ok());
+        QCOMPARE(s->append(std::span(prompt_).subspan(60, 8)).code(), StatusCode::context_full);
+        QCOMPARE(s->kv_stats().refusals, uint64_t(1));
+        QCOMPARE(s->kv_stats().tokens_written, uint64_t(60));  // nothing of it was written
+    }
+
     // A device tier of two blocks and no tier below: the view cannot get room.
     void aViewWithNoRoomCountsOnce() {
         KvCacheConfig tiny{.max_tokens = 512};

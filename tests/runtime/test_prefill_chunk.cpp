@@ -27,29 +27,56 @@ private slots:
         model_ = *m;
     }
 
-    // max(64, length / 16), at most the bound: on the machines measured the bound is the
-    // floor, so every length reads in chunks of 64.
-    void theChunkFollowsTheLength_data() {
+    // max(64, length / 16), at most what a quarter of a second reads at the measured rate
+    // (in steps of 32), at most 512; before any measurement, the floor.
+    void theChunkFollowsTheLengthAndTheRate_data() {
         QTest::addColumn<uint32_t>("length");
+        QTest::addColumn<double>("rate");
         QTest::addColumn<uint32_t>("chunk");
-        QTest::newRow("one token") << 1u << 64u;
-        QTest::newRow("short: the floor") << 300u << 64u;
-        QTest::newRow("length / 16 above the floor: the bound") << 1600u << 64u;
-        QTest::newRow("long: the bound") << 1000000u << 64u;
+        QTest::newRow("one token") << 1u << 0.0 << 64u;
+        QTest::newRow("not measured yet: the floor") << 100000u << 0.0 << 64u;
+        QTest::newRow("short: the floor") << 300u << 1e6 << 64u;
+        QTest::newRow("length / 16 under the rate's bound") << 1600u << 10000.0 << 100u;
+        QTest::newRow("a fast machine, long prompt: 512") << 1000000u << 10000.0 << 512u;
+        QTest::newRow("1000 tok/s: 250 -> 224") << 8000u << 1000.0 << 224u;
+        QTest::newRow("a slow machine: the floor") << 8000u << 85.0 << 64u;
+        QTest::newRow("exactly 512 in time") << 100000u << 2048.0 << 512u;
     }
-    void theChunkFollowsTheLength() {
+    void theChunkFollowsTheLengthAndTheRate() {
         QFETCH(uint32_t, length);
+        QFETCH(double, rate);
         QFETCH(uint32_t, chunk);
-        QCOMPARE(prefill_chunk(kAutoChunk, length), chunk);
-        QCOMPARE(prefill_chunk(96, length), 96u);  // a fixed chunk stays fixed
+        QCOMPARE(prefill_chunk(kAutoChunk, length, rate), chunk);
+        QCOMPARE(prefill_chunk(96, length, rate), 96u);  // a fixed chunk stays fixed
     }
 
     void theBounds() {
         const AutoChunkBounds b = auto_chunk_bounds();
-        QCOMPARE(b.min_tokens, 64u);  // the starting design's max(64, length / 16)
-        QCOMPARE(b.max_tokens, 64u);  // 0.37 s of a 0.5B model on 2 cores (docs/BENCHMARKS.md)
+        QCOMPARE(b.min_tokens, 64u);   // the starting design's max(64, length / 16)
+        QCOMPARE(b.max_tokens, 512u);  // llama.cpp's ubatch
+        QCOMPARE(b.seconds, 0.25);
         QCOMPARE(chunk_capacity(kAutoChunk), b.max_tokens);
         QCOMPARE(chunk_capacity(32), 32u);
+    }
+
+    // A session measures its rate on the chunks it reads: the first chunk is the floor, the
+    // later ones what the rate allows, never past length / 16 (how far they grow depends on
+    // the machine's speed, which a test does not assume).
+    void aSessionsChunksGrowWithTheMeasuredRate() {
+        std::mt19937 rng(5);
+        const std::vector<int32_t> prompt = random_prompt(rng, 1600, int32_t(model_->hparams().n_vocab));
+        SessionConfig automatic{.n_ctx = 2048, .chunk_tokens = kAutoChunk};
+        automatic.kv.prefix_cache = false;
+        auto a = std::move(Session::create(model_, automatic)).value();
+        std::vector<uint32_t> done;
+        QVERIFY(a->append(prompt, [&](const PrefillProgress & p) { done.push_back(p.n_done); }).ok());
+        QVERIFY(done.size() >= 2);
+        QCOMPARE(done[0], 64u);  // nothing measured yet
+        for (size_t i = 1; i + 1 < done.size(); ++i) {
+            const uint32_t chunk = done[i] - done[i - 1];
+            QVERIFY2(chunk == 64 || chunk == 96 || chunk == 100, qPrintable(QString::number(chunk)));
+        }
+        QCOMPARE(done.back(), uint32_t(prompt.size()));
     }
 
     void autoReadsAsTheFixedChunkItResolvesTo() {
