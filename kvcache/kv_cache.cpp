@@ -240,6 +240,10 @@ Result<UbatchPlan> KvCache::plan(SeqId seq, const UbatchRequest & request) {
         if (int64_t(s.next_pos) + n > int64_t(state_.config.max_position)) {
             first = editor_.renumbered_end(s);
             p.renumber_ = true;
+            // A warm-up may have left the window longer than its budget: a shorter ubatch
+            // fills the context, and the eviction at its end (the warm-up is over) makes room.
+            const bool warmed_window = s.policy->settings().warmup_tokens > 0 && first < int32_t(state_.config.max_position);
+            if (warmed_window) n = std::min(n, uint32_t(int32_t(state_.config.max_position) - first));
             if (int64_t(first) + n > int64_t(state_.config.max_position)) {
                 ++state_.counters.refusals;
                 return error(StatusCode::context_full, "the streaming window (" + std::to_string(first) +

@@ -144,8 +144,11 @@ std::string describe(const KvSettings & s) {
     if (s.policy == KvPolicy::snapkv && s.then == KvPolicy::h2o) out += " then h2o";
     const bool shaped = s.policy == KvPolicy::h2o || s.policy == KvPolicy::snapkv || s.policy == KvPolicy::random;
     if (shaped && s.layer_budget != KvLayerBudget::uniform) out += ", " + std::string(kv_layer_budget_name(s.layer_budget)) + " layers";
-    // Warm-up.
-    if (s.warmup_tokens != 0) {
+    // The warm-up, where there is something for it to delay: eviction or narrower codecs.
+    const bool evicts = s.policy != KvPolicy::none && s.policy != KvPolicy::quest;
+    const bool narrows = s.k_codec() > KvCodec::f16 || s.v_codec() > KvCodec::f16 || s.host_bits != 0 || s.disk_bits != 0;
+    if ((evicts || narrows) && s.warmup_tokens == 0) out += ", no warm-up";
+    if ((evicts || narrows) && s.warmup_tokens != 0) {
         out += ", warm-up " + std::to_string(s.warmup_tokens) + " tokens";
         if (s.policy == KvPolicy::streaming) out += " (at most the context)";
     }

@@ -26,7 +26,7 @@ std::vector<FlagSpec> model_flags() {
 std::vector<FlagSpec> session_flags() {
     return {
         {"-c", "--ctx-size", true, false, "context size in tokens (default: the model's trained context)"},
-        {"--chunk", "", true, false, "prefill chunk in tokens, or auto: from each prompt's length (default 256)"},
+        {"--chunk", "", true, false, "prefill chunk in tokens, or auto: from each prompt's length and the measured rate (default 256)"},
     };
 }
 
@@ -74,7 +74,7 @@ std::vector<FlagSpec> kv_flags() {
         {"--kv-prefetch", "", true, false, "layers fetched ahead of the one computing: 0, 1 or 2 (default 1)"},
         {"--kv-adapt", "", false, false, "pick the RAM tiers' split, prefetch depth and recent window from what the cache measures"},
         // Warm-up.
-        {"--warmup-tokens", "", true, false, "no eviction or re-encoding until a sequence holds this many tokens (default 0)"},
+        {"--warmup-tokens", "", true, false, "no eviction or re-encoding until a sequence holds this many tokens (default 100; 0: none)"},
         // Per-layer budgets.
         {"--layer-budget", "", true, false,
          "h2o, snapkv, random: the budget over the layers: uniform, pyramid or inverse (default inverse)"},

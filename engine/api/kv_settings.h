@@ -95,8 +95,9 @@ struct KvSettings {
     // lower tiers' bits) until it holds warmup_tokens tokens, so that a policy ranks with some
     // attention gathered and short sequences stay exact (0: from the first ubatch). SnapKV
     // selects at a prompt's end only once the warm-up is over; streaming's warm-up ends at the
-    // context at the latest, so its window never outgrows it.
-    uint32_t warmup_tokens = 0;
+    // context at the latest, so its window never outgrows it. 100 by measurement
+    // (docs/BENCHMARKS.md: H2O's KL on short chats 0.168 -> 0.067, unchanged on long reads).
+    uint32_t warmup_tokens = 100;
     // Whether a sequence holding n tokens (after its ubatch) is still warming up: nothing is
     // evicted or re-encoded. max_tokens: the positions it may hold (where the warm-up ends at
     // the latest).

@@ -52,7 +52,7 @@ private slots:
         b.kv.layer_budget = KvLayerBudget::pyramid;
         QVERIFY(!same_session(sessionOptions(a), sessionOptions(b)));
         QVERIFY(same_session(sessionOptions(b), sessionOptions(b)));
-        QCOMPARE(policyDescription(b.kv), QStringLiteral("h2o 20% (recent 50%, 4 sinks), pyramid layers"));
+        QCOMPARE(policyDescription(b.kv), QStringLiteral("h2o 20% (recent 50%, 4 sinks), pyramid layers, warm-up 100 tokens"));
     }
 };
 

@@ -380,7 +380,7 @@ private slots:
         QFile f(stats);
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
-        QCOMPARE(o["policy"].toString(), QString("h2o 16 tokens (recent 50%, 4 sinks), pyramid layers, K f16 / V f16"));
+        QCOMPARE(o["policy"].toString(), QString("h2o 16 tokens (recent 50%, 4 sinks), pyramid layers, warm-up 100 tokens, K f16 / V f16"));
     }
 
     // Warm-up and the automatic chunk reach the cache; the stats carry the monitoring figures.

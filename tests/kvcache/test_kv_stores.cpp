@@ -363,9 +363,11 @@ private slots:
         s.keep_ratio = 0.2;
         s.k_bits = 8;
         s.v_bits = 4;
-        QCOMPARE(QString::fromStdString(describe(s)), QString("h2o 20% (recent 50%, 4 sinks), inverse layers, K q8 / V q4"));
+        QCOMPARE(QString::fromStdString(describe(s)),
+                 QString("h2o 20% (recent 50%, 4 sinks), inverse layers, warm-up 100 tokens, K q8 / V q4"));
         s.host_bits = 4;
-        QCOMPARE(QString::fromStdString(describe(s)), QString("h2o 20% (recent 50%, 4 sinks), inverse layers, K q8 / V q4, RAM q4"));
+        QCOMPARE(QString::fromStdString(describe(s)),
+                 QString("h2o 20% (recent 50%, 4 sinks), inverse layers, warm-up 100 tokens, K q8 / V q4, RAM q4"));
         // A tier narrows, never widens.
         QCOMPARE(KvSettings::narrowed(KvCodec::f16, 8), KvCodec::q8);
         QCOMPARE(KvSettings::narrowed(KvCodec::q4, 8), KvCodec::q4);

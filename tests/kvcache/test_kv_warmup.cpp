@@ -123,14 +123,22 @@ private slots:
 
     // Streaming renumbers to run past the context: its warm-up ends at the context, so its
     // window never outgrows it.
+    void streamingsWarmupEndsAtTheContext_data() {
+        QTest::addColumn<uint32_t>("n_ctx");
+        QTest::newRow("ubatches end at the context") << 128u;
+        QTest::newRow("a ubatch crosses it") << 120u;
+    }
+
     void streamingsWarmupEndsAtTheContext() {
+        QFETCH(uint32_t, n_ctx);
         SessionConfig c = compressed(100000, KvPolicy::streaming);
-        c.n_ctx = 128;
+        c.n_ctx = n_ctx;
         c.kv.k_bits = c.kv.v_bits = 16;
         auto s = session(c);
         for (size_t at = 0; at < prompt_.size(); at += 16) {
-            QVERIFY(s->append(std::span(prompt_).subspan(at, std::min<size_t>(16, prompt_.size() - at))).ok());
-            QVERIFY2(s->kv_cache().n_kept(0) <= 128, qPrintable(QString::number(s->kv_cache().n_kept(0))));
+            const Status st = s->append(std::span(prompt_).subspan(at, std::min<size_t>(16, prompt_.size() - at)));
+            QVERIFY2(st.ok(), st.message().c_str());
+            QVERIFY2(s->kv_cache().n_kept(0) <= n_ctx, qPrintable(QString::number(s->kv_cache().n_kept(0))));
         }
         QCOMPARE(s->kv_cache().n_kept(0), 40u);
         QVERIFY(describe(c.kv).find("warm-up 100000 tokens (at most the context)") != std::string::npos);
@@ -174,7 +182,7 @@ private slots:
         QVERIFY(validate(s).ok());
         QVERIFY(describe(KvSettings{}).find("warm-up") == std::string::npos);
         s = {.policy = KvPolicy::h2o, .warmup_tokens = 100};
-        QCOMPARE(describe(s), std::string("h2o 20% (recent 50%, 4 sinks), warm-up 100 tokens, K f16 / V f16"));
+        QCOMPARE(describe(s), std::string("h2o 20% (recent 50%, 4 sinks), inverse layers, warm-up 100 tokens, K f16 / V f16"));
     }
 };
 

@@ -244,6 +244,7 @@ private slots:
         kv.keep_ratio = 0.25;
         kv.block_tokens = 8;
         kv.prefix_cache = false;
+        kv.warmup_tokens = 0;  // as test_selection_policy's oracle
         std::vector<double> kld;
         for (KvLayerBudget shape : {KvLayerBudget::uniform, KvLayerBudget::pyramid, KvLayerBudget::inverse}) {
             kv.layer_budget = shape;

@@ -178,6 +178,7 @@ private slots:
         kv.block_tokens = 8;
         kv.prefix_cache = false;
         kv.layer_budget = KvLayerBudget::uniform;  // as the cache was then
+        kv.warmup_tokens = 0;
         if (bits == 4) {
             kv.k_bits = 8;
             kv.v_bits = 4;
