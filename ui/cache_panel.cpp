@@ -276,8 +276,13 @@ void CachePanel::showNumbers() {
     m_values.value("prefetch")
         ->setText(
             tr("%1 blocks, %2 in time").arg(locale.toString(qulonglong(kv.prefetches)), locale.toString(qulonglong(kv.prefetch_hits))));
-    m_values.value("evicted")->setText(tr("%1 (kept %2 of %3 seen)")
-                                           .arg(locale.toString(qulonglong(kv.evicted_tokens)), locale.toString(qulonglong(kv.tokens_kept)),
+    // evicted_tokens sums the full-attention layers: shown per layer, like kept and seen.
+    uint64_t n_full = 0;
+    for (const KvLayerKindStats & k : kv.layer_kinds)
+        if (k.kind == KvLayerKind::full) n_full += k.n_layers;
+    const uint64_t evicted = n_full > 0 ? kv.evicted_tokens / n_full : kv.evicted_tokens;
+    m_values.value("evicted")->setText(tr("%1 a layer (kept %2 of %3 seen)")
+                                           .arg(locale.toString(qulonglong(evicted)), locale.toString(qulonglong(kv.tokens_kept)),
                                                 locale.toString(qulonglong(kv.tokens_seen))));
     QString restored = locale.toString(qulonglong(kv.restored_tokens));
     if (kv.restored_states > 0) {

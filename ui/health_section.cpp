@@ -46,7 +46,9 @@ void HealthSection::setFindings(const std::vector<KvHealthFinding> & findings, u
     if (checks == 0) {
         m_summary->setText(tr("Not checked yet: the checks run once a session exists, then every few seconds."));
     } else {
-        const QString counts = tr("%1 checks, %2 repairs").arg(locale.toString(qulonglong(checks)), locale.toString(qulonglong(repairs)));
+        const QString counts = (checks == 1 ? tr("1 check") : tr("%1 checks").arg(locale.toString(qulonglong(checks)))) +
+                               QStringLiteral(", ") +
+                               (repairs == 1 ? tr("1 repair") : tr("%1 repairs").arg(locale.toString(qulonglong(repairs))));
         const bool problems = worst_severity(findings) != KvHealthSeverity::info;
         m_summary->setText(problems ? tr("%1. The latest check found:").arg(counts)
                                     : tr("%1. Nothing wrong at the latest check.").arg(counts));

@@ -114,6 +114,12 @@ private slots:
         document.write(text.left(text.indexOf("\n\n", 2800)));
         document.close();
         app->controller()->newConversation();
+        // A policy at work, so that the panel has evictions, retention and decisions to show.
+        EngineSettings settings = app->controller()->settings();
+        settings.kv.policy = KvPolicy::h2o;
+        settings.kv.keep_ratio = 0.3;
+        settings.kv.adapt = true;
+        app->controller()->setSettings(settings);
         app->controller()->attachDocument(document.fileName());
         QTRY_VERIFY2_WITH_TIMEOUT(
             app->controller()->document().phase == DocumentPhase::inContext,
@@ -135,6 +141,9 @@ private slots:
             w->showCacheTab(MainWindow::RetentionTab);
             QTest::qWait(300);
             QVERIFY(w->grab().save(stem + QStringLiteral("-retention.png")));
+            w->showCacheTab(MainWindow::AttentionTab);
+            QTest::qWait(300);
+            QVERIFY(w->grab().save(stem + QStringLiteral("-attention.png")));
             w->showCacheTab(MainWindow::SettingsTab);
             QTest::qWait(300);
             QVERIFY(w->grab().save(stem + QStringLiteral("-settings.png")));

@@ -26,7 +26,13 @@ private slots:
         s.kv.evictions_per_1k = 750;
         s.kv.refusals = 2;
         s.kv.selection_ms = {{"h2o", 12.4}, {"snapkv", 3.25}};
+        // Evictions are counted over the full-attention layers, kept and seen per layer.
+        s.kv.layer_kinds = {{.kind = KvLayerKind::full, .n_layers = 4}, {.kind = KvLayerKind::sliding_window, .n_layers = 2}};
+        s.kv.evicted_tokens = 600;
+        s.kv.tokens_kept = 50;
+        s.kv.tokens_seen = 200;
         panel.setSnapshot(s);
+        QCOMPARE(text(panel, "evicted"), QStringLiteral("150 a layer (kept 50 of 200 seen)"));
         QCOMPARE(text(panel, "retention"), QStringLiteral("25.0% of the tokens given"));
         QCOMPARE(text(panel, "evictionRate"), QStringLiteral("750.0 per 1,000 tokens written"));
         QCOMPARE(text(panel, "refusals"), QStringLiteral("2 (the tokens would not fit)"));

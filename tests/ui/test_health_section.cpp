@@ -29,7 +29,7 @@ private slots:
         s.kv.health_checks = 3;
         s.kv.health_repairs = 1;
         panel.setSnapshot(s);
-        QVERIFY2(health->summary().contains("3 checks, 1 repairs") && health->summary().contains("found"), qPrintable(health->summary()));
+        QVERIFY2(health->summary().contains("3 checks, 1 repair. ") && health->summary().contains("found"), qPrintable(health->summary()));
         const QStringList rows = health->rows();
         QCOMPARE(rows.size(), 2);
         QVERIFY2(rows[0].startsWith("Critical \u2014 Disk space: only 200.0 MiB is free"), qPrintable(rows[0]));
@@ -38,10 +38,11 @@ private slots:
 
         // Only info: nothing wrong.
         s.kv.health.erase(s.kv.health.begin());
-        s.kv.health_checks = 4;
+        s.kv.health_checks = 1;
+        s.kv.health_repairs = 0;
         panel.setSnapshot(s);
         QCOMPARE(health->rows().size(), 1);
-        QVERIFY2(health->summary().contains("Nothing wrong"), qPrintable(health->summary()));
+        QCOMPARE(health->summary(), QStringLiteral("1 check, 0 repairs. Nothing wrong at the latest check."));
 
         panel.setSnapshot({});  // no session: nothing checked
         QVERIFY(health->rows().isEmpty());
