@@ -226,21 +226,22 @@ private slots:
         }
     }
 
-    // H2O on a short chat with the adaptive mode: the recent window grows to the chat's share
-    // and the decision says why (a lossy change: only with a policy that has a window).
+    // H2O on a short chat with the adaptive mode: a narrow recent window grows to the chat's
+    // share and the decision says why (a lossy change: only with a policy that has a window).
     void recentWindowFollowsAShortChat() {
         std::mt19937 rng(3);
         const std::vector<int32_t> prompt = random_prompt(rng, 120, int32_t(model_->hparams().n_vocab));
         SessionConfig c = all_in_ram(200);
         c.kv.policy = KvPolicy::h2o;
         c.kv.keep_ratio = 0.5;
+        c.kv.recent_ratio = 0.25;
         c.kv.adapt = true;
         const SessionRun r = run_session(model_, prompt, 30, c);
         QVERIFY2(r.status.ok(), r.status.message().c_str());
         const std::vector<KvAdaptDecision> & log = r.stats.adapt_decisions;
         auto recent = std::find_if(log.begin(), log.end(), [](const KvAdaptDecision & d) { return d.what.starts_with("recent window"); });
         QVERIFY(recent != log.end());
-        QCOMPARE(QString::fromStdString(recent->what), QStringLiteral("recent window 50% -> 75% of the budget"));
+        QCOMPARE(QString::fromStdString(recent->what), QStringLiteral("recent window 25% -> 50% of the budget"));
         QVERIFY(recent->why.starts_with("short chat: "));
         // The first ubatch starts the first window; the third window in a row confirms.
         QCOMPARE(recent->ubatch, uint64_t(1 + KvAdapter::kWindowUbatches * KvAdapter::kConfirmations));
@@ -253,7 +254,7 @@ private slots:
     void shortChatIsAggressive() {
         const KvAdaptPlan plan{.device_bytes = 1 * kMiB, .host_bytes = 63 * kMiB, .shared_memory = true, .adapts_recent = true};
         KvAdapter adapter(plan,
-                          {.device_bytes = plan.device_bytes, .host_bytes = plan.host_bytes, .prefetch_layers = 1, .recent_ratio = 0.5});
+                          {.device_bytes = plan.device_bytes, .host_bytes = plan.host_bytes, .prefetch_layers = 1, .recent_ratio = 0.25});
         Workload w;
         QVERIFY(adapter.observe(w.sample).empty());  // the first window starts
         std::vector<KvAdaptDecision> all;

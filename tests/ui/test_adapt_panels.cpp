@@ -77,11 +77,11 @@ private slots:
         s.kv.bytes_moved = 8 << 20;
         s.kv.adapt_decisions = {
             {.at_s = 2.0, .ubatch = 12, .what = "prefetch 1 -> 2 layers ahead", .why = "a layer holds 0.1 MiB"},
-            {.at_s = 3.5, .ubatch = 16, .what = "recent window 50% -> 75% of the budget", .why = "short chat: 300 tokens held"}};
+            {.at_s = 3.5, .ubatch = 16, .what = "recent window 25% -> 50% of the budget", .why = "short chat: 300 tokens held"}};
         panel.setSnapshot(s);
         QCOMPARE(panel.adaptDecisionRows(),
                  (QStringList{QStringLiteral("2.0 s: prefetch 1 -> 2 layers ahead (a layer holds 0.1 MiB)"),
-                              QStringLiteral("3.5 s: recent window 50% -> 75% of the budget (short chat: 300 tokens held)")}));
+                              QStringLiteral("3.5 s: recent window 25% -> 50% of the budget (short chat: 300 tokens held)")}));
         QVERIFY(!section->isHidden());
         panel.setSnapshot({});  // no session: the section hides with the numbers
         QVERIFY(section->isHidden());
