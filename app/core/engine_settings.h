@@ -17,8 +17,17 @@
 
 namespace lr::app {
 
-struct EngineSettings {
+// The app manages its cache tiers automatically by default (the engine's and the CLI's
+// default is fixed): on the tier benchmark it decodes 1.1-1.4x (document) and 1.5-1.7x
+// (chat) as fast as the fixed default, close to the best fixed split (docs/BENCHMARKS.md).
+inline KvSettings appKvDefaults() {
     KvSettings kv;
+    kv.adapt = true;
+    return kv;
+}
+
+struct EngineSettings {
+    KvSettings kv = appKvDefaults();
     uint32_t contextTokens = 0;  // 0: the model's trained context
     // Prefill chunk; automatic by default: as fast as 256 here, and Stop acts within a
     // quarter of a second instead of a second (docs/BENCHMARKS.md).

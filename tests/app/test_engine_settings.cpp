@@ -119,6 +119,16 @@ private slots:
         QCOMPARE(c.kv.prefix_cache, s.kv.prefix_cache);
     }
 
+    // Where the app's defaults differ from the engine's (as measured: docs/BENCHMARKS.md):
+    // the prefill chunk and the tier management are automatic, and reach the session so.
+    void theAppsDefaultsAreAutomatic() {
+        const SessionOptions c = sessionOptions(EngineSettings{});
+        QCOMPARE(c.chunk_tokens, kAutoChunk);
+        QVERIFY(c.kv.adapt);
+        QCOMPARE(SessionOptions{}.chunk_tokens, 256u);
+        QVERIFY(!KvSettings{}.adapt);
+    }
+
     void thePredictionCountsWhatThePolicyKeeps() {
         EngineSettings s;
         s.kv.policy = KvPolicy::h2o;
