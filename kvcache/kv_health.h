@@ -79,6 +79,8 @@ struct KvHealthLimits {
 
 class KvHealthMonitor {
 public:
+    static constexpr int kIntervalMs = 5000;  // how often an engine checks its cache while it runs
+
     explicit KvHealthMonitor(std::shared_ptr<HealthProbe> probe, KvHealthLimits limits = {});
 
     // Every check on `cache`, with the repairs; engine thread, between ubatches, holding the

@@ -29,7 +29,7 @@ public:
     // How often cacheSnapshot is sent while a job runs.
     static constexpr int kSnapshotIntervalMs = 250;
     // How often the idle engine asks for its cache's health checks: twice per interval of the
-    // engine's own (Engine::kHealthIntervalMs, which decides when they are due), so that an
+    // engine's own (KvHealthMonitor::kIntervalMs, which decides when they are due), so that an
     // idle engine checks every 5 to 7.5 s; jobs ask with every snapshot.
     static constexpr int kHealthPollMs = 2500;
 

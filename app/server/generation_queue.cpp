@@ -129,7 +129,7 @@ Result<std::unique_ptr<GenerationQueue>> GenerationQueue::create(std::shared_ptr
 GenerationQueue::GenerationQueue(std::shared_ptr<const Model> model, SessionOptions base, uint32_t parallel,
                                  std::unique_ptr<SequenceBatch> batch, ServerMetrics & metrics)
     : model_(std::move(model)), base_(std::move(base)), parallel_(parallel), batch_(std::move(batch)), metrics_(metrics),
-      thread_([this] { serve(); }) {}
+      health_(system_health_probe(&model_->backend())), thread_([this] { serve(); }) {}
 
 GenerationQueue::~GenerationQueue() {
     cancel_all();
@@ -176,14 +176,36 @@ std::vector<SequenceStats> GenerationQueue::sequence_stats() const {
     return sequence_stats_;
 }
 
+void GenerationQueue::check_health() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_health_ < std::chrono::milliseconds(KvHealthMonitor::kIntervalMs)) return;
+    last_health_ = now;
+    {
+        std::lock_guard turn(model_->backend_turn());
+        health_.check(batch_->kv_cache());
+    }
+    for (SequenceBatch::Finished & f : batch_->recover_lost()) finish(f);
+    publish_stats();
+}
+
+void GenerationQueue::publish_stats() {
+    KvStats stats = batch_->kv_stats();
+    std::vector<SequenceStats> sequences = batch_->sequence_stats();
+    std::lock_guard lock(mutex_);
+    kv_stats_ = std::move(stats);
+    sequence_stats_ = std::move(sequences);
+}
+
 void GenerationQueue::serve() {
     for (;;) {
+        check_health();
         admit();
         if (running_.empty()) {
             std::unique_lock lock(mutex_);
             if (!queue_.empty()) continue;  // the head was just refused or rebuilt the batch
             if (closing_) return;
-            wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+            // Idle, the cache is still checked when due.
+            wake_.wait_for(lock, std::chrono::milliseconds(KvHealthMonitor::kIntervalMs), [&] { return closing_ || !queue_.empty(); });
             continue;
         }
         for (auto & [id, r] : running_) {
@@ -203,11 +225,7 @@ void GenerationQueue::serve() {
             for (SequenceBatch::Finished & f : batch_->step()) (void)f;  // frees their memory
         }
         for (SequenceBatch::Finished & f : done) finish(f);
-        KvStats stats = batch_->kv_stats();
-        std::vector<SequenceStats> sequences = batch_->sequence_stats();
-        std::lock_guard lock(mutex_);
-        kv_stats_ = std::move(stats);
-        sequence_stats_ = std::move(sequences);
+        publish_stats();
     }
 }
 

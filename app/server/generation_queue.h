@@ -29,6 +29,7 @@
 #include "app/server/server_metrics.h"
 #include "engine/api/session_options.h"
 #include "engine/runtime/sequence_batch.h"
+#include "kvcache/kv_health.h"
 
 namespace lr::server {
 
@@ -92,12 +93,18 @@ private:
     // Whether `job` has started, been refused, or must wait (false).
     bool try_start(const std::shared_ptr<Job> & job);
     void finish(SequenceBatch::Finished & done);
+    // The batch cache's health checks and repairs (kvcache/kv_health.h), when due.
+    void check_health();
+    // What kv_stats() and sequence_stats() give other threads, as of now.
+    void publish_stats();
 
     std::shared_ptr<const Model> model_;
     SessionOptions base_;
     const uint32_t parallel_;
     std::unique_ptr<SequenceBatch> batch_;
     ServerMetrics & metrics_;
+    KvHealthMonitor health_;
+    std::chrono::steady_clock::time_point last_health_{};   // the first check runs at once
     std::map<uint64_t, std::unique_ptr<Running>> running_;  // by sequence id (the engine thread's)
 
     mutable std::mutex mutex_;

@@ -176,7 +176,7 @@ Status Engine::check_health(bool now) {
     Impl & m = *impl_;
     if (!m.session || !m.health) return {};
     const auto t = std::chrono::steady_clock::now();
-    if (!now && t - m.last_health < std::chrono::milliseconds(kHealthIntervalMs)) return {};
+    if (!now && t - m.last_health < std::chrono::milliseconds(KvHealthMonitor::kIntervalMs)) return {};
     m.last_health = t;
     {
         std::lock_guard turn(m.model->backend_turn());

@@ -92,11 +92,10 @@ public:
 
     // The KV cache's health checks (kvcache/kv_health.h) on the session's cache, with their
     // repairs; the findings are in snapshot().kv.health. They run when a session is made,
-    // then here at most every kHealthIntervalMs (now: regardless). Call between ubatches:
+    // then here at most every KvHealthMonitor::kIntervalMs (now: regardless). Call between ubatches:
     // between calls, or from a token sink or progress callback. Blocks a repair could not
     // read back are recomputed here, so the session keeps the same tokens and logits; an
     // error says that recomputing failed (the session then holds fewer tokens).
-    static constexpr int kHealthIntervalMs = 5000;
     Status check_health(bool now = false);
 
     // How much of the session's context `conversation` takes. Needs a session.

@@ -124,6 +124,17 @@ SequenceBatch::Loss SequenceBatch::recover_lost_blocks(Sequence & s) {
     return Loss::recovered;
 }
 
+std::vector<SequenceBatch::Finished> SequenceBatch::recover_lost() {
+    std::lock_guard turn(model_->backend_turn());
+    std::vector<Finished> done;
+    for (Sequence & s : sequences_) {
+        if (s.seq != SeqId(-1) && recover_lost_blocks(s) == Loss::too_many)
+            done.push_back(end(s, error(StatusCode::corrupt_data, "the KV cache lost this request's blocks too often")));
+    }
+    std::erase_if(sequences_, [](const Sequence & s) { return s.seq == SeqId(-1); });
+    return done;
+}
+
 std::vector<SequenceBatch::Finished> SequenceBatch::step() {
     std::lock_guard turn(model_->backend_turn());
     std::vector<Finished> done;

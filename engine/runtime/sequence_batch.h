@@ -65,6 +65,10 @@ public:
     // One forward pass; returns the sequences that ended in it (their memory is free again).
     // Nothing to do: no pass, nothing returned.
     std::vector<Finished> step();
+    // After a repair between steps (the health monitor disabled a tier whose blocks no longer
+    // read back): the sequences that lost blocks read them again in the next steps; those
+    // that lost them too often end (returned).
+    std::vector<Finished> recover_lost();
 
     size_t running() const { return sequences_.size(); }
     uint32_t max_sequences() const { return max_sequences_; }

@@ -6,10 +6,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/runtime/engine.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/sequence_batch.h"
 #include "engine/runtime/session.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/kv_health.h"
@@ -454,6 +457,72 @@ private slots:
 
         // The next check: no new fault, the tier stays off.
         QVERIFY(!find(monitor.check(kv), KvHealthCheck::faults));
+    }
+
+    // The server's batch: its disk tier turns unreadable while two requests run; the check
+    // disables the tier, recover_lost() has both read their lost blocks again, and each
+    // finishes with the tokens it would have got alone in an all-in-RAM session.
+    void aBatchReadsAgainWhatARepairLost() {
+        auto m = model("models/tiny/tiny-llama-Q8_0.gguf");
+        std::mt19937 rng(34);
+        const int32_t n_vocab = int32_t(m->hparams().n_vocab);
+        const std::vector<std::vector<int32_t>> prompts = {random_prompt(rng, 150, n_vocab), random_prompt(rng, 120, n_vocab)};
+        const uint32_t n_ctx = 240;
+        const int n_gen = 12;
+        GenerateParams greedy{.max_tokens = n_gen};
+        greedy.sampler.temperature = 0;
+
+        SessionConfig c = tiered(*m, n_ctx, "batch");
+        c.kv.device_mib = layer_mib(*m, 320, 16);  // a layer of both sequences, RAM for two blocks:
+        c.kv.host_mib = layer_mib(*m, 32, 16);     // the rest on disk
+        c.kv.prefix_cache = true;
+        auto io = std::make_shared<SwitchedFileIo>();
+        io->fail_prefix_writes = true;  // faults on the disk tier, which stays in use
+        c.io = io;
+        auto batch = SequenceBatch::create(m, c, 2);
+        QVERIFY2(batch.ok(), batch.status().message().c_str());
+        SequenceBatch & b = **batch;
+        std::vector<uint64_t> ids;
+        for (const std::vector<int32_t> & prompt : prompts) {
+            BatchSequenceRequest r{.prompt = prompt, .params = greedy, .selection = b.config().kv};
+            const Result<uint64_t> reservation = b.reserve(r);
+            QVERIFY2(reservation.ok() && b.fits_now(*reservation), reservation.status().message().c_str());
+            const Result<uint64_t> id = b.add(std::move(r), *reservation);
+            QVERIFY(id.ok());
+            ids.push_back(*id);
+        }
+        std::map<uint64_t, std::vector<int32_t>> got;
+        auto run = [&](int steps) {
+            for (int i = 0; i < steps && b.running() > 0; ++i) {
+                for (SequenceBatch::Finished & f : b.step()) {
+                    QVERIFY2(f.result.ok(), f.result.status().message().c_str());
+                    got[f.id] = f.result->tokens;
+                }
+            }
+        };
+        run(12);  // both prompts read, a few tokens decoded
+        QVERIFY(got.empty());
+        KvCache & kv = b.kv_cache();
+        kv.flush();
+        QVERIFY(kv.stats().tiers[size_t(KvTier::disk)].faults > 0);
+        QVERIFY(kv.stats().tiers[size_t(KvTier::disk)].blocks > 0);
+
+        io->corrupt_spill_reads = true;
+        KvHealthMonitor monitor(std::make_shared<TestProbe>());
+        const std::vector<KvHealthFinding> findings = monitor.check(kv);
+        const KvHealthFinding * fault = find(findings, KvHealthCheck::faults);
+        QVERIFY2(fault && QString::fromStdString(fault->repair).contains("recomputed"), describe(findings));
+        QVERIFY(!kv.disk_tier_enabled());
+        QVERIFY(b.recover_lost().empty());
+        run(1000);
+        QCOMPARE(b.running(), size_t(0));
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            auto alone = Session::create(m, all_in_ram(n_ctx));
+            QVERIFY(alone.ok() && (*alone)->append(prompts[i]).ok());
+            const Result<GenerateResult> want = generate(**alone, greedy, {});
+            QVERIFY(want.ok());
+            QCOMPARE(got.at(ids[i]), want->tokens);
+        }
     }
 
     // The engine checks once when it makes a session, then when asked and due.

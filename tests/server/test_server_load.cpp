@@ -157,6 +157,8 @@ private slots:
         QVERIFY2(rss_after <= rss_before + (4u << 20), qPrintable(QString::number(double(rss_after - rss_before) / (1 << 20))));
         QCOMPARE(m_queue->figures().running, 0u);
         QCOMPARE(m_queue->figures().queued, 0u);
+        // The batch's cache had its health checked (when the queue started, then when due).
+        QVERIFY(m_queue->kv_stats().health_checks >= 1);
     }
 };
 
