@@ -133,7 +133,8 @@ private slots:
     void writerFileAndCopyEntry() {
         QTemporaryDir dir;
         const std::string path = (dir.path() + "/copy.gguf").toStdString();
-        auto src = GgufFile::parse(small_file(), "src");
+        const std::vector<uint8_t> bytes = small_file();  // parse() reads from it: it must outlive src
+        auto src = GgufFile::parse(bytes, "src");
         QVERIFY(src.ok());
         GgufWriter w;
         for (const MetaEntry & e : src->metadata()) w.copy_entry(e);
