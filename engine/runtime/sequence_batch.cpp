@@ -128,10 +128,10 @@ std::vector<SequenceBatch::Finished> SequenceBatch::recover_lost() {
     std::lock_guard turn(model_->backend_turn());
     std::vector<Finished> done;
     for (Sequence & s : sequences_) {
-        if (s.seq != SeqId(-1) && recover_lost_blocks(s) == Loss::too_many)
+        if (!ended(s) && recover_lost_blocks(s) == Loss::too_many)
             done.push_back(end(s, error(StatusCode::corrupt_data, "the KV cache lost this request's blocks too often")));
     }
-    std::erase_if(sequences_, [](const Sequence & s) { return s.seq == SeqId(-1); });
+    std::erase_if(sequences_, ended);
     return done;
 }
 
@@ -143,7 +143,6 @@ std::vector<SequenceBatch::Finished> SequenceBatch::step() {
         s.generation->finish(StopReason::cancelled);
         done.push_back(end(s, std::nullopt));
     }
-    auto ended = [](const Sequence & s) { return s.seq == SeqId(-1); };
 
     // Every generating sequence's token first, then prompt chunks in the room left.
     std::vector<UbatchPlan> plans;

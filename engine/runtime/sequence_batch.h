@@ -105,6 +105,7 @@ private:
     // After a step failed on corrupt data: whether `s` lost KV blocks; if so, it reads
     // again from where the cache was cut, up to kMaxRecoveries times (a fault that comes
     // back every time ends it).
+    static bool ended(const Sequence & s) { return s.seq == SeqId(-1); }  // end() ran: removed after the step
     enum class Loss { none, recovered, too_many };
     Loss recover_lost_blocks(Sequence & s);
     static constexpr uint32_t kMaxRecoveries = 8;
