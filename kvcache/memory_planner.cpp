@@ -59,6 +59,14 @@ KvTierCapacities resolve_capacities(const KvSettings & s, const MachineMemory & 
 
 namespace {
 
+// Measured by tests/runtime/test_memory_plan_truth: the tokenizer's tables take about 340
+// bytes per vocabulary entry (SentencePiece, and BPE with its merges, alike), and a model's
+// first steps page in about 4 MiB of the engine's and its libraries' code and allocate half
+// a MiB of fixed tables.
+constexpr uint64_t kTokenizerBytesPerToken = 340;
+constexpr uint64_t kAttentionTileQueries = 32;
+constexpr uint64_t kCodeBytes = uint64_t(9) << 19;
+
 // Layer il's KV heads and head size (ModelMemoryShape::layers may name its own).
 uint32_t heads_of(const ModelMemoryShape & model, const KvLayerSpec & l) { return l.n_head_kv ? l.n_head_kv : model.n_head_kv; }
 uint32_t dim_of(const ModelMemoryShape & model, const KvLayerSpec & l) { return l.head_dim ? l.head_dim : model.head_dim; }
@@ -153,6 +161,7 @@ SlidingPart sliding_part(const ModelMemoryShape & model, uint32_t n_ctx, uint32_
 struct RecurrentPart {
     uint32_t n_layers = 0;
     uint64_t bytes = 0;
+    uint32_t interval = 0;  // tokens between snapshots: no ubatch crosses one
 };
 
 RecurrentPart recurrent_part(const ModelMemoryShape & model, uint32_t n_ctx, const KvSettings & s) {
@@ -162,8 +171,8 @@ RecurrentPart recurrent_part(const ModelMemoryShape & model, uint32_t n_ctx, con
         ++part.n_layers;
         part.bytes += l.state_bytes;
     }
-    const uint64_t snapshots = n_ctx / snapshot_interval(model.layers, model.n_head_kv, model.head_dim, s.block_tokens) + 1;
-    part.bytes *= 1 + snapshots;
+    part.interval = snapshot_interval(model.layers, model.n_head_kv, model.head_dim, s.block_tokens);
+    part.bytes *= 1 + n_ctx / part.interval + 1;
     return part;
 }
 
@@ -187,7 +196,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     plan.weight_bytes = model.weight_bytes;
     plan.expert_weight_bytes = model.expert_weight_bytes;
     plan.active_weight_bytes_per_token = model.active_weight_bytes_per_token;
-    plan.scratch_bytes = uint64_t(std::max(chunk_tokens, 1u)) * model.scratch_bytes_per_token;
+    plan.runtime_bytes = model.metadata_bytes + uint64_t(model.n_vocab) * kTokenizerBytesPerToken + kCodeBytes;
     plan.kv_bytes_per_token = kv_bytes_for_tokens(model, KvSettings{}, 1);
     // The most tokens the cache holds at once: SnapKV keeps the whole prompt until it selects
     // at the prompt's end (and a prompt may fill the context); the others keep their budget.
@@ -198,6 +207,13 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
         return std::max(kv_bytes_for_tokens(model, settings, peak_tokens(n)), warm);
     };
     const uint32_t kept = std::max(peak_tokens(n_ctx), std::min(n_ctx, settings.warmup_tokens));
+    // A ubatch's activations (a hybrid's ubatches end at its snapshots), a row of logits, and
+    // per thread a tile's attention scores over the kept tokens (kAttentionTileQueries
+    // queries: tests/runtime/test_memory_plan_truth measured them).
+    const uint32_t ubatch = std::max(recurrent.n_layers ? std::min(chunk_tokens, recurrent.interval) : chunk_tokens, 1u);
+    plan.scratch_bytes = uint64_t(ubatch) * model.scratch_bytes_per_token + uint64_t(model.n_vocab) * sizeof(float) +
+                         uint64_t(model.host_threads) * kAttentionTileQueries * std::min<uint64_t>(n_ctx, uint64_t(kept) + ubatch) *
+                             sizeof(float);
     const uint64_t device_coded = peak_bytes(n_ctx);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
     plan.kv_bytes = spread.device + spread.host + spread.disk + fixed_bytes;

@@ -203,6 +203,9 @@ int run_info(const Argv & argv) {
                 : kv->policy == KvPolicy::h2o || kv->policy == KvPolicy::snapkv ? ", attention mass"
                                                                                 : "");
     std::printf("  activations   %s\n", format_bytes(plan.scratch_bytes).c_str());
+    std::printf("  runtime       %s (the file's header, the tokenizer's tables, the engine's code)\n",
+                format_bytes(plan.runtime_bytes).c_str());
+    std::printf("  in memory     %s with the context full (all but the disk tier)\n", format_bytes(plan.resident_bytes()).c_str());
     std::printf("  largest context that fits: %u tokens\n", plan.max_context);
     // What serve --parallel admits: each sequence reserves its peak KV out of the budgets.
     const uint64_t capacity = caps.device_bytes + caps.host_bytes + caps.disk_bytes;

@@ -2,6 +2,10 @@
 
 #include <QJsonValue>
 
+#include <algorithm>
+
+#include "engine/backend/backend_factory.h"
+
 namespace lr::app {
 namespace {
 
@@ -37,7 +41,17 @@ SessionOptions sessionOptions(const EngineSettings & settings) {
     return {.n_ctx = settings.contextTokens, .chunk_tokens = settings.chunkTokens, .kv = settings.kv};
 }
 
-MachineMemory probeMachine(const EngineSettings & settings) { return probe_machine_memory(resolve_kv_dir(settings.kv)); }
+MachineMemory probeMachine(const EngineSettings & settings) {
+    MachineMemory machine = probe_machine_memory(resolve_kv_dir(settings.kv));
+    // The app loads models on the automatic backend: the first CUDA device it can use.
+    for (const GpuDevice & d : probe_backends().devices) {
+        if (d.cc_major >= 8) {
+            machine.free_vram_bytes = d.free_bytes;
+            break;
+        }
+    }
+    return machine;
+}
 
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings) {
     return planFor(shape, settings, probeMachine(settings));
@@ -45,7 +59,14 @@ MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settin
 
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings, const MachineMemory & machine) {
     const KvSettings & kv = settings.kv;
-    const KvTierCapacities capacities = resolve_capacities(kv, machine, shape.weight_bytes, false);
+    // Before a load the weights are not on the GPU yet: they take their share of its memory
+    // (with what its ops keep) before the KV cache's device tier. Weights that do not fit are
+    // planned in RAM, as the device tier then is (partial offload keeps most of them there).
+    MachineMemory free = machine;
+    const uint64_t gpu_weights = shape.weight_bytes + kDeviceOpsReserveBytes;
+    const bool on_gpu = machine.free_vram_bytes > gpu_weights;
+    free.free_vram_bytes = on_gpu ? machine.free_vram_bytes - gpu_weights : 0;
+    const KvTierCapacities capacities = resolve_capacities(kv, free, shape.weight_bytes, on_gpu);
     const uint32_t nCtx = settings.contextTokens ? settings.contextTokens : shape.n_ctx_train;
     return plan_memory(shape, nCtx, settings.chunkTokens, kv, capacities);
 }

@@ -9,7 +9,7 @@ namespace lr::app {
 QString formatBytes(quint64 bytes) { return QString::fromStdString(format_bytes(bytes)); }
 
 QString verdictText(const MemoryPlan & plan) {
-    const QString total = formatBytes(plan.weight_bytes + plan.kv_bytes + plan.scratch_bytes);
+    const QString total = formatBytes(plan.resident_bytes());
     switch (plan.verdict) {
         case MemoryVerdict::fits: return QStringLiteral("fits (%1)").arg(total);
         case MemoryVerdict::needs_disk: return QStringLiteral("needs the disk tier (%1)").arg(total);

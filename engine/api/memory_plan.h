@@ -18,7 +18,7 @@ namespace lr {
 struct MachineMemory {
     uint64_t available_ram_bytes = 0;  // MemAvailable
     uint64_t free_disk_bytes = 0;      // on the KV cache directory's file system
-    uint64_t free_vram_bytes = 0;      // 0 without a GPU
+    uint64_t free_vram_bytes = 0;      // 0 without a GPU; what is left once the weights are uploaded
 };
 
 // Reads /proc/meminfo and statvfs(kv_dir, or its nearest existing parent).
@@ -49,7 +49,10 @@ struct ModelMemoryShape {
     // one token reads: every other weight and the chosen share of the experts.
     uint64_t expert_weight_bytes = 0;
     uint64_t active_weight_bytes_per_token = 0;
-    uint64_t scratch_bytes_per_token = 0;  // activations of one ubatch token
+    uint64_t scratch_bytes_per_token = 0;  // activations of one ubatch token and the backend's working buffers
+    uint32_t n_vocab = 0;                  // one row of logits: what a step returns
+    uint64_t metadata_bytes = 0;           // the file besides its tensors (vocabulary, merges): read at load
+    uint32_t host_threads = 1;             // threads keeping a tile's attention scores each (Backend::host_threads)
     std::vector<KvLayerSpec> layers;       // per layer; empty: every layer full attention
 };
 
@@ -70,7 +73,8 @@ struct MemoryPlan {
     uint64_t kv_device_bytes = 0;                // where it lives (device first, then host, then disk)
     uint64_t kv_host_bytes = 0;
     uint64_t kv_disk_bytes = 0;
-    uint64_t scratch_bytes = 0;
+    uint64_t scratch_bytes = 0;                // a chunk's activations and working buffers, a row of logits
+    uint64_t runtime_bytes = 0;                // the file's header, the tokenizer's tables, the engine's code paged in
     uint64_t mirror_bytes = 0;                 // RAM besides the tiers: what the cache keeps per block for the
                                                // policy (positions, attention mass, quest's key bounds)
     std::vector<KvLayerKindPlan> layer_kinds;  // kv_bytes split by layer kind
@@ -78,6 +82,13 @@ struct MemoryPlan {
     uint32_t max_context = 0;                  // the largest context that fits every tier (<= trained)
     MemoryVerdict verdict = MemoryVerdict::fits;
     std::string message;  // one sentence: what fits, or what to change
+
+    // What the process holds in memory with the context full: everything but the disk tier
+    // (in RAM, or VRAM for what a GPU holds). Checked against the resident memory of a run
+    // by tests/runtime/test_memory_plan_truth.
+    uint64_t resident_bytes() const {
+        return weight_bytes + kv_device_bytes + kv_host_bytes + scratch_bytes + runtime_bytes + mirror_bytes;
+    }
 };
 
 // n_ctx beyond the trained context is refused unless the policy is streaming. chunk_tokens:

@@ -183,6 +183,9 @@ public:
         return DeviceBuffer(p, n_bytes, [](void * q) { std::free(q); });
     }
     virtual BackendMemory device_memory() const { return {}; }
+    // Threads that each keep their own working buffers in RAM (attention scores): the CPU
+    // backend's pool; a GPU keeps them on the device.
+    virtual uint32_t host_threads() const { return 0; }
     // Makes a weight read from the model file usable by this backend. The CPU backend
     // points into the mapping (no copy); devices upload.
     virtual Result<WeightView> prepare_weight(const WeightView & host) = 0;

@@ -117,10 +117,13 @@ Result<LlamaGraph> LlamaGraph::create(const Model & model, uint32_t max_tokens, 
 }
 
 uint64_t LlamaGraph::scratch_bytes_per_token(const ModelHParams & hp) {
-    // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up, logits (the widest
-    // layer's), and the per-layer inputs.
+    // x, xn (the wider of n_embd and n_embd_q), q, k, v, attn, gate, up (the widest layer's),
+    // the per-layer inputs, and the backend's copy of the widest matmul input (converted for
+    // its kernels, at most f32). Not the logits: a step returns one row of them, which the plan
+    // counts (only append_all_logits fills the buffer's other rows).
     uint64_t floats = uint64_t(hp.n_embd) + std::max(hp.n_embd, hp.max_n_embd_q()) + 2 * uint64_t(hp.max_n_embd_q()) +
-                      2 * uint64_t(hp.max_n_embd_kv()) + 2 * uint64_t(dense_ffn_width(hp)) + hp.n_vocab;
+                      2 * uint64_t(hp.max_n_embd_kv()) + 2 * uint64_t(dense_ffn_width(hp)) +
+                      std::max({hp.n_embd, hp.max_n_embd_q(), dense_ffn_width(hp)});
     if (hp.n_embd_per_layer > 0) floats += PerLayerInputs::scratch_bytes_per_token(hp) / sizeof(float);
     if (hp.is_moe()) {
         // Router logits, the mixture's output and the shared gate; and the backend's

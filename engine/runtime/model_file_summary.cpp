@@ -114,7 +114,7 @@ ModelFileSummary summarize_model_file(const gguf::GgufFile & file) {
         s.architecture = hp->arch_name;
         s.name = hp->name;
         s.n_ctx_train = hp->n_ctx_train;
-        s.shape = memory_shape(*hp, tensor_bytes(file), expert_weight_bytes(file));
+        s.shape = memory_shape(*hp, tensor_bytes(file), expert_weight_bytes(file), file.file_size());
     } else if (auto arch = file.get_string("general.architecture"); arch.ok() && arch->has_value()) {
         s.architecture = std::string(**arch);
     }

@@ -8,7 +8,7 @@
 
 namespace lr {
 
-ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes) {
+ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes, uint64_t file_bytes) {
     // A token reads n_expert_used of each layer's n_expert experts.
     const uint64_t active_experts = hp.is_moe() ? expert_bytes / hp.n_expert * hp.n_expert_used : expert_bytes;
     const uint32_t g = hp.kv_geometry_layer();  // the full-attention layers' (kv_layer_specs: the others')
@@ -20,6 +20,8 @@ ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, ui
             .expert_weight_bytes = expert_bytes,
             .active_weight_bytes_per_token = weight_bytes - expert_bytes + active_experts,
             .scratch_bytes_per_token = LlamaGraph::scratch_bytes_per_token(hp),
+            .n_vocab = hp.n_vocab,
+            .metadata_bytes = file_bytes > weight_bytes ? file_bytes - weight_bytes : 0,
             .layers = kv_layer_specs(hp)};
 }
 
@@ -53,7 +55,8 @@ Result<std::unique_ptr<KvCache>> create_session_cache(std::shared_ptr<const Mode
         kv_config.rope.freq_factors.assign(f, f + ff->n_elements());
     }
     kv_config.dir = resolve_kv_dir(config.kv);
-    const MachineMemory machine = probe_machine_memory(kv_config.dir);
+    MachineMemory machine = probe_machine_memory(kv_config.dir);
+    machine.free_vram_bytes = model->backend().device_memory().free_bytes;
     kv_config.capacities = resolve_capacities(config.kv, machine, model->weights().n_bytes, model->backend().kind() == BackendKind::cuda);
     kv_config.model_identity = config.kv.prefix_cache ? model->identity() : 0;
     // Refuse up front what cannot fit, with what to change, rather than failing mid-way.

@@ -31,9 +31,12 @@ Status validate(const SessionConfig & config, const ModelHParams & hp);
 // What the memory planner needs to know about a model (the model picker has only a file's
 // header: its hyper-parameters and weight bytes give the same numbers).
 // expert_bytes: of weight_bytes, the routed experts'.
-ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes = 0);
+ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, uint64_t expert_bytes = 0, uint64_t file_bytes = 0);
 inline ModelMemoryShape memory_shape(const Model & model) {
-    return memory_shape(model.hparams(), model.weights().n_bytes, model.weights().n_expert_bytes);
+    ModelMemoryShape shape = memory_shape(model.hparams(), model.weights().n_bytes, model.weights().n_expert_bytes,
+                                          model.file().file_size());
+    shape.host_threads = model.backend().host_threads();
+    return shape;
 }
 
 // The KV cache of a session of `config` (whose n_ctx 0 becomes the model's trained context):

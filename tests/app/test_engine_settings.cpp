@@ -166,7 +166,26 @@ private slots:
         QCOMPARE(shape.n_layer, 22u);
         QCOMPARE(shape.n_head_kv, 4u);
         QCOMPARE(shape.weight_bytes, uint64_t(600u << 20));
-        QVERIFY(shape.scratch_bytes_per_token > 4u * 32000u);
+        QCOMPARE(shape.n_vocab, 32000u);
+        // x, xn, q, attn, the FFN's gate and up, and the matmul input copy, in floats.
+        QVERIFY(shape.scratch_bytes_per_token >= 4u * (4 * 2048u + 3 * 5632u));
+    }
+
+    void aGpuHoldsTheWeightsBeforeTheDeviceTier() {
+        EngineSettings s;
+        s.contextTokens = 131072;
+        const uint64_t gib = uint64_t(1) << 30;
+        const ModelMemoryShape shape{.n_layer = 32, .n_head_kv = 8, .head_dim = 128, .n_ctx_train = 131072, .weight_bytes = 4 * gib};
+        const MachineMemory gpu{.available_ram_bytes = 16 * gib, .free_disk_bytes = 100 * gib, .free_vram_bytes = 8 * gib};
+        // 16 GiB of KV: the device tier is 80 % of the VRAM the weights and the ops leave.
+        const MemoryPlan on_gpu = planFor(shape, s, gpu);
+        QCOMPARE(on_gpu.kv_device_bytes, (8 * gib - 4 * gib - kDeviceOpsReserveBytes) / 5 * 4);
+        QCOMPARE(on_gpu.kv_host_bytes, 16 * gib / 4);  // the weights are not in RAM
+        // Weights too large for the GPU: planned in RAM, with the device tier.
+        const ModelMemoryShape big{.n_layer = 32, .n_head_kv = 8, .head_dim = 128, .n_ctx_train = 131072, .weight_bytes = 10 * gib};
+        const MemoryPlan in_ram = planFor(big, s, gpu);
+        QCOMPARE(in_ram.kv_device_bytes, 6 * gib / 2);
+        QCOMPARE(in_ram.kv_host_bytes, 6 * gib / 4);
     }
 
     void descriptions() {

@@ -29,6 +29,7 @@ public:
     explicit CpuBackend(CpuBackendOptions options = {});
 
     BackendKind kind() const override { return BackendKind::cpu; }
+    uint32_t host_threads() const override { return uint32_t(pool_.n_threads()); }
     std::string name() const override;  // "cpu (avx2, 2 threads)"
     int n_threads() const { return pool_.n_threads(); }
     CpuIsa isa() const { return isa_; }
