@@ -10,6 +10,7 @@
 
 #include "app/core/engine_host.h"
 #include "app/support/fake_engine.h"
+#include "support/eventually.h"
 
 using namespace lr;
 using namespace lr::app;
@@ -24,7 +25,7 @@ class TestEngineHost : public QObject {
     static ChatRequest chatRequest(const QString & text) { return {.conversationId = 1, .userText = text}; }
     void loadModel() {
         QSignalSpy finished(m_host->loadModel({.path = QStringLiteral("fake.gguf")}), &EngineJob::finished);
-        QVERIFY(finished.wait(5000));
+        QVERIFY(finished.wait(kEventuallyMs));
     }
     // A chat whose prompt takes 200 chunks of 10 ms.
     EngineJob * slowPromptChat(const QString & text) {
@@ -64,7 +65,7 @@ private slots:
         QCOMPARE(chat->kind(), JobKind::chat);
         QVERIFY(m_host->isBusy());
         QCOMPARE(m_host->jobsInFlight(), 2);
-        QTRY_COMPARE_WITH_TIMEOUT(c.finished.count(), 1, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c.finished.count(), 1, kEventuallyMs);
 
         QCOMPARE(l.started.count(), 1);
         QCOMPARE(l.finished.count(), 1);
@@ -101,7 +102,7 @@ private slots:
         QString order;
         connect(job, &EngineJob::thinking, this, [&] { order += QLatin1Char('t'); });
         connect(job, &EngineJob::token, this, [&] { order += QLatin1Char('a'); });
-        QVERIFY(c.finished.wait(5000));
+        QVERIFY(c.finished.wait(kEventuallyMs));
         QCOMPARE(order, QStringLiteral("ttaaaa"));
         QCOMPARE(c.thought(), QStringLiteral("The user says hi."));
         QCOMPARE(c.streamed(), QStringLiteral("Hello, world."));
@@ -118,7 +119,7 @@ private slots:
         PrefillRequest r{.conversationId = 3};
         r.context.documentText = QStringLiteral("a short document");
         Spies p(m_host->prefill(r));
-        QVERIFY(p.finished.wait(5000));
+        QVERIFY(p.finished.wait(kEventuallyMs));
         QCOMPARE(p.started.count(), 1);
         QCOMPARE(p.measured.count(), 1);
         QCOMPARE(p.progress.count(), 3);
@@ -136,7 +137,7 @@ private slots:
     void aSummaryJobReportsItsPasses() {
         loadModel();
         Spies s(m_host->summarize({.conversationId = 1, .title = QStringLiteral("t"), .text = QStringLiteral("text")}));
-        QVERIFY(s.finished.wait(5000));
+        QVERIFY(s.finished.wait(kEventuallyMs));
         QCOMPARE(s.progress.count(), 3);
         for (const QList<QVariant> & args : s.progress) QVERIFY(args.at(0).value<JobProgress>().summary.has_value());
         QCOMPARE(s.progress.at(2).at(0).value<JobProgress>().summary->progress.stage, SummaryStage::final);
@@ -150,9 +151,9 @@ private slots:
         loadModel();
         EngineJob * job = slowPromptChat(QStringLiteral("never mind"));
         Spies c(job);
-        QVERIFY(c.progress.wait(5000));
+        QVERIFY(c.progress.wait(kEventuallyMs));
         job->abandon();
-        QTRY_VERIFY_WITH_TIMEOUT(!m_host->isBusy(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_host->isBusy(), kEventuallyMs);
         QCOMPARE(c.progress.count(), 1);
         QCOMPARE(c.finished.count() + c.failed.count() + c.tokens.count(), 0);
         QVERIFY(m_script->chunksRun.load() < 200);
@@ -160,7 +161,7 @@ private slots:
 
     void chatWithoutAModelFails() {
         Spies c(m_host->chat(chatRequest(QStringLiteral("hi"))));
-        QVERIFY(c.failed.wait(5000));
+        QVERIFY(c.failed.wait(kEventuallyMs));
         QCOMPARE(c.started.count(), 1);
         QCOMPARE(c.failed.count(), 1);
         QCOMPARE(c.finished.count(), 0);
@@ -172,10 +173,10 @@ private slots:
         loadModel();
         EngineJob * job = slowPromptChat(QStringLiteral("a long prompt"));
         Spies c(job);
-        QVERIFY(c.progress.wait(5000));
+        QVERIFY(c.progress.wait(kEventuallyMs));
         const int chunksAtStop = m_script->chunksRun.load();
         job->stop();
-        QVERIFY(c.finished.wait(5000));
+        QVERIFY(c.finished.wait(kEventuallyMs));
         // The chunk being evaluated when Stop came may finish; no other starts.
         QVERIFY2(m_script->chunksRun.load() <= chunksAtStop + 1, qPrintable(QString::number(m_script->chunksRun.load())));
         QCOMPARE(c.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
@@ -190,10 +191,10 @@ private slots:
         m_script->tokenDelayMs = 5;
         EngineJob * job = m_host->chat(chatRequest(QStringLiteral("tell me a long story")));
         Spies c(job);
-        QTRY_VERIFY_WITH_TIMEOUT(c.tokens.count() >= 3, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(c.tokens.count() >= 3, kEventuallyMs);
         const int tokensAtStop = m_script->tokensRun.load();
         job->stop();
-        QVERIFY(c.finished.wait(5000));
+        QVERIFY(c.finished.wait(kEventuallyMs));
         QVERIFY2(m_script->tokensRun.load() <= tokensAtStop + 1, qPrintable(QString::number(m_script->tokensRun.load())));
         const JobResult result = c.finished.at(0).at(0).value<JobResult>();
         QCOMPARE(result.reason, StopReason::cancelled);
@@ -207,9 +208,9 @@ private slots:
         m_script->chunkDelayMs = 10;
         Spies one(m_host->chat(chatRequest(QStringLiteral("one"))));
         Spies two(m_host->chat(chatRequest(QStringLiteral("two"))));
-        QVERIFY(one.progress.wait(5000));
+        QVERIFY(one.progress.wait(kEventuallyMs));
         m_host->requestStop();
-        QTRY_COMPARE_WITH_TIMEOUT(one.finished.count() + two.finished.count(), 2, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(one.finished.count() + two.finished.count(), 2, kEventuallyMs);
         QCOMPARE(one.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
         QCOMPARE(two.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
         QVERIFY(m_script->chunksRun.load() <= 2);
@@ -223,7 +224,7 @@ private slots:
         Spies a(first), b(second);
         QSignalSpy order(m_host.get(), &EngineHost::busyChanged);
         first->stop();
-        QTRY_COMPARE_WITH_TIMEOUT(b.finished.count(), 1, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(b.finished.count(), 1, kEventuallyMs);
         QCOMPARE(a.finished.count(), 1);
         QCOMPARE(a.finished.at(0).at(0).value<JobResult>().reason, StopReason::cancelled);
         QCOMPARE(b.finished.at(0).at(0).value<JobResult>().reason, StopReason::end_of_generation);
@@ -235,7 +236,7 @@ private slots:
         m_script->failReplyWith = QStringLiteral("the engine broke");
         QSignalSpy busy(m_host.get(), &EngineHost::busyChanged);
         Spies c(m_host->chat(chatRequest(QStringLiteral("hi"))));
-        QVERIFY(c.failed.wait(5000));
+        QVERIFY(c.failed.wait(kEventuallyMs));
         const JobError e = c.failed.at(0).at(0).value<JobError>();
         QCOMPARE(e.kind, JobKind::chat);
         QCOMPARE(e.errorKind, JobErrorKind::engine);
@@ -263,17 +264,17 @@ private slots:
         loadModel();
         m_script->throwInReply = what;
         Spies c(m_host->chat(chatRequest(QStringLiteral("hi"))));
-        QVERIFY(c.failed.wait(5000));
+        QVERIFY(c.failed.wait(kEventuallyMs));
         QCOMPARE(c.failed.count(), 1);
         QCOMPARE(c.finished.count(), 0);
         const JobError e = c.failed.at(0).at(0).value<JobError>();
         QCOMPARE(e.kind, JobKind::chat);
         QCOMPARE(e.errorKind, JobErrorKind::engine);
         QVERIFY2(e.message.startsWith(message), qPrintable(e.message));
-        QTRY_VERIFY(!m_host->isBusy());
+        QTRY_VERIFY_WITH_TIMEOUT(!m_host->isBusy(), kEventuallyMs);
         m_script->throwInReply.clear();
         Spies next(m_host->chat(chatRequest(QStringLiteral("again"))));
-        QVERIFY(next.finished.wait(5000));
+        QVERIFY(next.finished.wait(kEventuallyMs));
         QCOMPARE(next.streamed(), QStringLiteral("Hello, world."));
     }
 
@@ -281,16 +282,16 @@ private slots:
     void anEngineThatCannotBeMadeFailsTheJob() {
         EngineHost host([]() -> std::unique_ptr<InferenceEngine> { throw std::runtime_error("no engine today"); });
         Spies l(host.loadModel({.path = QStringLiteral("fake.gguf")}));
-        QVERIFY(l.failed.wait(5000));
+        QVERIFY(l.failed.wait(kEventuallyMs));
         QCOMPARE(l.started.count(), 0);
         QCOMPARE(l.failed.at(0).at(0).value<JobError>().message, QStringLiteral("The engine failed: no engine today."));
-        QTRY_VERIFY(!host.isBusy());
+        QTRY_VERIFY_WITH_TIMEOUT(!host.isBusy(), kEventuallyMs);
     }
 
     void modelLoadErrorNamesTheProblem() {
         m_script->failLoadWith = QStringLiteral("x.gguf: cannot open the file");
         Spies l(m_host->loadModel({.path = QStringLiteral("x.gguf")}));
-        QVERIFY(l.failed.wait(5000));
+        QVERIFY(l.failed.wait(kEventuallyMs));
         const JobError e = l.failed.at(0).at(0).value<JobError>();
         QCOMPARE(e.kind, JobKind::loadModel);
         QCOMPARE(e.errorKind, JobErrorKind::model);
@@ -303,7 +304,7 @@ private slots:
         r.context.documentTitle = QStringLiteral("big.txt");
         r.context.documentText = QString(4000, QLatin1Char('a'));  // 1000 fake tokens > 512
         Spies p(m_host->prefill(r));
-        QVERIFY(p.failed.wait(5000));
+        QVERIFY(p.failed.wait(kEventuallyMs));
         QCOMPARE(p.measured.count(), 1);
         QCOMPARE(p.progress.count(), 0);
         const JobError e = p.failed.at(0).at(0).value<JobError>();
@@ -321,8 +322,8 @@ private slots:
         QSignalSpy snapshots(m_host.get(), &EngineHost::cacheSnapshot);
         loadModel();
         QSignalSpy finished(m_host->chat(chatRequest(QStringLiteral("hi"))), &EngineJob::finished);
-        QVERIFY(finished.wait(5000));
-        QTRY_VERIFY(snapshots.count() >= 2);  // one after each job at least
+        QVERIFY(finished.wait(kEventuallyMs));
+        QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() >= 2, kEventuallyMs);  // one after each job at least
         const CacheSnapshot s = snapshots.last().at(0).value<CacheSnapshot>();
         QVERIFY(s.hasSession);
         QVERIFY(s.kv.tiers[0].present);
@@ -351,7 +352,7 @@ private slots:
         });
         ticker.start();
         sinceTick.start();
-        QVERIFY(finished.wait(10000));
+        QVERIFY(finished.wait(kEventuallyMs));
         ticker.stop();
         qInfo("GUI event loop during a %d-chunk prefill: %d timer ticks, worst gap %lld ms", m_script->prefillChunks, ticks, worstGapMs);
         QCOMPARE(progress.count(), 60);

@@ -13,10 +13,12 @@
 #include "app/core/engine_host.h"
 #include "app/core/llm_engine.h"
 #include "engine/backend/backend_factory.h"
+#include "support/eventually.h"
 #include "support/gguf_copy.h"
 #include "support/reference_data.h"
 
 using namespace lr;
+using namespace lr::test;
 using namespace lr::app;
 
 class TestLlmEngine : public QObject {
@@ -234,13 +236,13 @@ private slots:
 
         EngineHost host([] { return std::make_unique<LlmEngine>(); });
         QSignalSpy loaded(host.loadModel({.path = path, .threads = 1}), &EngineJob::finished);
-        QVERIFY(loaded.wait(10000));
+        QVERIFY(loaded.wait(kEventuallyMs));
         EngineJob * job = host.chat({.conversationId = 1, .userText = QStringLiteral("Once upon a time"), .settings = settings});
         QSignalSpy thinking(job, &EngineJob::thinking);
         QSignalSpy tokens(job, &EngineJob::token);
         QSignalSpy finished(job, &EngineJob::finished);
         QSignalSpy failed(job, &EngineJob::failed);
-        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, kEventuallyMs);
         QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().at(0).value<JobError>().message));
         const JobResult result = finished.first().at(0).value<JobResult>();
         QString thought;
@@ -293,7 +295,7 @@ private slots:
         EngineHost host([] { return std::make_unique<LlmEngine>(); });
         QSignalSpy loaded(host.loadModel({.path = lr::test::shared_path(QStringLiteral("models/tiny/tiny-llama-f32.gguf")), .threads = 1}),
                           &EngineJob::finished);
-        QVERIFY(loaded.wait(10000));
+        QVERIFY(loaded.wait(kEventuallyMs));
         EngineSettings s = m_settings;
         s.contextTokens = 2048;
         s.chunkTokens = 16;
@@ -324,7 +326,7 @@ private slots:
             ++reports;
             prefilling = p.prefill.done < p.prefill.total;
         });
-        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, 120000);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, kEventuallyMs);
         ticker.stop();
         QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().at(0).value<JobError>().message));
         const JobResult result = finished.last().at(0).value<JobResult>();

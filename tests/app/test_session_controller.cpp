@@ -11,6 +11,7 @@
 
 #include "app/core/session_controller.h"
 #include "app/support/fake_engine.h"
+#include "support/eventually.h"
 
 using namespace lr;
 using namespace lr::app;
@@ -39,7 +40,7 @@ struct Core {
     bool startAndWaitForModel() {
         QSignalSpy ready(controller.get(), &SessionController::modelReady);
         controller->start();
-        return ready.wait(5000);
+        return ready.wait(kEventuallyMs);
     }
     std::vector<MessageRecord> stored(qint64 conversation) { return MessageRepository(db).forConversation(conversation); }
 
@@ -61,7 +62,7 @@ class TestSessionController : public QObject {
     std::unique_ptr<Core> m_core;
     SessionController * c() { return m_core->controller.get(); }
 
-    void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!c()->isReplying(), 5000); }
+    void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!c()->isReplying(), kEventuallyMs); }
     QString writeFile(const QString & name, const QByteArray & bytes) {
         QFile f(m_dir->filePath(name));
         f.open(QIODevice::WriteOnly);
@@ -162,7 +163,7 @@ private slots:
         m_script->tokenDelayMs = 5;
         c()->sendMessage(QStringLiteral("think hard"));
         const qint64 conversation = c()->currentConversation();
-        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(conversation).back().thinking.size() > 20, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(conversation).back().thinking.size() > 20, kEventuallyMs);
         QCOMPARE(m_core->stored(conversation).back().state, MessageState::streaming);
         c()->newConversation();
         c()->selectConversation(conversation);
@@ -186,7 +187,7 @@ private slots:
         c()->sendMessage(QStringLiteral("long answer please"));
         const qint64 conversation = c()->currentConversation();
         // While it streams, the database already has part of it.
-        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(conversation).back().text.size() > 20, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(conversation).back().text.size() > 20, kEventuallyMs);
         QVERIFY(c()->isReplying());
         QCOMPARE(m_core->stored(conversation).back().state, MessageState::streaming);
         c()->stop();
@@ -197,7 +198,7 @@ private slots:
         m_script->prefillChunks = 300;
         m_script->chunkDelayMs = 10;
         c()->sendMessage(QStringLiteral("hi"));
-        QTRY_VERIFY_WITH_TIMEOUT(m_script->chunksRun.load() > 0, 5000);  // the prompt is being read
+        QTRY_VERIFY_WITH_TIMEOUT(m_script->chunksRun.load() > 0, kEventuallyMs);  // the prompt is being read
         c()->stop();
         waitIdle();
         const MessageRecord reply = m_core->stored(c()->currentConversation()).back();
@@ -211,7 +212,7 @@ private slots:
     void stopDuringTheReply() {
         slowTokens(500, 5);
         c()->sendMessage(QStringLiteral("hi"));
-        QTRY_VERIFY_WITH_TIMEOUT(c()->messages()->index(1).data(MessageListModel::TextRole).toString().size() > 10, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(c()->messages()->index(1).data(MessageListModel::TextRole).toString().size() > 10, kEventuallyMs);
         c()->stop();
         waitIdle();
         const MessageRecord reply = m_core->stored(c()->currentConversation()).back();
@@ -245,7 +246,7 @@ private slots:
         slowTokens(60, 10);
         c()->sendMessage(QStringLiteral("first conversation"));
         const qint64 first = c()->currentConversation();
-        QTRY_VERIFY_WITH_TIMEOUT(!c()->messages()->index(1).data(MessageListModel::TextRole).toString().isEmpty(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(!c()->messages()->index(1).data(MessageListModel::TextRole).toString().isEmpty(), kEventuallyMs);
 
         c()->newConversation();
         const qint64 second = c()->currentConversation();
@@ -313,7 +314,7 @@ private slots:
         const QString path = writeFile(QStringLiteral("notes.md"), "# Notes\n\nThe meeting is on Tuesday.\n");
         QSignalSpy document(c(), &SessionController::documentChanged);
         c()->attachDocument(path);
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, kEventuallyMs);
         QList<DocumentPhase> phases;
         for (const QList<QVariant> & args : document) phases << args.at(0).value<DocumentState>().phase;
         QVERIFY(phases.indexOf(DocumentPhase::loading) >= 0);
@@ -330,7 +331,7 @@ private slots:
         c()->sendMessage(QStringLiteral("When is the meeting?"));
         waitIdle();
         QVERIFY(m_script->lastContext.hasDocument());
-        QTRY_VERIFY(c()->retention().has_value());
+        QTRY_VERIFY_WITH_TIMEOUT(c()->retention().has_value(), kEventuallyMs);
         QVERIFY(c()->retention()->inContext);
     }
 
@@ -339,7 +340,7 @@ private slots:
         const QString path = writeFile(QStringLiteral("book.txt"), QByteArray("A long chapter. ").repeated(200));
         QSignalSpy errors(c(), &SessionController::errorOccurred);
         c()->attachDocument(path);
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, kEventuallyMs);
         QVERIFY(c()->document().message.contains(QStringLiteral("not in the chat's context")));
         QVERIFY(!c()->document().measure.fits);
         QCOMPARE(m_script->prefills.load(), 0);
@@ -362,18 +363,18 @@ private slots:
     void raisingTheContextReadsTheDocumentAgain() {
         m_script->contextLimit = 128;
         c()->attachDocument(writeFile(QStringLiteral("mid.txt"), QByteArray("words ").repeated(100)));
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, kEventuallyMs);
         m_script->contextLimit = 4096;
         EngineSettings s = c()->settings();
         s.contextTokens = 4096;
         c()->setSettings(s);
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, kEventuallyMs);
     }
 
     void unreadableDocumentSaysWhy() {
         QSignalSpy errors(c(), &SessionController::errorOccurred);
         c()->attachDocument(writeFile(QStringLiteral("empty.txt"), QByteArray()));
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::failed, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::failed, kEventuallyMs);
         QVERIFY(c()->document().message.contains(QStringLiteral("is empty")));
         QCOMPARE(errors.count(), 1);
     }
@@ -382,10 +383,10 @@ private slots:
         m_script->prefillChunks = 500;
         m_script->chunkDelayMs = 10;
         c()->attachDocument(writeFile(QStringLiteral("slow.txt"), "some text to read slowly"));
-        QTRY_VERIFY_WITH_TIMEOUT(c()->document().progress.total > 0, 5000);  // reading, with progress
+        QTRY_VERIFY_WITH_TIMEOUT(c()->document().progress.total > 0, kEventuallyMs);  // reading, with progress
         QCOMPARE(c()->document().phase, DocumentPhase::reading);
         c()->stopReadingDocument();
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::stopped, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::stopped, kEventuallyMs);
         QVERIFY(!c()->document().usableInContext());
     }
 
@@ -395,10 +396,10 @@ private slots:
         m_script->prefillChunks = 40;
         m_script->chunkDelayMs = 5;
         c()->attachDocument(writeFile(QStringLiteral("again.txt"), "text to read twice"));
-        QTRY_VERIFY_WITH_TIMEOUT(c()->document().progress.total > 0, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(c()->document().progress.total > 0, kEventuallyMs);
         c()->readDocumentAgain();
         QCOMPARE(c()->document().phase, DocumentPhase::reading);
-        QTRY_VERIFY_WITH_TIMEOUT(!m_core->engine.isBusy(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_core->engine.isBusy(), kEventuallyMs);
         QCOMPARE(c()->document().phase, DocumentPhase::inContext);
         QCOMPARE(m_script->prefills.load(), 2);
     }
@@ -407,12 +408,12 @@ private slots:
         slowTokens(200, 5);
         c()->sendMessage(QStringLiteral("doomed"));
         const qint64 doomed = c()->currentConversation();
-        QTRY_VERIFY_WITH_TIMEOUT(!c()->messages()->index(1).data(MessageListModel::TextRole).toString().isEmpty(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(!c()->messages()->index(1).data(MessageListModel::TextRole).toString().isEmpty(), kEventuallyMs);
         c()->deleteConversation(doomed);
         QVERIFY(!c()->isReplying());
         QCOMPARE(c()->conversations()->rowCount(), 0);
         QCOMPARE(c()->currentConversation(), qint64(0));
-        QTRY_VERIFY(!m_core->engine.isBusy());
+        QTRY_VERIFY_WITH_TIMEOUT(!m_core->engine.isBusy(), kEventuallyMs);
         QCOMPARE(m_core->stored(doomed).size(), size_t(0));
     }
 
@@ -455,7 +456,7 @@ private slots:
         c()->setFlushInterval(20);
         slowTokens(1000, 5);
         c()->sendMessage(QStringLiteral("a reply cut short"));
-        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(first).back().text.size() > 10, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(m_core->stored(first).back().text.size() > 10, kEventuallyMs);
         m_core.reset();  // the program ends mid-reply
 
         m_script = std::make_shared<FakeScript>();
@@ -473,13 +474,13 @@ private slots:
     // never shows as failed ("no model is loaded") in between.
     void restartReadsTheDocumentOnceTheModelIsLoaded() {
         c()->attachDocument(writeFile(QStringLiteral("notes.md"), "# Notes\n\nThe meeting is on Tuesday.\n"));
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, kEventuallyMs);
         m_core.reset();
 
         m_core = std::make_unique<Core>(m_dir->path(), m_script);
         QSignalSpy document(c(), &SessionController::documentChanged);
         QVERIFY(m_core->startAndWaitForModel());
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, kEventuallyMs);
         for (const QList<QVariant> & args : document) {
             const DocumentState state = args.at(0).value<DocumentState>();
             QVERIFY2(state.phase != DocumentPhase::failed, qPrintable(state.message));

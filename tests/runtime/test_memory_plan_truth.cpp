@@ -133,7 +133,8 @@ class TestMemoryPlanTruth : public QObject {
 
     QString make_model(const QString & preset, const QString & layers) {
         const QString path = dir_.filePath(preset + ".gguf");
-        const CliRun made = run_cli({"make-model", "--preset", preset, "--type", "Q4_0", "--layers", layers, "--ctx-train", "8192", "-o", path});
+        const CliRun made = run_cli(
+            {"make-model", "--preset", preset, "--type", "Q4_0", "--layers", layers, "--ctx-train", "8192", "-o", path});
         if (made.exit_code != 0) qFatal("make-model failed: %s", made.err.constData());
         return path;
     }
@@ -177,10 +178,11 @@ private slots:
         const Measured m = measure({model, n_ctx, kv});
         QVERIFY2(m.error[0] == 0, m.error);
         const double planned = double(m.resident), resident = double(m.anon + m.file);
-        qInfo("plan %.1f MiB, resident %.1f MiB (%+.1f%%): mapped %.1f (weights %.1f), anonymous %.1f (KV %.1f, scratch %.1f, "
-              "metadata %.1f, runtime %.1f)",
-              planned / kMiB, resident / kMiB, 100.0 * (resident / planned - 1), m.file / kMiB, m.weights / kMiB, m.anon / kMiB,
-              (m.kv_device + m.kv_host) / kMiB, m.scratch / kMiB, m.mirror / kMiB, m.runtime / kMiB);
+        qInfo(
+            "plan %.1f MiB, resident %.1f MiB (%+.1f%%): mapped %.1f (weights %.1f), anonymous %.1f (KV %.1f, scratch %.1f, "
+            "metadata %.1f, runtime %.1f)",
+            planned / kMiB, resident / kMiB, 100.0 * (resident / planned - 1), m.file / kMiB, m.weights / kMiB, m.anon / kMiB,
+            (m.kv_device + m.kv_host) / kMiB, m.scratch / kMiB, m.mirror / kMiB, m.runtime / kMiB);
         QVERIFY2(std::abs(resident - planned) <= std::max(0.05 * planned, kAllowance), "the plan is more than 5 % off the resident memory");
     }
 };
