@@ -1,6 +1,7 @@
 // The main window with a scripted engine: accessible names on every control, the empty
 // state, the composer (Enter sends, Esc stops), edit and regenerate, a reply's thinking, a
-// dropped document that does not fit and the options offered, the live cache panel (absent tiers, charts), the
+// dropped document that does not fit and the options offered, a reading's progress that
+// leaves the window's width alone, the live cache panel (absent tiers, charts), the
 // settings and the planner's prediction, the retention view, the dark palette, shortcuts,
 // and the model picker.
 #include <QAbstractButton>
@@ -198,16 +199,38 @@ private slots:
         QVERIFY(panel->messageLabel()->text().contains(QStringLiteral("not in the chat's context")));
         QVERIFY(panel->raiseContextButton()->isVisible());
         QVERIFY(w()->composer()->summarizeButton()->isEnabled());
+        const QString cautionStyle = panel->styleSheet();
         // Raising the context reads it again, and this time it fits.
         m_script->contextLimit = 1024;
         QTest::mouseClick(panel->raiseContextButton(), Qt::LeftButton);
         QVERIFY(c()->settings().contextTokens >= 512);
         QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
         QVERIFY(!panel->messageLabel()->isVisible());
+        QVERIFY(panel->styleSheet() != cautionStyle);  // the caution tone went with the problem
         // The retention view shows the document, all of it kept.
         w()->showCacheTab(MainWindow::RetentionTab);
         QTRY_VERIFY(w()->retentionView()->textView()->toPlainText().contains(QStringLiteral("Sales grew")));
         QVERIFY(w()->retentionView()->summaryLabel()->text().contains(QStringLiteral("kept")));
+    }
+
+    // The reading's status grows with its numbers; the window keeps its width (a window that
+    // grows repaints whole, a long stall while the engine reads).
+    void readingProgressKeepsTheWindowsWidth() {
+        w()->resize(1000, 700);
+        QCoreApplication::processEvents();
+        const int width = w()->width();
+        DocumentState s{.phase = DocumentPhase::reading,
+                        .conversationId = 1,
+                        .title = QStringLiteral("report.md"),
+                        .format = QStringLiteral("md"),
+                        .fileBytes = 123456789,
+                        .tokens = 1234567};
+        s.measure.contextLimit = 2000000;
+        s.progress = {.done = 1000000, .total = 1234567, .restored = 123456, .etaMs = 3599000};
+        w()->documentPanel()->setState(s);
+        QCoreApplication::processEvents();
+        QVERIFY(w()->documentPanel()->statusLabel()->text().contains(QStringLiteral("123,456 restored")));
+        QCOMPARE(w()->width(), width);
     }
 
     void cachePanelIsLiveAndHonest() {
