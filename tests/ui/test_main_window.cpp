@@ -40,8 +40,10 @@
 #include "ui/message_bubble.h"
 #include "ui/model_picker.h"
 #include "ui/retention_view.h"
+#include "ui/theme.h"
 #include "ui/thinking_section.h"
 #include "ui/tier_bar.h"
+#include "ui/time_chart.h"
 
 using namespace lr;
 using namespace lr::app;
@@ -282,6 +284,29 @@ private slots:
         QCOMPARE(CachePanel::axisTop(4.2), 10.0);
         QCOMPARE(CachePanel::axisTop(150), 200.0);
         QCOMPARE(CachePanel::axisTop(1000), 2000.0);
+    }
+
+    // A chart's line runs from its oldest point (left) to its latest (right), by value.
+    void chartDrawsItsPoints() {
+        TimeChart chart(QStringLiteral("Hit rate (%)"), 60);
+        chart.resize(300, 130);
+        chart.setTop(100);
+        chart.setPoints({{-60, 0}, {-30, 50}, {0, 100}});
+        QCOMPARE(chart.pointCount(), 3);
+        const QImage image = chart.grab().toImage();
+        const QColor accent = theme::accent(chart.palette());
+        QPoint first(image.width(), 0), last(-1, 0);  // the line's leftmost and rightmost pixels
+        for (int y = 0; y < image.height(); ++y) {
+            for (int x = 0; x < image.width(); ++x) {
+                const QColor c(image.pixel(x, y));
+                if (std::abs(c.red() - accent.red()) + std::abs(c.green() - accent.green()) + std::abs(c.blue() - accent.blue()) > 30)
+                    continue;
+                if (x < first.x()) first = {x, y};
+                if (x > last.x()) last = {x, y};
+            }
+        }
+        QVERIFY2(last.x() - first.x() > 200, qPrintable(QStringLiteral("%1 to %2").arg(first.x()).arg(last.x())));
+        QVERIFY2(first.y() - last.y() > 50, qPrintable(QStringLiteral("%1 to %2").arg(first.y()).arg(last.y())));
     }
 
     // The retention view names the layers whose cache it shades.
