@@ -40,6 +40,7 @@
 #include "ui/message_bubble.h"
 #include "ui/model_picker.h"
 #include "ui/retention_view.h"
+#include "ui/shaded_text.h"
 #include "ui/theme.h"
 #include "ui/thinking_section.h"
 #include "ui/tier_bar.h"
