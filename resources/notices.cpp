@@ -8,7 +8,7 @@ namespace {
 // NOTE: keep in step with the libraries the CMake files link (and install-deps.sh installs).
 constexpr std::array kNotices = {
     Notice{"stories260K (Andrej Karpathy, llama2.c tinyllamas)", "the bundled model, compiled into the binaries", "MIT"},
-    Notice{"Qt 6", "the desktop app's widgets, charts, SQL and threads", "LGPL-3.0-only (or GPL)"},
+    Notice{"Qt 6", "the desktop app's widgets, SQL and threads", "LGPL-3.0-only (or GPL)"},
     Notice{"SQLite", "conversations, settings and the prefix cache's index", "public domain"},
     Notice{"Poppler (poppler-qt6)", "text of PDF documents", "GPL-2.0-or-later"},
     Notice{"ICU", "Unicode normalization and categories in the tokenizers", "Unicode-3.0 (ICU licence)"},

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git file clang libclang-rt-14-dev clang-format
-  qt6-base-dev qt6-base-dev-tools libqt6opengl6-dev libxkbcommon-dev qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite libqt6svg6
+  qt6-base-dev qt6-base-dev-tools libqt6opengl6-dev libxkbcommon-dev qt6-svg-dev libqt6sql6-sqlite libqt6svg6
   libsentencepiece-dev libicu-dev libsqlite3-dev libpoppler-qt6-dev libxxhash-dev libbenchmark-dev
   libcpp-httplib-dev nlohmann-json3-dev
   fonts-dejavu-core xvfb xauth rpm

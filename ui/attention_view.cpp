@@ -4,14 +4,13 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
-#include <QPlainTextEdit>
-#include <QTextCursor>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
 
 #include "ui/attention_heat_map.h"
+#include "ui/shaded_text.h"
 #include "ui/theme.h"
 
 namespace lr::ui {
@@ -95,10 +94,8 @@ AttentionView::AttentionView(QWidget * parent) : QWidget(parent) {
     m_legend->setWordWrap(true);
     m_legend->setFont(theme::captionFont(font()));
     layout->addWidget(m_legend);
-    m_text = new QPlainTextEdit(this);
-    m_text->setReadOnly(true);
+    m_text = new ShadedText(this);
     m_text->setAccessibleName(tr("Document text, shaded by the attention it received"));
-    m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
     layout->addWidget(m_text, 1);
     connect(m_layer, &QComboBox::currentIndexChanged, this, [this] { showLayer(); });
     setRetention(std::nullopt);
@@ -168,21 +165,17 @@ void AttentionView::applyShading() {
     const QPalette & p = palette();
     const QColor base = p.color(QPalette::Base), hot = theme::mix(base, theme::accent(p), theme::isDark(p) ? 0.75 : 0.55);
     const QColor mark = theme::bad(p);
-    QList<QTextEdit::ExtraSelection> selections;
-    QTextDocument * doc = m_text->document();
-    for (const Run & run : m_runs) {
-        QTextEdit::ExtraSelection sel;
-        sel.cursor = QTextCursor(doc);
-        sel.cursor.setPosition(run.begin);
-        sel.cursor.setPosition(std::min(run.end, doc->characterCount() - 1), QTextCursor::KeepAnchor);
-        sel.format.setBackground(theme::mix(base, hot, double(run.level) / (kLevels - 1)));
-        if (run.evicted) {
-            sel.format.setForeground(mark);
-            sel.format.setFontStrikeOut(true);
-        }
-        selections << sel;
+    QTextCharFormat formats[2][kLevels];  // [evicted][level]
+    for (int level = 0; level < kLevels; ++level) {
+        formats[0][level].setBackground(theme::mix(base, hot, double(level) / (kLevels - 1)));
+        formats[1][level] = formats[0][level];
+        formats[1][level].setForeground(mark);
+        formats[1][level].setFontStrikeOut(true);
     }
-    m_text->setExtraSelections(selections);
+    std::vector<ShadedText::Span> spans;
+    spans.reserve(m_runs.size());
+    for (const Run & run : m_runs) spans.push_back({run.begin, run.end, formats[run.evicted][run.level]});
+    m_text->setShading(std::move(spans));
     m_legend->setText(tr("<span style='background:%1'>&nbsp;much attention&nbsp;</span>&nbsp;&nbsp;"
                          "<span style='background:%2'>&nbsp;little&nbsp;</span>&nbsp;&nbsp;"
                          "<span style='color:%3'><s>evicted from the cache</s></span> (a red band in the map). "

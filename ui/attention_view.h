@@ -20,11 +20,11 @@
 
 class QComboBox;
 class QLabel;
-class QPlainTextEdit;
 
 namespace lr::ui {
 
 class AttentionHeatMap;
+class ShadedText;
 
 class AttentionView : public QWidget {
     Q_OBJECT
@@ -57,7 +57,7 @@ public:
     QLabel * summaryLabel() const { return m_summary; }
     QComboBox * layerChoice() const { return m_layer; }
     AttentionHeatMap * heatMap() const { return m_map; }
-    QPlainTextEdit * textView() const { return m_text; }
+    ShadedText * textView() const { return m_text; }
     const std::vector<Run> & shownRuns() const { return m_runs; }
 
 private:
@@ -71,7 +71,7 @@ private:
     AttentionHeatMap * m_map;
     QLabel * m_mapCaption;
     QLabel * m_legend;
-    QPlainTextEdit * m_text;
+    ShadedText * m_text;
 };
 
 }  // namespace lr::ui

@@ -1,14 +1,10 @@
 #include "cache_panel.h"
 
-#include <QChart>
-#include <QChartView>
 #include <QFormLayout>
 #include <QLabel>
-#include <QLineSeries>
 #include <QLocale>
 #include <QProgressBar>
 #include <QVBoxLayout>
-#include <QValueAxis>
 
 #include <cmath>
 
@@ -18,6 +14,7 @@
 #include "ui/server_section.h"
 #include "ui/theme.h"
 #include "ui/tier_bar.h"
+#include "ui/time_chart.h"
 
 namespace lr::ui {
 namespace {
@@ -28,49 +25,6 @@ QLabel * sectionTitle(const QString & text, QWidget * parent) {
     f.setWeight(QFont::DemiBold);
     l->setFont(f);
     return l;
-}
-
-QChartView * makeChart(const QString & title, QLineSeries ** series, QValueAxis ** x, QValueAxis ** y, QWidget * parent) {
-    auto * chart = new QChart;
-    chart->setTitle(title);
-    chart->legend()->hide();
-    chart->setBackgroundRoundness(0);
-    chart->setMargins(QMargins(2, 2, 2, 2));
-    *series = new QLineSeries(chart);
-    chart->addSeries(*series);
-    *x = new QValueAxis(chart);
-    *y = new QValueAxis(chart);
-    (*x)->setRange(-CachePanel::kHistorySeconds, 0);  // seconds ago
-    (*x)->setLabelFormat(QStringLiteral("%d s"));
-    (*x)->setTickCount(4);
-    (*y)->setTickCount(3);
-    chart->addAxis(*x, Qt::AlignBottom);
-    chart->addAxis(*y, Qt::AlignLeft);
-    (*series)->attachAxis(*x);
-    (*series)->attachAxis(*y);
-    auto * view = new QChartView(chart, parent);
-    view->setRenderHint(QPainter::Antialiasing);
-    view->setMinimumHeight(130);
-    view->setAccessibleName(title);
-    return view;
-}
-
-void styleChart(QChartView * view, const QPalette & p) {
-    QChart * chart = view->chart();
-    chart->setBackgroundBrush(p.color(QPalette::Window));
-    chart->setTitleBrush(p.color(QPalette::WindowText));
-    QFont titleFont = theme::captionFont(view->font());
-    chart->setTitleFont(titleFont);
-    for (QAbstractAxis * axis : chart->axes()) {
-        axis->setLabelsBrush(theme::subtleText(p));
-        axis->setLabelsFont(theme::captionFont(view->font()));
-        axis->setGridLineColor(theme::border(p));
-        axis->setLinePenColor(theme::border(p));
-    }
-    for (QAbstractSeries * s : chart->series()) {
-        if (auto * line = qobject_cast<QLineSeries *>(s)) line->setPen(QPen(theme::accent(p), 2));
-    }
-    view->setBackgroundBrush(p.color(QPalette::Window));
 }
 
 }  // namespace
@@ -155,11 +109,12 @@ CachePanel::CachePanel(QWidget * parent) : QWidget(parent) {
     m_health = new HealthSection(this);
     layout->addWidget(m_health);
 
-    m_hitView = makeChart(tr("Hit rate (%)"), &m_hitSeries, &m_hitX, &m_hitY, this);
-    m_hitY->setRange(0, 100);
-    layout->addWidget(m_hitView);
-    m_movedView = makeChart(tr("Moved between tiers (MiB/s)"), &m_movedSeries, &m_movedX, &m_movedY, this);
-    layout->addWidget(m_movedView);
+    m_hitChart = new TimeChart(tr("Hit rate (%)"), kHistorySeconds, this);
+    m_hitChart->setTop(100);
+    layout->addWidget(m_hitChart);
+    m_movedChart = new TimeChart(tr("Moved between tiers (MiB/s)"), kHistorySeconds, this);
+    m_movedChart->setTop(axisTop(1));  // as the first sample sets it, with nothing moved
+    layout->addWidget(m_movedChart);
 
     m_adapt = new QWidget(this);
     auto * adapt = new QVBoxLayout(m_adapt);
@@ -214,7 +169,7 @@ void CachePanel::showLayerKinds(const std::vector<KvLayerKindStats> & kinds) {
     }
 }
 
-int CachePanel::chartPoints() const { return int(m_movedSeries->count()); }
+int CachePanel::chartPoints() const { return m_movedChart->pointCount(); }
 
 void CachePanel::setBackend(const QString & backend) {
     m_backend = backend;
@@ -355,25 +310,22 @@ void CachePanel::sample() {
     m_movedHistory.emplace_back(now, mibPerSecond);
     m_previousSample = m_snapshot;
     // The x axis is "seconds ago".
-    auto plot = [now](std::deque<QPointF> & history, QLineSeries * series) {
+    auto plot = [now](std::deque<QPointF> & history, TimeChart * chart) {
         while (!history.empty() && history.front().x() < now - kHistorySeconds) history.pop_front();
         QList<QPointF> points;
         points.reserve(qsizetype(history.size()));
         for (const QPointF & pt : history) points << QPointF(pt.x() - now, pt.y());
-        series->replace(points);
+        chart->setPoints(std::move(points));
     };
-    plot(m_hitHistory, m_hitSeries);
-    plot(m_movedHistory, m_movedSeries);
+    plot(m_hitHistory, m_hitChart);
+    plot(m_movedHistory, m_movedChart);
     double top = 1;
     for (const QPointF & pt : m_movedHistory) top = std::max(top, pt.y());
-    const double axis = axisTop(top);
-    if (m_movedY->max() != axis) m_movedY->setRange(0, axis);
+    m_movedChart->setTop(axisTop(top));
 }
 
 void CachePanel::refreshStyle() {
     const QPalette & p = palette();
-    styleChart(m_hitView, p);
-    styleChart(m_movedView, p);
     QPalette caption = m_empty->palette();
     caption.setColor(QPalette::WindowText, theme::subtleText(p));
     m_empty->setPalette(caption);

@@ -1,7 +1,7 @@
 #pragma once
 // The live KV cache panel (the right dock): a bar per tier (VRAM or the RAM arena, host
 // RAM, disk; absent tiers shown as absent), a row per kind of layer memory the model has
-// ("Full attention: 22 layers, 12.3 MiB"), hit rate and bytes moved over time (Qt Charts),
+// ("Full attention: 22 layers, 12.3 MiB"), hit rate and bytes moved over time (TimeChart),
 // prefill and decode speed, context used of the limit, evictions and restored tokens, the
 // policy and codecs; how hard the policy works (retention, evictions per 1,000 tokens,
 // refusals, time spent selecting). Fed by CacheSnapshot values a few times a second; samples the latest
@@ -20,16 +20,13 @@
 
 class QLabel;
 class QProgressBar;
-class QChart;
-class QChartView;
-class QLineSeries;
-class QValueAxis;
 
 namespace lr::ui {
 
 class HealthSection;
 class ServerSection;
 class TierBar;
+class TimeChart;
 
 class CachePanel : public QWidget {
     Q_OBJECT
@@ -44,7 +41,7 @@ public:
     static constexpr int kSampleIntervalMs = 250;
     static constexpr int kHistorySeconds = 60;
     // The top of a chart's axis for values up to `highest`: 1, 2 or 5 times a power of ten,
-    // at least 1.2x it (readable labels; the axis is laid out again only when it changes).
+    // at least 1.2x it (readable labels, which change seldom).
     static double axisTop(double highest);
 
     const std::optional<app::CacheSnapshot> & snapshot() const { return m_snapshot; }
@@ -79,14 +76,8 @@ private:
     QProgressBar * m_context;
     QHash<QString, QLabel *> m_values;
     HealthSection * m_health;
-    QChartView * m_hitView;
-    QChartView * m_movedView;
-    QLineSeries * m_hitSeries;
-    QLineSeries * m_movedSeries;
-    QValueAxis * m_hitX;
-    QValueAxis * m_hitY;
-    QValueAxis * m_movedX;
-    QValueAxis * m_movedY;
+    TimeChart * m_hitChart;
+    TimeChart * m_movedChart;
     std::deque<QPointF> m_hitHistory;    // (seconds since start, %)
     std::deque<QPointF> m_movedHistory;  // (seconds since start, MiB/s)
     QTimer m_sampler;

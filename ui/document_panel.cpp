@@ -41,6 +41,8 @@ DocumentPanel::DocumentPanel(const IconProvider & icons, QWidget * parent) : QFr
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_status = new QLabel(this);
     m_status->setFont(theme::captionFont(font()));
+    // Wraps rather than widening the window as the progress text grows (a whole repaint).
+    m_status->setWordWrap(true);
     text->addWidget(m_title);
     text->addWidget(m_status);
     row->addLayout(text, 1);
@@ -114,8 +116,10 @@ uint32_t DocumentPanel::contextThatFits() const {
 void DocumentPanel::setState(const app::DocumentState & s) {
     m_state = s;
     using app::DocumentPhase;
-    setVisible(s.phase != DocumentPhase::none);
-    if (s.phase == DocumentPhase::none) return;
+    if (s.phase == DocumentPhase::none) {
+        hide();
+        return;
+    }
     const QLocale locale;
     m_title->setText(s.title);
     m_title->setToolTip(s.path);
@@ -176,7 +180,15 @@ void DocumentPanel::setState(const app::DocumentState & s) {
                             .arg(locale.toString(fits), locale.toString(m_trainedContext)));
     m_settings->setVisible(s.phase == DocumentPhase::tooLong);
     m_again->setVisible(s.phase == DocumentPhase::stopped || (s.phase == DocumentPhase::failed && s.tokens >= 0));
-    refreshStyle();
+    // Setting the style sheet polishes every child again: only when the tone changes.
+    if (isProblem() != m_problemTone) refreshStyle();
+    // Shown last: showing a widget lays its window out at once, with the children as they
+    // are then (all of them, the first time: the window would widen for good).
+    show();
+}
+
+bool DocumentPanel::isProblem() const {
+    return m_state.phase == app::DocumentPhase::tooLong || m_state.phase == app::DocumentPhase::failed;
 }
 
 void DocumentPanel::refreshStyle() {
@@ -188,8 +200,8 @@ void DocumentPanel::refreshStyle() {
     QPalette caption = m_status->palette();
     caption.setColor(QPalette::WindowText, theme::subtleText(p));
     m_status->setPalette(caption);
-    const bool problem = m_state.phase == app::DocumentPhase::tooLong || m_state.phase == app::DocumentPhase::failed;
-    const QColor tone = problem ? theme::caution(p) : theme::accent(p);
+    m_problemTone = isProblem();
+    const QColor tone = m_problemTone ? theme::caution(p) : theme::accent(p);
     setStyleSheet(QStringLiteral("QFrame#documentPanel { border-bottom: 1px solid %1; }"
                                  "QFrame#banner { background: %2; border: 1px solid %3; border-radius: %4px; }")
                       .arg(theme::border(p).name(), theme::mix(p.color(QPalette::Base), tone, 0.12).name(),

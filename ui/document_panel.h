@@ -43,10 +43,12 @@ signals:
 
 private:
     uint32_t contextThatFits() const;  // 0 when raising the context cannot make it fit
+    bool isProblem() const;            // too long or failed: the caution tone
 
     const IconProvider & m_icons;
     app::DocumentState m_state;
     uint32_t m_trainedContext = 0;
+    bool m_problemTone = false;  // the tone the style sheet has
     QLabel * m_icon;
     QLabel * m_title;
     QLabel * m_status;

@@ -2,12 +2,10 @@
 
 #include <QLabel>
 #include <QLocale>
-#include <QPlainTextEdit>
-#include <QTextBlock>
-#include <QTextCursor>
 #include <QVBoxLayout>
 
 #include "ui/layer_kind_text.h"
+#include "ui/shaded_text.h"
 #include "ui/theme.h"
 
 namespace lr::ui {
@@ -56,10 +54,8 @@ RetentionView::RetentionView(QWidget * parent) : QWidget(parent) {
     m_legend = new QLabel(this);
     m_legend->setFont(theme::captionFont(font()));
     layout->addWidget(m_legend);
-    m_text = new QPlainTextEdit(this);
-    m_text->setReadOnly(true);
+    m_text = new ShadedText(this);
     m_text->setAccessibleName(tr("Document text, shaded by what the cache keeps"));
-    m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
     layout->addWidget(m_text, 1);
     setRetention(std::nullopt);
     refreshStyle();
@@ -101,19 +97,16 @@ void RetentionView::applyShading() {
     const QPalette & p = palette();
     const QColor keptTint = theme::mix(p.color(QPalette::Base), theme::good(p), theme::isDark(p) ? 0.30 : 0.18);
     const QColor evictedText = theme::mix(p.color(QPalette::Text), p.color(QPalette::Base), 0.65);
-    QList<QTextEdit::ExtraSelection> selections;
-    QTextDocument * doc = m_text->document();
-    for (const Run & run : m_runs) {
-        const double t = double(run.level) / (kLevels - 1);
-        QTextEdit::ExtraSelection sel;
-        sel.cursor = QTextCursor(doc);
-        sel.cursor.setPosition(run.begin);
-        sel.cursor.setPosition(std::min(run.end, doc->characterCount() - 1), QTextCursor::KeepAnchor);
-        sel.format.setBackground(theme::mix(p.color(QPalette::Base), keptTint, t));
-        sel.format.setForeground(theme::mix(evictedText, p.color(QPalette::Text), t));
-        selections << sel;
+    QTextCharFormat formats[kLevels];
+    for (int level = 0; level < kLevels; ++level) {
+        const double t = double(level) / (kLevels - 1);
+        formats[level].setBackground(theme::mix(p.color(QPalette::Base), keptTint, t));
+        formats[level].setForeground(theme::mix(evictedText, p.color(QPalette::Text), t));
     }
-    m_text->setExtraSelections(selections);
+    std::vector<ShadedText::Span> spans;
+    spans.reserve(m_runs.size());
+    for (const Run & run : m_runs) spans.push_back({run.begin, run.end, formats[run.level]});
+    m_text->setShading(std::move(spans));
     m_legend->setText(tr("<span style='background:%1'>&nbsp;kept&nbsp;</span>&nbsp;&nbsp;"
                          "<span style='color:%2'>evicted or outside the context</span>")
                           .arg(keptTint.name(), evictedText.name()));

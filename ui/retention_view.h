@@ -12,9 +12,10 @@
 #include "app/core/retention_snapshot.h"
 
 class QLabel;
-class QPlainTextEdit;
 
 namespace lr::ui {
+
+class ShadedText;
 
 class RetentionView : public QWidget {
     Q_OBJECT
@@ -37,7 +38,7 @@ public:
 
     QLabel * summaryLabel() const { return m_summary; }
     QLabel * layersLabel() const { return m_layers; }
-    QPlainTextEdit * textView() const { return m_text; }
+    ShadedText * textView() const { return m_text; }
     const std::vector<Run> & shownRuns() const { return m_runs; }
 
 private:
@@ -48,7 +49,7 @@ private:
     QLabel * m_summary;
     QLabel * m_layers;  // which layers' cache the shading shows
     QLabel * m_legend;
-    QPlainTextEdit * m_text;
+    ShadedText * m_text;
 };
 
 }  // namespace lr::ui

@@ -1,13 +1,14 @@
 // The attention view: on a made-up document of four words, the heat map paints the
 // evicted word's columns with the red band and the kept ones without, and the text strikes
-// the evicted word through; the layer choice shades by one layer. With
+// the evicted word through; the layer choice shades by one layer; in a long document only
+// the runs on screen are shaded, as it scrolls. With
 // LONGREAD_ATTENTION_SCREENSHOT=<file.png>, the app itself (bundled model, H2O on) reads a
 // document and the view is saved as a picture (the README's).
 #include <QComboBox>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QLabel>
-#include <QPlainTextEdit>
+#include <QScrollBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -18,6 +19,7 @@
 #include "ui/attention_heat_map.h"
 #include "ui/attention_view.h"
 #include "ui/main_window.h"
+#include "ui/shaded_text.h"
 #include "ui/theme.h"
 
 using namespace lr;
@@ -49,6 +51,41 @@ RetentionSnapshot fourWords() {
     return r;
 }
 
+// 16,384 tokens ("word " each, one paragraph), 22 layers, every other stretch of 64 tokens
+// evicted.
+RetentionSnapshot longDocument() {
+    constexpr uint32_t kTokens = 16384, kLayers = 22;
+    RetentionSnapshot r;
+    r.inContext = r.perPosition = true;
+    r.policy = QStringLiteral("h2o 50%");
+    auto a = std::make_shared<AttentionMass>();
+    a->n_positions = kTokens;
+    a->n_query_heads = 32;
+    a->n_queries = kTokens;
+    for (uint32_t l = 0; l < kLayers; ++l) a->layers.push_back(l);
+    for (uint32_t p = 0; p < kTokens; ++p) {
+        r.documentText += QStringLiteral("word ");
+        r.tokenSpans.emplace_back(int(p) * 5, int(p) * 5 + 5);
+        r.kept.push_back((p / 64) % 2 ? 0.0f : 1.0f);
+        a->queries.push_back(kTokens - p);
+    }
+    for (uint32_t l = 0; l < kLayers; ++l) {
+        for (uint32_t p = 0; p < kTokens; ++p) {
+            a->mass.push_back(float((p * 7919 + l * 104729) % 1000) / 100.0f);
+            a->held.push_back(r.kept[p]);
+        }
+    }
+    r.attention = a;
+    return r;
+}
+
+// Shows `view` at `size` on the screen; false when it was not shown.
+bool showAt(AttentionView & view, QSize size) {
+    view.resize(size);
+    view.show();
+    return QTest::qWaitForWindowExposed(&view);
+}
+
 }  // namespace
 
 class TestAttentionView : public QObject {
@@ -57,10 +94,8 @@ class TestAttentionView : public QObject {
 private slots:
     void heatMapMarksTheEvictedColumns() {
         AttentionView view;
-        view.resize(400, 500);
         view.setRetention(fourWords());
-        view.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QVERIFY(showAt(view, {400, 500}));
         AttentionHeatMap * map = view.heatMap();
         const QImage image = map->grab().toImage();
         QVERIFY(image.width() >= 100);
@@ -91,6 +126,7 @@ private slots:
 
     void textStrikesTheEvictedWordThrough() {
         AttentionView view;
+        QVERIFY(showAt(view, {400, 500}));
         view.setRetention(fourWords());
         const auto runs = view.shownRuns();
         QVERIFY(!runs.empty());
@@ -139,32 +175,9 @@ private slots:
     // A long document (16,384 tokens, 22 layers, every other stretch of 64 evicted): what
     // showing it takes on the GUI thread, printed (docs/BENCHMARKS.md), and that it is shown.
     void longDocumentIsShown() {
-        constexpr uint32_t kTokens = 16384, kLayers = 22;
-        RetentionSnapshot r;
-        r.inContext = r.perPosition = true;
-        r.policy = QStringLiteral("h2o 50%");
-        auto a = std::make_shared<AttentionMass>();
-        a->n_positions = kTokens;
-        a->n_query_heads = 32;
-        a->n_queries = kTokens;
-        for (uint32_t l = 0; l < kLayers; ++l) a->layers.push_back(l);
-        for (uint32_t p = 0; p < kTokens; ++p) {
-            r.documentText += QStringLiteral("word ");
-            r.tokenSpans.emplace_back(int(p) * 5, int(p) * 5 + 5);
-            r.kept.push_back((p / 64) % 2 ? 0.0f : 1.0f);
-            a->queries.push_back(kTokens - p);
-        }
-        for (uint32_t l = 0; l < kLayers; ++l) {
-            for (uint32_t p = 0; p < kTokens; ++p) {
-                a->mass.push_back(float((p * 7919 + l * 104729) % 1000) / 100.0f);
-                a->held.push_back(r.kept[p]);
-            }
-        }
-        r.attention = a;
+        const RetentionSnapshot r = longDocument();
         AttentionView view;
-        view.resize(480, 800);
-        view.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QVERIFY(showAt(view, {480, 800}));
         QElapsedTimer timer;
         timer.start();
         view.setRetention(r);
@@ -180,6 +193,28 @@ private slots:
               resized, view.shownRuns().size());
         QCOMPARE(view.shownRuns().front().evicted, false);
         QVERIFY(std::any_of(view.shownRuns().begin(), view.shownRuns().end(), [](const auto & run) { return run.evicted; }));
+    }
+
+    // In a long document only the runs on screen are extra selections; scrolled to the
+    // end, the last run is shaded.
+    void theRunsOnScreenAreShaded() {
+        AttentionView view;
+        QVERIFY(showAt(view, {480, 800}));
+        view.setRetention(longDocument());
+        ShadedText * text = view.textView();
+        auto shades = [&](const AttentionView::Run & run) {
+            const QList<QTextEdit::ExtraSelection> sel = text->extraSelections();
+            return std::any_of(sel.begin(), sel.end(), [&](const QTextEdit::ExtraSelection & s) {
+                return s.cursor.selectionStart() == run.begin && s.cursor.selectionEnd() == run.end;
+            });
+        };
+        QVERIFY(!text->extraSelections().isEmpty());
+        QVERIFY(text->extraSelections().size() < qsizetype(view.shownRuns().size()) / 10);
+        QVERIFY(shades(view.shownRuns().front()));
+        QVERIFY(!shades(view.shownRuns().back()));
+        text->verticalScrollBar()->setValue(text->verticalScrollBar()->maximum());
+        QVERIFY(shades(view.shownRuns().back()));
+        QVERIFY(!shades(view.shownRuns().front()));
     }
 
     // The README's picture: the app with the bundled model and H2O reads a document.

@@ -1,6 +1,7 @@
 // The main window with a scripted engine: accessible names on every control, the empty
 // state, the composer (Enter sends, Esc stops), edit and regenerate, a reply's thinking, a
-// dropped document that does not fit and the options offered, the live cache panel (absent tiers, charts), the
+// dropped document that does not fit and the options offered, a reading's progress that
+// leaves the window's width alone, the live cache panel (absent tiers, charts), the
 // settings and the planner's prediction, the retention view, the dark palette, shortcuts,
 // and the model picker.
 #include <QAbstractButton>
@@ -39,8 +40,11 @@
 #include "ui/message_bubble.h"
 #include "ui/model_picker.h"
 #include "ui/retention_view.h"
+#include "ui/shaded_text.h"
+#include "ui/theme.h"
 #include "ui/thinking_section.h"
 #include "ui/tier_bar.h"
+#include "ui/time_chart.h"
 
 using namespace lr;
 using namespace lr::app;
@@ -198,16 +202,38 @@ private slots:
         QVERIFY(panel->messageLabel()->text().contains(QStringLiteral("not in the chat's context")));
         QVERIFY(panel->raiseContextButton()->isVisible());
         QVERIFY(w()->composer()->summarizeButton()->isEnabled());
+        const QString cautionStyle = panel->styleSheet();
         // Raising the context reads it again, and this time it fits.
         m_script->contextLimit = 1024;
         QTest::mouseClick(panel->raiseContextButton(), Qt::LeftButton);
         QVERIFY(c()->settings().contextTokens >= 512);
         QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
         QVERIFY(!panel->messageLabel()->isVisible());
+        QVERIFY(panel->styleSheet() != cautionStyle);  // the caution tone went with the problem
         // The retention view shows the document, all of it kept.
         w()->showCacheTab(MainWindow::RetentionTab);
         QTRY_VERIFY(w()->retentionView()->textView()->toPlainText().contains(QStringLiteral("Sales grew")));
         QVERIFY(w()->retentionView()->summaryLabel()->text().contains(QStringLiteral("kept")));
+    }
+
+    // The reading's status grows with its numbers; the window keeps its width (a window that
+    // grows repaints whole, a long stall while the engine reads).
+    void readingProgressKeepsTheWindowsWidth() {
+        w()->resize(1000, 700);
+        QCoreApplication::processEvents();
+        const int width = w()->width();
+        DocumentState s{.phase = DocumentPhase::reading,
+                        .conversationId = 1,
+                        .title = QStringLiteral("report.md"),
+                        .format = QStringLiteral("md"),
+                        .fileBytes = 123456789,
+                        .tokens = 1234567};
+        s.measure.contextLimit = 2000000;
+        s.progress = {.done = 1000000, .total = 1234567, .restored = 123456, .etaMs = 3599000};
+        w()->documentPanel()->setState(s);
+        QCoreApplication::processEvents();
+        QVERIFY(w()->documentPanel()->statusLabel()->text().contains(QStringLiteral("123,456 restored")));
+        QCOMPARE(w()->width(), width);
     }
 
     void cachePanelIsLiveAndHonest() {
@@ -259,6 +285,29 @@ private slots:
         QCOMPARE(CachePanel::axisTop(4.2), 10.0);
         QCOMPARE(CachePanel::axisTop(150), 200.0);
         QCOMPARE(CachePanel::axisTop(1000), 2000.0);
+    }
+
+    // A chart's line runs from its oldest point (left) to its latest (right), by value.
+    void chartDrawsItsPoints() {
+        TimeChart chart(QStringLiteral("Hit rate (%)"), 60);
+        chart.resize(300, 130);
+        chart.setTop(100);
+        chart.setPoints({{-60, 0}, {-30, 50}, {0, 100}});
+        QCOMPARE(chart.pointCount(), 3);
+        const QImage image = chart.grab().toImage();
+        const QColor accent = theme::accent(chart.palette());
+        QPoint first(image.width(), 0), last(-1, 0);  // the line's leftmost and rightmost pixels
+        for (int y = 0; y < image.height(); ++y) {
+            for (int x = 0; x < image.width(); ++x) {
+                const QColor c(image.pixel(x, y));
+                if (std::abs(c.red() - accent.red()) + std::abs(c.green() - accent.green()) + std::abs(c.blue() - accent.blue()) > 30)
+                    continue;
+                if (x < first.x()) first = {x, y};
+                if (x > last.x()) last = {x, y};
+            }
+        }
+        QVERIFY2(last.x() - first.x() > 200, qPrintable(QStringLiteral("%1 to %2").arg(first.x()).arg(last.x())));
+        QVERIFY2(first.y() - last.y() > 50, qPrintable(QStringLiteral("%1 to %2").arg(first.y()).arg(last.y())));
     }
 
     // The retention view names the layers whose cache it shades.
