@@ -7,12 +7,14 @@
 #include <QtTest>
 
 #include "app/core/engine_settings.h"
+#include "support/eventually.h"
 #include "ui/cache_panel.h"
 #include "ui/cache_settings_panel.h"
 
 using namespace lr;
 using namespace lr::app;
 using namespace lr::ui;
+using namespace lr::test;
 
 class TestAdaptPanels : public QObject {
     Q_OBJECT
@@ -37,7 +39,7 @@ private slots:
         panel.adaptBox()->setCurrentIndex(panel.adaptBox()->findData(false));
         panel.demotionBox()->setCurrentIndex(panel.demotionBox()->findData(int(KvDemotion::lru)));
         panel.prefetchBox()->setCurrentIndex(panel.prefetchBox()->findData(2));
-        QTRY_COMPARE(edited.count(), 1);  // debounced into one
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 1, kEventuallyMs);  // debounced into one
         const EngineSettings out = panel.settings();
         QVERIFY(!out.kv.adapt);
         QCOMPARE(int(out.kv.demotion), int(KvDemotion::lru));

@@ -11,6 +11,7 @@
 #include <QtTest>
 
 #include "app/core/message_list_model.h"
+#include "support/eventually.h"
 #include "support/launch_app.h"
 #include "support/reference_data.h"
 #include "ui/cache_panel.h"
@@ -25,6 +26,7 @@
 using namespace lr;
 using namespace lr::app;
 using namespace lr::ui;
+using namespace lr::test;
 
 class TestAppE2e : public QObject {
     Q_OBJECT
@@ -50,7 +52,7 @@ private slots:
             std::unique_ptr<LongreadApp> app = launch();
             MainWindow * w = app->window();
             QVERIFY(QTest::qWaitForWindowExposed(w));
-            QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), 20000);
+            QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), kEventuallyMs);
             QVERIFY(w->chatView()->showsEmptyState());
 
             // Type and press Enter, as a person would.
@@ -68,8 +70,8 @@ private slots:
             QTest::keyClick(w->composer()->editor(), Qt::Key_Return);
             QVERIFY(app->controller()->isReplying());
             QVERIFY(!w->chatView()->showsEmptyState());
-            QTRY_VERIFY_WITH_TIMEOUT(stopClicked, 20000);
-            QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), 20000);
+            QTRY_VERIFY_WITH_TIMEOUT(stopClicked, kEventuallyMs);
+            QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), kEventuallyMs);
             disconnect(c);
             QCOMPARE(w->composer()->sendButton()->text(), QStringLiteral("Send"));
             QCOMPARE(w->chatView()->bubbleCount(), 2);
@@ -80,7 +82,7 @@ private slots:
             conversation = app->controller()->currentConversation();
             stoppedText = reply.text;
             // The cache panel shows the session: the device tier, and the others as absent.
-            QTRY_VERIFY(w->cachePanel()->snapshot().has_value() && w->cachePanel()->snapshot()->hasSession);
+            QTRY_VERIFY_WITH_TIMEOUT(w->cachePanel()->snapshot().has_value() && w->cachePanel()->snapshot()->hasSession, kEventuallyMs);
             QVERIFY(w->cachePanel()->tierBar(0)->isPresent());
             qInfo("stopped after %lld characters: %s", static_cast<long long>(reply.text.size()), qPrintable(reply.text.left(80)));
         }
@@ -94,7 +96,7 @@ private slots:
         QCOMPARE(rows[0].text, QStringLiteral("Tell me a story about a dog"));
         QCOMPARE(rows[1].text, stoppedText);
         QCOMPARE(rows[1].state, MessageState::stopped);
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), kEventuallyMs);
     }
 
     void screenshot() {
@@ -104,7 +106,7 @@ private slots:
         MainWindow * w = app->window();
         w->resize(1600, 1000);
         QVERIFY(QTest::qWaitForWindowExposed(w));
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), kEventuallyMs);
         // The first stories of the evaluation text: a document that fits the 2048-token context.
         QFile source(lr::test::shared_path(QStringLiteral("data/text/tinystories_style_eval.txt")));
         QVERIFY(source.open(QIODevice::ReadOnly));
@@ -127,9 +129,9 @@ private slots:
                 QStringLiteral("phase %1: %2").arg(int(app->controller()->document().phase)).arg(app->controller()->document().message)),
             60000);
         app->controller()->sendMessage(QStringLiteral("What do Mia and Spot do in the garden?"));
-        QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), kEventuallyMs);
         app->controller()->summarizeDocument();
-        QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), 120000);
+        QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), kEventuallyMs);
         QTest::qWait(3000);  // a few seconds of live charts
         w->chatView()->scrollToBottom();
         QTest::qWait(200);

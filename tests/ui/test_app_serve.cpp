@@ -26,6 +26,7 @@
 #include "app/core/engine_requests.h"
 #include "app/core/message_list_model.h"
 #include "app/core/server_host.h"
+#include "support/eventually.h"
 #include "support/launch_app.h"
 #include "ui/cache_panel.h"
 #include "ui/longread_app.h"
@@ -36,6 +37,7 @@
 using namespace lr;
 using namespace lr::app;
 using namespace lr::ui;
+using namespace lr::test;
 using nlohmann::json;
 
 namespace {
@@ -100,7 +102,7 @@ private slots:
         std::unique_ptr<LongreadApp> app = launch();
         MainWindow * w = app->window();
         QVERIFY(QTest::qWaitForWindowExposed(w));
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), kEventuallyMs);
         ServePanel * panel = w->servePanel();
         ServerSection * section = w->cachePanel()->serverSection();
         QVERIFY(!panel->serveSwitch()->isChecked());
@@ -110,7 +112,7 @@ private slots:
         const int port = freePort();
         panel->portBox()->setValue(port);
         panel->serveSwitch()->click();
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(*app), ServerState::Kind::serving, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(*app), ServerState::Kind::serving, kEventuallyMs);
         const QString address = QStringLiteral("http://127.0.0.1:%1/v1").arg(port);
         QCOMPARE(panel->addressLabel()->text(), address);
         QVERIFY2(panel->statusLabel()->text().contains(address), qPrintable(panel->statusLabel()->text()));
@@ -135,7 +137,7 @@ private slots:
         const json reply = json::parse(chat->body);
         QCOMPARE(reply["usage"]["completion_tokens"].get<int>(), 12);
         QVERIFY(!reply["choices"][0]["message"]["content"].get<std::string>().empty());
-        QTRY_COMPARE_WITH_TIMEOUT(section->servedLabel()->text(), QStringLiteral("1 completion"), 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(section->servedLabel()->text(), QStringLiteral("1 completion"), kEventuallyMs);
 
         // A reply that runs until its client hangs up (a policy that never fills, no token
         // limit to speak of): the section lists its sequence while it runs.
@@ -153,24 +155,24 @@ private slots:
             req.content_receiver = [&](const char *, size_t, uint64_t, uint64_t) { return !hangUp; };
             (void)clientFor(port).send(req);
         });
-        QTRY_COMPARE_WITH_TIMEOUT(section->sequenceRows().size(), qsizetype(1), 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(section->sequenceRows().size(), qsizetype(1), kEventuallyMs);
         const QString row = section->sequenceRows().constFirst();
         QVERIFY2(row.contains(QStringLiteral("tokens held")) && row.contains(QStringLiteral("streaming")), qPrintable(row));
         QVERIFY2(section->summaryLabel()->text().startsWith(QStringLiteral("1 running")), qPrintable(section->summaryLabel()->text()));
         // The chat replies meanwhile: its engine thread and the server's take turns on the model.
         app->controller()->sendMessage(QStringLiteral("Tell me a story about a cat"));
-        QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!app->controller()->isReplying(), kEventuallyMs);
         QCOMPARE(app->controller()->messages()->messages().back().state, MessageState::finished);
         QVERIFY(!app->controller()->messages()->messages().back().text.isEmpty());
         QCOMPARE(section->sequenceRows().size(), qsizetype(1));
         hangUp = true;
         streamer.join();
-        QTRY_COMPARE_WITH_TIMEOUT(section->sequenceRows().size(), qsizetype(0), 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(section->sequenceRows().size(), qsizetype(0), kEventuallyMs);
 
         // Loading a model stops the server and starts it again on the new one.
         QSignalSpy states(app->server(), &ServerHost::stateChanged);
         app->controller()->loadModel(QString::fromLatin1(kBundledModelPath));
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady() && stateOf(*app) == ServerState::Kind::serving, 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady() && stateOf(*app) == ServerState::Kind::serving, kEventuallyMs);
         QVERIFY(states.size() >= 3);
         QCOMPARE(states.first().first().value<ServerState>().kind, ServerState::Kind::waitingForModel);
         auto again = clientFor(port, key).Get("/v1/models");
@@ -180,7 +182,7 @@ private slots:
         // Off: the port closes, the section goes, the setting is kept.
         panel->serveSwitch()->click();
         QCOMPARE(stateOf(*app), ServerState::Kind::off);
-        QTRY_VERIFY_WITH_TIMEOUT(!portAnswers(port), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(!portAnswers(port), kEventuallyMs);
         QVERIFY(section->isHidden());
         QVERIFY(!app->settings().serve().enabled);
         QCOMPARE(app->settings().serve().apiKey, key);
@@ -191,11 +193,11 @@ private slots:
         std::unique_ptr<LongreadApp> app = launch();
         MainWindow * w = app->window();
         QVERIFY(QTest::qWaitForWindowExposed(w));
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), kEventuallyMs);
         ServePanel * panel = w->servePanel();
         panel->portBox()->setValue(other.port());
         panel->serveSwitch()->click();
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(*app), ServerState::Kind::failed, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(*app), ServerState::Kind::failed, kEventuallyMs);
         const QString status = panel->statusLabel()->text();
         QVERIFY2(status.contains(QStringLiteral("127.0.0.1:%1").arg(other.port())) &&
                      status.contains(QStringLiteral("choose another port")),
@@ -206,7 +208,7 @@ private slots:
         const int port = freePort();
         panel->portBox()->setValue(port);
         emit panel->portBox()->editingFinished();
-        QTRY_COMPARE_WITH_TIMEOUT(stateOf(*app), ServerState::Kind::serving, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(stateOf(*app), ServerState::Kind::serving, kEventuallyMs);
         QVERIFY(portAnswers(port));
     }
 };

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 
+#include "support/eventually.h"
 #include "support/launch_app.h"
 #include "support/reference_data.h"
 #include "ui/attention_heat_map.h"
@@ -25,6 +26,7 @@
 using namespace lr;
 using namespace lr::app;
 using namespace lr::ui;
+using namespace lr::test;
 
 namespace {
 
@@ -231,7 +233,7 @@ private slots:
         MainWindow * w = app->window();
         w->resize(1400, 900);
         QVERIFY(QTest::qWaitForWindowExposed(w));
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->isModelReady(), kEventuallyMs);
         QFile source(test::shared_path(QStringLiteral("data/text/tinystories_style_eval.txt")));
         QVERIFY(source.open(QIODevice::ReadOnly));
         const QByteArray text = source.readAll();
@@ -241,8 +243,8 @@ private slots:
         document.close();
         app->controller()->newConversation();
         app->controller()->attachDocument(document.fileName());
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->document().phase == DocumentPhase::inContext, 60000);
-        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->retention() && app->controller()->retention()->attention, 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->document().phase == DocumentPhase::inContext, kEventuallyMs);
+        QTRY_VERIFY_WITH_TIMEOUT(app->controller()->retention() && app->controller()->retention()->attention, kEventuallyMs);
         w->showCacheTab(MainWindow::AttentionTab);
         w->cacheDock()->setMinimumWidth(560);
         QTest::qWait(500);

@@ -4,11 +4,13 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include "support/eventually.h"
 #include "ui/cache_settings_panel.h"
 
 using namespace lr;
 using namespace lr::app;
 using namespace lr::ui;
+using namespace lr::test;
 
 class TestLayerBudgetPanel : public QObject {
     Q_OBJECT
@@ -25,7 +27,7 @@ private slots:
         QVERIFY(!box->toolTip().isEmpty());
         QSignalSpy edited(&panel, &CacheSettingsPanel::settingsEdited);
         box->setCurrentIndex(box->findData(int(KvLayerBudget::pyramid)));
-        QTRY_COMPARE(edited.count(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 1, kEventuallyMs);
         QCOMPARE(edited.at(0).at(0).value<EngineSettings>().kv.layer_budget, KvLayerBudget::pyramid);
         // Quest and streaming keep every layer alike; SnapKV is shaped.
         panel.policyBox()->setCurrentIndex(panel.policyBox()->findData(int(KvPolicy::quest)));

@@ -28,6 +28,7 @@
 
 #include "app/core/model_list_model.h"
 #include "app/support/fake_engine.h"
+#include "support/eventually.h"
 #include "support/reference_data.h"
 #include "ui/cache_panel.h"
 #include "ui/cache_settings_panel.h"
@@ -71,7 +72,7 @@ class TestMainWindow : public QObject {
         QTest::keyClicks(w()->composer()->editor(), text);
         QTest::keyClick(w()->composer()->editor(), Qt::Key_Return);
     }
-    void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!c()->isReplying(), 5000); }
+    void waitIdle() { QTRY_VERIFY_WITH_TIMEOUT(!c()->isReplying(), kEventuallyMs); }
 
 private slots:
     void init() {
@@ -83,7 +84,7 @@ private slots:
             LongreadAppOptions{.settings = std::move(settings), .interactive = false, .engineFactory = fakeFactory(m_script)});
         QVERIFY(m_app->start());
         QVERIFY(QTest::qWaitForWindowExposed(w()));
-        QTRY_VERIFY(c()->isModelReady());
+        QTRY_VERIFY_WITH_TIMEOUT(c()->isModelReady(), kEventuallyMs);
     }
     void cleanup() {
         m_app.reset();
@@ -130,7 +131,7 @@ private slots:
         QVERIFY(!w()->chatView()->showsEmptyState());
         waitIdle();
         QCOMPARE(w()->chatView()->bubbleCount(), 2);
-        QTRY_COMPARE(w()->chatView()->bubble(1)->textLabel()->text(), QStringLiteral("Hello, world."));
+        QTRY_COMPARE_WITH_TIMEOUT(w()->chatView()->bubble(1)->textLabel()->text(), QStringLiteral("Hello, world."), kEventuallyMs);
         QCOMPARE(c()->conversations()->rowCount(), 1);
         QCOMPARE(w()->windowTitle(), QStringLiteral("hi \u2014 Longread"));
     }
@@ -144,8 +145,9 @@ private slots:
         QCOMPARE(sent.count(), 1);
         QVERIFY(w()->composer()->editor()->toPlainText().isEmpty());
         QCOMPARE(w()->composer()->sendButton()->text(), QStringLiteral("Stop"));
-        QTRY_VERIFY(w()->chatView()->bubbleCount() == 2 &&
-                    w()->chatView()->bubble(1)->textLabel()->text().startsWith(QStringLiteral("word")));
+        QTRY_VERIFY_WITH_TIMEOUT(w()->chatView()->bubbleCount() == 2 &&
+                                     w()->chatView()->bubble(1)->textLabel()->text().startsWith(QStringLiteral("word")),
+                                 kEventuallyMs);
         QTest::keyClick(w()->composer()->editor(), Qt::Key_Escape);
         waitIdle();
         QCOMPARE(w()->composer()->sendButton()->text(), QStringLiteral("Send"));
@@ -179,7 +181,7 @@ private slots:
         QVERIFY(regenerate && regenerate->isVisible());
         QTest::mouseClick(regenerate, Qt::LeftButton);
         waitIdle();
-        QTRY_COMPARE(w()->chatView()->bubble(1)->textLabel()->text(), QStringLiteral("Second try"));
+        QTRY_COMPARE_WITH_TIMEOUT(w()->chatView()->bubble(1)->textLabel()->text(), QStringLiteral("Second try"), kEventuallyMs);
         QCOMPARE(m_script->replies.load(), 3);
     }
 
@@ -194,7 +196,7 @@ private slots:
         QVERIFY(enter.isAccepted());
         QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(w(), &drop);
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::tooLong, kEventuallyMs);
         DocumentPanel * panel = w()->documentPanel();
         QVERIFY(panel->isVisible());
         QVERIFY(panel->statusLabel()->text().contains(QStringLiteral("tokens of a 256-token context")));
@@ -207,12 +209,12 @@ private slots:
         m_script->contextLimit = 1024;
         QTest::mouseClick(panel->raiseContextButton(), Qt::LeftButton);
         QVERIFY(c()->settings().contextTokens >= 512);
-        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(c()->document().phase, DocumentPhase::inContext, kEventuallyMs);
         QVERIFY(!panel->messageLabel()->isVisible());
         QVERIFY(panel->styleSheet() != cautionStyle);  // the caution tone went with the problem
         // The retention view shows the document, all of it kept.
         w()->showCacheTab(MainWindow::RetentionTab);
-        QTRY_VERIFY(w()->retentionView()->textView()->toPlainText().contains(QStringLiteral("Sales grew")));
+        QTRY_VERIFY_WITH_TIMEOUT(w()->retentionView()->textView()->toPlainText().contains(QStringLiteral("Sales grew")), kEventuallyMs);
         QVERIFY(w()->retentionView()->summaryLabel()->text().contains(QStringLiteral("kept")));
     }
 
@@ -240,7 +242,7 @@ private slots:
         send(QStringLiteral("hi"));
         waitIdle();
         CachePanel * panel = w()->cachePanel();
-        QTRY_VERIFY(panel->snapshot().has_value());
+        QTRY_VERIFY_WITH_TIMEOUT(panel->snapshot().has_value(), kEventuallyMs);
         QVERIFY(panel->tierBar(0)->isPresent());
         QVERIFY(!panel->tierBar(1)->isPresent());
         QCOMPARE(panel->tierBar(1)->valueText(), QStringLiteral("absent"));
@@ -250,7 +252,7 @@ private slots:
         QVERIFY(panel->valueLabel(QStringLiteral("decode"))->text().contains(QStringLiteral("tok/s")));
         QCOMPARE(panel->valueLabel(QStringLiteral("metadata"))->text(), QStringLiteral("3.0 KiB"));
         QCOMPARE(panel->layerKindRows(), QStringList{QStringLiteral("Full attention: 2 layers, 4.0 KiB")});
-        QTRY_VERIFY(panel->chartPoints() >= 3);  // sampled four times a second
+        QTRY_VERIFY_WITH_TIMEOUT(panel->chartPoints() >= 3, kEventuallyMs);  // sampled four times a second
     }
 
     // A row per kind of layer memory the model has, as the stats give them.
@@ -334,17 +336,17 @@ private slots:
         QSignalSpy edited(panel, &CacheSettingsPanel::settingsEdited);
         panel->contextBox()->setValue(100000);  // beyond the trained 4096
         QVERIFY(panel->predictionLabel()->text().startsWith(QStringLiteral("won't fit")));
-        QTRY_COMPARE(edited.count(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 1, kEventuallyMs);
         QCOMPARE(c()->settings().contextTokens, 100000u);
         panel->contextBox()->setValue(2048);
         panel->chunkBox()->setValue(64);
-        QTRY_COMPARE(edited.count(), 2);  // debounced into one
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 2, kEventuallyMs);  // debounced into one
         QCOMPARE(c()->settings().chunkTokens, 64u);
         QVERIFY(panel->predictionLabel()->text().startsWith(QStringLiteral("fits")));
         // The RAM tier's codec reaches the session settings.
         QVERIFY(!panel->hostBitsBox()->toolTip().isEmpty());
         panel->hostBitsBox()->setCurrentIndex(panel->hostBitsBox()->findData(8));
-        QTRY_COMPARE(edited.count(), 3);
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 3, kEventuallyMs);
         QCOMPARE(c()->settings().kv.host_bits, 8u);
         // Quest evicts nothing but reads a share of the sequence: the keep slider sets it;
         // it reserves no recent window.
@@ -352,12 +354,12 @@ private slots:
         QVERIFY(panel->keepSlider()->isEnabled());
         QVERIFY(!panel->recentSlider()->isEnabled());
         panel->keepSlider()->setValue(30);
-        QTRY_COMPARE(edited.count(), 4);
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 4, kEventuallyMs);
         QCOMPARE(c()->settings().kv.policy, KvPolicy::quest);
         QCOMPARE(c()->settings().kv.keep_ratio, 0.3);
         panel->policyBox()->setCurrentIndex(panel->policyBox()->findData(int(KvPolicy::none)));
         QVERIFY(!panel->keepSlider()->isEnabled());
-        QTRY_COMPARE(edited.count(), 5);
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 5, kEventuallyMs);
     }
 
     void retentionRuns_data() {
@@ -395,9 +397,9 @@ private slots:
         dark.setColor(QPalette::Base, QColor(0x18, 0x1a, 0x1c));
         dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
         QApplication::setPalette(dark);
-        QTRY_VERIFY(bubble->styleSheet() != before);
+        QTRY_VERIFY_WITH_TIMEOUT(bubble->styleSheet() != before, kEventuallyMs);
         QApplication::setPalette(light);
-        QTRY_COMPARE(bubble->styleSheet(), before);
+        QTRY_COMPARE_WITH_TIMEOUT(bubble->styleSheet(), before, kEventuallyMs);
     }
 
     // A thinking model's reply: the thinking streams into the bubble, collapsed above the
@@ -407,7 +409,7 @@ private slots:
         send(QStringLiteral("hi"));
         waitIdle();
         MessageBubble * bubble = w()->chatView()->bubble(1);
-        QTRY_COMPARE(bubble->textLabel()->text(), QStringLiteral("Hello, world."));
+        QTRY_COMPARE_WITH_TIMEOUT(bubble->textLabel()->text(), QStringLiteral("Hello, world."), kEventuallyMs);
         QVERIFY(bubble->thinking()->isVisible());
         QVERIFY(!bubble->thinking()->isExpanded());
         QCOMPARE(bubble->thinking()->toggle()->text(), QStringLiteral("Thought for 5 words"));
@@ -459,8 +461,8 @@ private slots:
         qputenv("HOME", home.path().toUtf8());
         {
             ModelPicker picker(m_app->settings(), c()->settings(), QString::fromLatin1(kBundledModelPath), IconProvider(Qt::black), w());
-            QTRY_VERIFY_WITH_TIMEOUT(!picker.isScanning(), 10000);
-            QTRY_COMPARE(picker.model()->rowCount(), 3);
+            QTRY_VERIFY_WITH_TIMEOUT(!picker.isScanning(), kEventuallyMs);
+            QTRY_COMPARE_WITH_TIMEOUT(picker.model()->rowCount(), 3, kEventuallyMs);
             QStringList names;
             for (int r = 0; r < 3; ++r) names << picker.model()->index(r, ModelListModel::SourceColumn).data().toString();
             QVERIFY(names.contains(QStringLiteral("Bundled")));

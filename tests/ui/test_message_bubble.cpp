@@ -7,6 +7,7 @@
 #include <QToolButton>
 #include <QtTest>
 
+#include "support/eventually.h"
 #include "ui/icon_provider.h"
 #include "ui/message_bubble.h"
 #include "ui/thinking_section.h"
@@ -14,6 +15,7 @@
 using namespace lr;
 using namespace lr::app;
 using namespace lr::ui;
+using namespace lr::test;
 
 class TestMessageBubble : public QObject {
     Q_OBJECT
@@ -80,7 +82,7 @@ private slots:
         QToolButton * toggle = bubble.thinking()->toggle();
         QVERIFY(toggle->focusPolicy() & Qt::TabFocus);
         toggle->setFocus();
-        QTRY_VERIFY(toggle->hasFocus());
+        QTRY_VERIFY_WITH_TIMEOUT(toggle->hasFocus(), kEventuallyMs);
         QTest::keyClick(toggle, Qt::Key_Space);
         QVERIFY(bubble.thinking()->isExpanded());
         QVERIFY(bubble.thinking()->textLabel()->isVisible());
