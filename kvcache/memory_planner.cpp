@@ -62,10 +62,11 @@ namespace {
 // Measured by tests/runtime/test_memory_plan_truth: the tokenizer's tables take about 340
 // bytes per vocabulary entry (SentencePiece, and BPE with its merges, alike), and a model's
 // first steps page in about 4 MiB of the engine's and its libraries' code and allocate half
-// a MiB of fixed tables.
+// a MiB of fixed tables. A CPU thread's attention tile keeps the scores of 32 queries
+// (attention_fused.cpp) over the slots it reads.
 constexpr uint64_t kTokenizerBytesPerToken = 340;
-constexpr uint64_t kAttentionTileQueries = 32;
 constexpr uint64_t kCodeBytes = uint64_t(9) << 19;
+constexpr uint64_t kAttentionTileQueries = 32;
 
 // Layer il's KV heads and head size (ModelMemoryShape::layers may name its own).
 uint32_t heads_of(const ModelMemoryShape & model, const KvLayerSpec & l) { return l.n_head_kv ? l.n_head_kv : model.n_head_kv; }
@@ -208,8 +209,7 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     };
     const uint32_t kept = std::max(peak_tokens(n_ctx), std::min(n_ctx, settings.warmup_tokens));
     // A ubatch's activations (a hybrid's ubatches end at its snapshots), a row of logits, and
-    // per thread a tile's attention scores over the kept tokens (kAttentionTileQueries
-    // queries: tests/runtime/test_memory_plan_truth measured them).
+    // per thread a tile's attention scores over the kept tokens and the ubatch.
     const uint32_t ubatch = std::max(recurrent.n_layers ? std::min(chunk_tokens, recurrent.interval) : chunk_tokens, 1u);
     plan.scratch_bytes = uint64_t(ubatch) * model.scratch_bytes_per_token + uint64_t(model.n_vocab) * sizeof(float) +
                          uint64_t(model.host_threads) * kAttentionTileQueries * std::min<uint64_t>(n_ctx, uint64_t(kept) + ubatch) *
