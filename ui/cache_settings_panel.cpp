@@ -287,6 +287,7 @@ void CacheSettingsPanel::setEngineValues(int threads, const QString & cacheDirec
 
 void CacheSettingsPanel::setModel(const app::ModelInfo & model) {
     m_model = model;
+    m_machine = app::probeMachine(settings());
     m_hasModel = true;
     updatePrediction();
 }
@@ -346,7 +347,7 @@ void CacheSettingsPanel::updatePrediction() {
         m_prediction->setText(tr("Load a model to see what these settings need."));
         return;
     }
-    const MemoryPlan plan = app::planFor(m_model.shape, s);
+    const MemoryPlan plan = app::planFor(m_model.shape, s, m_machine);
     const QColor tone = plan.verdict == MemoryVerdict::fits         ? theme::good(p)
                         : plan.verdict == MemoryVerdict::needs_disk ? theme::caution(p)
                                                                     : theme::bad(p);

@@ -65,6 +65,9 @@ private:
 
     app::EngineSettings m_base;  // what the panel does not edit is kept from here
     app::ModelInfo m_model;
+    // The machine as it was when the model was chosen: probing a GPU's free memory on every
+    // slider step would stall the window.
+    MachineMemory m_machine;
     bool m_hasModel = false;
     bool m_loading = false;
     QTimer m_debounce;

@@ -53,10 +53,6 @@ MachineMemory probeMachine(const EngineSettings & settings) {
     return machine;
 }
 
-MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings) {
-    return planFor(shape, settings, probeMachine(settings));
-}
-
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings, const MachineMemory & machine) {
     const KvSettings & kv = settings.kv;
     // Before a load the weights are not on the GPU yet: they take their share of its memory

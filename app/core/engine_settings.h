@@ -44,9 +44,9 @@ QString validationError(const EngineSettings & settings);
 // these change: same_session).
 SessionOptions sessionOptions(const EngineSettings & settings);
 
-// The planner's estimate for a model at the settings' context, on this machine now (or on
-// `machine`, probed once for many models).
-MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings);
+// The planner's estimate for a model at the settings' context on `machine` (probeMachine:
+// RAM, the cache directory's disk, the free VRAM of the GPU the app would load on), probed
+// once for many models or many settings.
 MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settings, const MachineMemory & machine);
 MachineMemory probeMachine(const EngineSettings & settings);
 

@@ -136,7 +136,7 @@ private slots:
         QCOMPARE(sessionOptions(s).kv.policy, KvPolicy::h2o);
         // The preview plans what will run: a tenth of the context kept.
         const ModelMemoryShape shape{.n_layer = 2, .n_head_kv = 2, .head_dim = 64, .n_ctx_train = 1000, .weight_bytes = 1000};
-        QCOMPARE(planFor(shape, s).kv_bytes, kv_bytes_for_tokens(shape, s.kv, 100));
+        QCOMPARE(planFor(shape, s, probeMachine(s)).kv_bytes, kv_bytes_for_tokens(shape, s.kv, 100));
     }
 
     void sessionNeedsRebuildOnlyForSessionKnobs() {
