@@ -298,6 +298,12 @@ void GenerationQueue::finish(SequenceBatch::Finished & done) {
     auto it = running_.find(done.id);
     if (it == running_.end()) return;
     Running & r = *it->second;
+    // Off the figures before the last event goes out: a client that has read its end sees
+    // the request counted as finished.
+    {
+        std::lock_guard lock(mutex_);
+        started_.erase(r.job);
+    }
     if (!done.result.ok()) {
         fail(*r.job, true, done.result.status());
     } else {
@@ -307,10 +313,6 @@ void GenerationQueue::finish(SequenceBatch::Finished & done) {
             if (!rest.answer.empty()) r.stream.answer(rest.answer);
         }
         r.stream.finish(*done.result, r.prompt_tokens);
-    }
-    {
-        std::lock_guard lock(mutex_);
-        started_.erase(r.job);
     }
     running_.erase(it);
 }
