@@ -49,6 +49,8 @@ step() {
   local took=$((SECONDS - t0))
   steps+=("$(printf '%-22s %-6s %5d s' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAILED)" "$took")")
   if [ $rc -ne 0 ]; then
+    # Qt Test's own lines say which check failed and where (CI keeps only the tail).
+    grep -E -A1 "^(FAIL!|XPASS|QFATAL)" "$out/$name.log" | tail -n 40 || true
     tail -n 40 "$out/$name.log"
     report
     exit $rc
