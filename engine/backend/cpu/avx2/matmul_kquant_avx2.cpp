@@ -17,6 +17,15 @@
 #include "engine/backend/cpu/avx2/q8k_act_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
+#if defined(LONGREAD_KQUANT_VNNI)
+#include "engine/backend/cpu/avx512/avx512_util.h"
+#endif
+
+// Built twice: here for AVX2, and by avx512/matmul_kquant_vnni.cpp for AVX-512 VNNI, whose
+// prefill runs avx512/kquant_prefill_vnni.h (decode is the same code).
+#if !defined(LONGREAD_KQUANT_KERNEL_TABLE)
+#define LONGREAD_KQUANT_KERNEL_TABLE avx2_kquant_matmul_kernel
+#endif
 
 namespace lr::cpu {
 namespace {
@@ -82,6 +91,7 @@ inline __m256i two_bits(const uint8_t * qs, int j) {
 struct Q2K {
     using Block = block_q2_K;
     static constexpr bool kCombinedMin = false;
+    static constexpr int kScaleElems = 16;  // elements per scale
     const Block & b;
     Scales16 sc;
     explicit Q2K(const Block & blk)
@@ -112,6 +122,7 @@ inline __m128i q3k_scales(const uint8_t * packed) {
 struct Q3K {
     using Block = block_q3_K;
     static constexpr bool kCombinedMin = true;
+    static constexpr int kScaleElems = 16;  // elements per scale
     const Block & b;
     Scales16 sc;
     __m256i hmask;
@@ -126,6 +137,7 @@ struct Q3K {
 struct Q4K {
     using Block = block_q4_K;
     static constexpr bool kCombinedMin = false;
+    static constexpr int kScaleElems = 32;  // elements per scale
     const Block & b;
     uint64_t mins;
     Scales8 sc;
@@ -151,6 +163,7 @@ struct Q4K {
 struct Q5K {
     using Block = block_q5_K;
     static constexpr bool kCombinedMin = false;
+    static constexpr int kScaleElems = 32;  // elements per scale
     const Block & b;
     uint64_t mins;
     Scales8 sc;
@@ -172,6 +185,7 @@ struct Q5K {
 struct Q6K {
     using Block = block_q6_K;
     static constexpr bool kCombinedMin = true;
+    static constexpr int kScaleElems = 16;  // elements per scale
     const Block & b;
     Scales16 sc;
     explicit Q6K(const Block & blk) : b(blk), sc(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk.scales))) {}
@@ -227,6 +241,16 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
 }
 
 // ---- prefill -----------------------------------------------------------------------------------
+#if defined(LONGREAD_KQUANT_VNNI)
+#include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
+
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return vnni::scratch_bytes(n_cols); }
+
+template <class T>
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    vnni::prefill_rows<T>(job, r0, r1, scratch);
+}
+#else
 // A panel row: per super-block, q [8][32 B], sc [8][32 B], mn [32 B], d, dmin (+ pad).
 constexpr size_t kPanelBlockBytes = 576;
 constexpr int kTileRows = 2;
@@ -319,6 +343,19 @@ void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, int64_t n
 
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return size_t(kPanelRows) * size_t(n_cols / QK_K) * kPanelBlockBytes; }
 
+// Prefill: panels of 16 rows in the common form, tiles of 2 rows x 4 tokens.
+template <class T>
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    using Block = typename T::Block;
+    const int64_t nsb = job.n_cols / QK_K;
+    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
+    const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
+    for_each_panel_tile<kTileRows>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T::kCombinedMin, R>(job, panel, nsb, r); });
+}
+#endif
+
 template <class T>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     using Block = typename T::Block;
@@ -330,10 +367,7 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
         });
         return;
     }
-    const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
-    for_each_panel_tile<kTileRows>(
-        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
-        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T::kCombinedMin, R>(job, panel, nsb, r); });
+    prefill_rows<T>(job, r0, r1, scratch);
 }
 
 template <class T>
@@ -341,7 +375,7 @@ constexpr MatmulKernel kKernel{act_row_bytes, q8k_convert_act, q8k_act_to_standa
 
 }  // namespace
 
-const MatmulKernel * avx2_kquant_matmul_kernel(DType type) {
+const MatmulKernel * LONGREAD_KQUANT_KERNEL_TABLE(DType type) {
     switch (type) {
         case DType::Q2_K: return &kKernel<Q2K>;
         case DType::Q3_K: return &kKernel<Q3K>;

@@ -22,6 +22,9 @@
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
+#if defined(LONGREAD_LEGACY_VNNI)
+#include "engine/backend/cpu/avx512/avx512_util.h"
+#endif
 
 // Built twice: here for AVX2, and by avx512/matmul_legacy_vnni.cpp with AVX-512 VNNI, whose
 // dpbusd takes the place of maddubs + madd (the same integer sums, so the same results).
@@ -427,6 +430,24 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, const Act
 }
 
 // ---- prefill: unpacked panels and tiles ----------------------------------------------------
+#if defined(LONGREAD_LEGACY_VNNI)
+#include "engine/backend/cpu/avx512/legacy_prefill_vnni.h"  // inside this namespace: it uses the block types
+
+// The level offset the activations carry in cpat (signed types: 128 for the prefill).
+template <class T>
+constexpr int kActOffset = vnni::level_offset<T>();
+
+template <class T>
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
+    return vnni::scratch_bytes<T>(n_cols);
+}
+
+template <class T>
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    vnni::prefill_rows<T>(job, r0, r1, scratch);
+}
+
+#else
 // A panel row: per quad, the 4 registers (128 B: levels, or |w| for signed types), the d
 // pattern (32 B), then the m pattern (32 B, _1 types) or the signed values (128 B).
 
@@ -453,11 +474,7 @@ void unpack_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_
 
 // Signed types keep |w| and w of their row in registers: one row per tile.
 template <class T>
-#if defined(LONGREAD_LEGACY_VNNI)
-constexpr int kTileRows = T::kSigned ? 2 : 4;  // AVX-512 has 32 vector registers
-#else
 constexpr int kTileRows = T::kSigned ? 1 : 2;
-#endif
 constexpr int kTileTokens = 3;
 constexpr int64_t kPanelRows = 16;
 
@@ -521,9 +538,26 @@ void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, const Act
 }
 
 template <class T>
+constexpr int kActOffset = T::kOffset;
+
+template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
     return size_t(kPanelRows) * size_t(act_layout(n_cols).n_quads) * panel_quad_bytes<T>();
 }
+
+// Prefill: panels of 16 rows unpacked in the quad form, tiles of 2 rows x 3 tokens.
+template <class T>
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    using Block = typename T::Block;
+    const int64_t nb = job.n_cols / 32;
+    const ActLayout L = act_layout(job.n_cols);
+    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
+    const size_t panel_row_bytes = size_t(L.n_quads) * panel_quad_bytes<T>();
+    for_each_panel_tile<kTileRows<T>>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nb, L.n_quads, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, L, r); });
+}
+#endif
 
 template <class T>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
@@ -537,14 +571,11 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
         });
         return;
     }
-    const size_t panel_row_bytes = size_t(L.n_quads) * panel_quad_bytes<T>();
-    for_each_panel_tile<kTileRows<T>>(
-        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nb, L.n_quads, out); },
-        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, L, r); });
+    prefill_rows<T>(job, r0, r1, scratch);
 }
 
 template <class T>
-constexpr MatmulKernel kKernel{act_row_bytes, convert_act<T::kOffset>, act_to_standard<T::kMin>, scratch_bytes<T>, rows<T>};
+constexpr MatmulKernel kKernel{act_row_bytes, convert_act<kActOffset<T>>, act_to_standard<T::kMin>, scratch_bytes<T>, rows<T>};
 
 }  // namespace
 
