@@ -21,6 +21,15 @@
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/quant/quant_blocks.h"
 #include "engine/quant/quant_grids.h"
+#if defined(LONGREAD_IQUANT_VNNI)
+#include "engine/backend/cpu/avx512/avx512_util.h"
+#endif
+
+// Built twice: here for AVX2, and by avx512/matmul_iquant_vnni.cpp for AVX-512 VNNI, whose
+// prefill runs the K-quants' (avx512/kquant_prefill_vnni.h) on the form KForm gives.
+#if !defined(LONGREAD_IQUANT_KERNEL_TABLE)
+#define LONGREAD_IQUANT_KERNEL_TABLE avx2_iquant_matmul_kernel
+#endif
 
 namespace lr::cpu {
 namespace {
@@ -261,6 +270,49 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
 }
 
 // ---- prefill -----------------------------------------------------------------------------------
+#if defined(LONGREAD_IQUANT_VNNI)
+#include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
+
+// A super-block in the K-quants' common form: levels + 128 as unsigned bytes (IQ1: 8 w +
+// delta, whose d is then d / 8: the delta term becomes part of the integer sum), and the
+// offset 128 taken out with the block sums as a min of 128 * scale per 16 elements.
+template <class T>
+struct KForm {
+    using Block = typename T::Block;
+    static constexpr bool kCombinedMin = true;
+    static constexpr int kScaleElems = 16;
+    __m256i w[8], sc[8];
+    float dw;
+    explicit KForm(const Block & b) {
+        for (int j = 0; j < 8; ++j) {
+            __m256i dl = _mm256_setzero_si256();
+            T::sub(b, j, w[j], sc[j], dl);
+            if constexpr (T::kDelta != kNoDelta) w[j] = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), w[j]), dl);  // w: -1, 0 or 1
+        }
+        dw = T::kDelta != kNoDelta ? T::d(b) * kIq1Delta : T::d(b);
+    }
+    __m256i q(int j) const { return _mm256_xor_si256(w[j], _mm256_set1_epi8(char(0x80))); }
+    __m256i scale(int j) const { return sc[j]; }
+    __m256i mn() const {
+        alignas(32) int16_t s[8][16], m[16];
+        for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i *>(s[j]), sc[j]);
+        for (int g = 0; g < 16; ++g) m[g] = int16_t(128 * s[g / 2][8 * (g % 2)]);
+        return _mm256_load_si256(reinterpret_cast<const __m256i *>(m));
+    }
+    float d() const { return dw; }
+    float dmin() const { return dw; }
+};
+
+template <class T>
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
+    return vnni::scratch_bytes(n_cols);
+}
+
+template <class T>
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    vnni::prefill_rows<KForm<T>>(job, r0, r1, scratch);
+}
+#else
 // A panel row: per super-block, w [8][32 B], sc [8][32 B], dl [8][32 B] (IQ1 only), d (+ pad).
 
 template <class T>
@@ -354,6 +406,19 @@ size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
     return size_t(kPanelRows) * size_t(n_cols / QK_K) * panel_block_bytes<T>();
 }
 
+// Prefill: panels of 16 rows in this form, tiles of 2 rows (1 for IQ1) x 4 tokens.
+template <class T>
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    using Block = typename T::Block;
+    const int64_t nsb = job.n_cols / QK_K;
+    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
+    const size_t panel_row_bytes = size_t(nsb) * panel_block_bytes<T>();
+    for_each_panel_tile<kTileRows<T>>(
+        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
+        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, nsb, r); });
+}
+#endif
+
 template <class T>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     using Block = typename T::Block;
@@ -365,10 +430,7 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
         });
         return;
     }
-    const size_t panel_row_bytes = size_t(nsb) * panel_block_bytes<T>();
-    for_each_panel_tile<kTileRows<T>>(
-        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
-        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, nsb, r); });
+    prefill_rows<T>(job, r0, r1, scratch);
 }
 
 template <class T>
@@ -376,7 +438,7 @@ constexpr MatmulKernel kKernel{q8k_act_row_bytes, q8k_convert_act, q8k_act_to_st
 
 }  // namespace
 
-const MatmulKernel * avx2_iquant_matmul_kernel(DType type) {
+const MatmulKernel * LONGREAD_IQUANT_KERNEL_TABLE(DType type) {
     switch (type) {
         case DType::IQ2_XXS: return &kKernel<IQ2XXS>;
         case DType::IQ2_XS: return &kKernel<IQ2XS>;
