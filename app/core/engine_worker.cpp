@@ -1,5 +1,9 @@
 #include "engine_worker.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace lr::app {
 namespace {
 
@@ -21,7 +25,19 @@ EngineWorker::EngineWorker(EngineFactory factory) : m_factory(std::move(factory)
 
 EngineWorker::~EngineWorker() = default;
 
+// The engine's thread, and the CPU workers it starts (threads inherit the policy), run as
+// SCHED_BATCH: a waking GUI thread or display server gets a core at once instead of
+// waiting for a slice of a busy one, and when nothing else wants the cores they are the
+// engine's as before.
+void EngineWorker::yieldCoresToInteractiveThreads() {
+#if defined(__linux__)
+    const sched_param param{};
+    sched_setscheduler(0, SCHED_BATCH, &param);  // best effort: on failure the default policy stays
+#endif
+}
+
 void EngineWorker::start() {
+    yieldCoresToInteractiveThreads();
     try {
         if (!m_engine) m_engine = m_factory();
     } catch (...) {

@@ -45,6 +45,8 @@ signals:
 private:
     using Clock = std::chrono::steady_clock;
 
+    static void yieldCoresToInteractiveThreads();
+
     void dispatch(const EngineRequest & request, JobKind kind);
     void runLoad(quint64 id, const LoadModelRequest & request, std::stop_token stop);
     void runPrefill(quint64 id, const PrefillRequest & request, std::stop_token stop);

@@ -8,6 +8,13 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <atomic>
+#include <thread>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include "app/core/engine_host.h"
 #include "app/support/fake_engine.h"
 #include "support/eventually.h"
@@ -55,6 +62,27 @@ private slots:
         m_host = std::make_unique<EngineHost>(fakeFactory(m_script));
     }
     void cleanup() { m_host.reset(); }
+
+    // The engine's thread and the threads it starts (the CPU workers, started by a model's
+    // load) run as SCHED_BATCH, so that a waking GUI thread takes a core from them at once;
+    // the GUI thread's own policy stays.
+    void engineThreadsYieldCoresToTheGui() {
+#if defined(__linux__)
+        auto policy = std::make_shared<std::atomic<int>>(-1), started_policy = std::make_shared<std::atomic<int>>(-1);
+        auto inner = fakeFactory(m_script);
+        m_host = std::make_unique<EngineHost>([=] {
+            policy->store(sched_getscheduler(0));
+            std::thread([=] { started_policy->store(sched_getscheduler(0)); }).join();
+            return inner();
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(started_policy->load() != -1, kEventuallyMs);
+        QCOMPARE(policy->load(), SCHED_BATCH);
+        QCOMPARE(started_policy->load(), SCHED_BATCH);
+        QCOMPARE(sched_getscheduler(0), SCHED_OTHER);
+#else
+        QSKIP("thread scheduling policies are Linux's");
+#endif
+    }
 
     void loadThenChatStreamsTokensInOrder() {
         QSignalSpy busy(m_host.get(), &EngineHost::busyChanged);
