@@ -38,6 +38,12 @@ inline void transpose16(__m512i * v) {
     }
 }
 
+// Asks for the cache lines of [p, p + n): a weight row read next is a new stream for the
+// hardware prefetcher.
+inline void prefetch_bytes(const void * p, size_t n) {
+    for (size_t at = 0; at < n; at += 64) _mm_prefetch(static_cast<const char *>(p) + at, _MM_HINT_T0);
+}
+
 inline __m512i broadcast32(const uint8_t * p) { return _mm512_set1_epi32(load_as<int32_t>(p)); }
 inline __m512 broadcast_ps(const uint8_t * p) { return _mm512_set1_ps(load_as<float>(p)); }
 

@@ -50,11 +50,7 @@ void unpack_panel(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel,
     }
     for (int64_t r = 0; r < n; ++r) {
         const auto * w = reinterpret_cast<const Block *>(job.w + size_t(r0 + r) * job.w_row_bytes);
-        // The next row is a new stream for the hardware prefetcher: ask for it whole now.
-        if (r + 1 < n) {
-            for (size_t at = 0; at < job.w_row_bytes; at += 64)
-                _mm_prefetch(reinterpret_cast<const char *>(w) + job.w_row_bytes + at, _MM_HINT_T0);
-        }
+        if (r + 1 < n) avx512::prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
         for (int64_t s = 0; s < nsb; ++s) {
             const T u(w[s]);
             auto * out = reinterpret_cast<__m256i *>(staging + size_t(r) * staging_row + size_t(s) * kStagingBlockBytes);
