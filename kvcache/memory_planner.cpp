@@ -1,6 +1,7 @@
 #include "engine/api/memory_plan.h"
 #include "engine/api/prefill_chunk.h"
 
+#include "engine/backend/cpu/attention.h"
 #include "engine/backend/kv_block_layout.h"
 #include "kvcache/layer_budgets.h"
 #include "kvcache/recurrent_snapshots.h"
@@ -63,7 +64,11 @@ namespace {
 // bytes per vocabulary entry (SentencePiece, and BPE with its merges, alike), and a model's
 // first steps page in about 4 MiB of the engine's and its libraries' code and allocate half
 // a MiB of fixed tables. A CPU thread's attention tile keeps the scores of 32 queries
-// (attention_fused.cpp) over the slots it reads.
+// (cpu/attention.h): over the slots it reads while the view is shorter than
+// kFlashMinSlots, and beyond that only with the attention mass collected (the flash
+// attention keeps a block's at a time otherwise). Collecting the mass, attention also keeps
+// each query tile's mass over the slots while prefilling (the tiles are added in order)
+// and each query head's weights while decoding.
 constexpr uint64_t kTokenizerBytesPerToken = 340;
 constexpr uint64_t kCodeBytes = uint64_t(9) << 19;
 constexpr uint64_t kAttentionTileQueries = 32;
@@ -211,9 +216,17 @@ MemoryPlan plan_memory(const ModelMemoryShape & shape, uint32_t n_ctx, uint32_t 
     // A ubatch's activations (a hybrid's ubatches end at its snapshots), a row of logits, and
     // per thread a tile's attention scores over the kept tokens and the ubatch.
     const uint32_t ubatch = std::max(recurrent.n_layers ? std::min(chunk_tokens, recurrent.interval) : chunk_tokens, 1u);
+    const bool mass = model.observed_attention || settings.policy == KvPolicy::h2o || settings.policy == KvPolicy::snapkv;
+    uint64_t score_slots = std::min<uint64_t>(n_ctx, uint64_t(kept) + ubatch);
+    if (!mass) score_slots = std::min<uint64_t>(score_slots, cpu::kFlashMinSlots);
     plan.scratch_bytes = uint64_t(ubatch) * model.scratch_bytes_per_token + uint64_t(model.n_vocab) * sizeof(float) +
-                         uint64_t(model.host_threads) * kAttentionTileQueries * std::min<uint64_t>(n_ctx, uint64_t(kept) + ubatch) *
-                             sizeof(float);
+                         uint64_t(model.host_threads) * kAttentionTileQueries * score_slots * sizeof(float);
+    if (mass && model.n_head_kv > 0) {
+        const uint64_t n_head = std::max(model.n_head, model.n_head_kv);
+        const uint64_t tile_tokens = std::max<uint64_t>(1, kAttentionTileQueries / (n_head / model.n_head_kv));
+        const uint64_t tiles = (ubatch + tile_tokens - 1) / tile_tokens;
+        plan.scratch_bytes += (model.n_head_kv * tiles + n_head) * score_slots * sizeof(float);
+    }
     const uint64_t device_coded = peak_bytes(n_ctx);
     const TierSpread spread = spread_over_tiers(model, settings, device_coded, capacities);
     plan.kv_bytes = spread.device + spread.host + spread.disk + fixed_bytes;

@@ -64,7 +64,9 @@ MemoryPlan planFor(const ModelMemoryShape & shape, const EngineSettings & settin
     free.free_vram_bytes = on_gpu ? machine.free_vram_bytes - gpu_weights : 0;
     const KvTierCapacities capacities = resolve_capacities(kv, free, shape.weight_bytes, on_gpu);
     const uint32_t nCtx = settings.contextTokens ? settings.contextTokens : shape.n_ctx_train;
-    return plan_memory(shape, nCtx, settings.chunkTokens, kv, capacities);
+    ModelMemoryShape observed = shape;
+    observed.observed_attention = true;  // the app records where the model looks (LlmEngine)
+    return plan_memory(observed, nCtx, settings.chunkTokens, kv, capacities);
 }
 
 QJsonObject toJson(const EngineSettings & s) {

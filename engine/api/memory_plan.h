@@ -41,6 +41,7 @@ KvTierCapacities resolve_capacities(const KvSettings & settings, const MachineMe
 
 struct ModelMemoryShape {
     uint32_t n_layer = 0;
+    uint32_t n_head = 0;  // query heads (0: as many as KV heads)
     uint32_t n_head_kv = 0;
     uint32_t head_dim = 0;
     uint32_t n_ctx_train = 0;
@@ -53,6 +54,7 @@ struct ModelMemoryShape {
     uint32_t n_vocab = 0;                  // one row of logits: what a step returns
     uint64_t metadata_bytes = 0;           // the file besides its tensors (vocabulary, merges): read at load
     uint32_t host_threads = 1;             // threads keeping a tile's attention scores each (Backend::host_threads)
+    bool observed_attention = false;       // views collect attention mass whatever the policy (KvCache::observe_attention)
     std::vector<KvLayerSpec> layers;       // per layer; empty: every layer full attention
 };
 

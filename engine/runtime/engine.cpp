@@ -150,7 +150,9 @@ MachinePlan Engine::plan_memory(uint32_t n_ctx, uint32_t chunk_tokens, const KvS
     machine.free_vram_bytes = m.backend->device_memory().free_bytes;
     out.weights_on_device = m.backend->kind() == BackendKind::cuda;
     out.capacities = resolve_capacities(kv, machine, m.model->weights().n_bytes, out.weights_on_device);
-    out.plan = lr::plan_memory(memory_shape(*m.model), n_ctx, chunk_tokens, kv, out.capacities);
+    ModelMemoryShape shape = memory_shape(*m.model);
+    shape.observed_attention = m.observe_attention;
+    out.plan = lr::plan_memory(shape, n_ctx, chunk_tokens, kv, out.capacities);
     return out;
 }
 

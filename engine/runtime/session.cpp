@@ -13,6 +13,7 @@ ModelMemoryShape memory_shape(const ModelHParams & hp, uint64_t weight_bytes, ui
     const uint64_t active_experts = hp.is_moe() ? expert_bytes / hp.n_expert * hp.n_expert_used : expert_bytes;
     const uint32_t g = hp.kv_geometry_layer();  // the full-attention layers' (kv_layer_specs: the others')
     return {.n_layer = hp.n_layer,
+            .n_head = hp.n_head,
             .n_head_kv = hp.n_head_kv_of(g),
             .head_dim = hp.head_dim_of(g),
             .n_ctx_train = hp.n_ctx_train,

@@ -1,4 +1,4 @@
-// The fused attention (scalar and AVX2 kernels) against the reference attention, over
+// The fused and the flash attention (scalar and AVX2 kernels) against the reference attention, over
 // paged views with mixed per-block codecs, empty and evicted slots, per-head positions,
 // per-head page masks (quest), sliding windows, sinks, GQA, decode and prefill, with and
 // without the attention mass; sinks against the naive formula; and its kernels one by one:
@@ -128,7 +128,19 @@ struct Outputs {
     std::vector<float> out, mass;
 };
 
-enum class Path { reference, fused_scalar, fused_avx2 };
+enum class Path { reference, fused_scalar, fused_avx2, flash_scalar, flash_avx2 };
+
+bool is_avx2(Path p) { return p == Path::fused_avx2 || p == Path::flash_avx2; }
+const char * path_name(Path p) {
+    switch (p) {
+        case Path::reference: return "reference";
+        case Path::fused_scalar: return "fused scalar";
+        case Path::fused_avx2: return "fused avx2";
+        case Path::flash_scalar: return "flash scalar";
+        case Path::flash_avx2: return "flash avx2";
+    }
+    return "";
+}
 
 Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass) {
     ThreadPool pool(n_threads);
@@ -143,6 +155,8 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
         case Path::reference: attention_reference(pool, args); break;
         case Path::fused_scalar: attention_fused(pool, scalar_attention_kernels(), args, scratch); break;
         case Path::fused_avx2: attention_fused(pool, avx2_attention_kernels(), args, scratch); break;
+        case Path::flash_scalar: attention_flash(pool, scalar_attention_kernels(), args, scratch); break;
+        case Path::flash_avx2: attention_flash(pool, avx2_attention_kernels(), args, scratch); break;
     }
     return r;
 }
@@ -274,15 +288,15 @@ private slots:
         QFETCH(Case, c);
         const World w = make_world(c, 21);
         const Outputs want = naive(w, c);
-        for (Path path : {Path::reference, Path::fused_scalar, Path::fused_avx2}) {
-            if (path == Path::fused_avx2 && !runs_avx2(detect_cpu_isa())) continue;
+        for (Path path : {Path::reference, Path::fused_scalar, Path::fused_avx2, Path::flash_scalar, Path::flash_avx2}) {
+            if (is_avx2(path) && !runs_avx2(detect_cpu_isa())) continue;
             const Outputs got = run(w, c, path, 2, true);
             double worst = 0, worst_mass = 0;
             for (size_t i = 0; i < want.out.size(); ++i) worst = std::max(worst, std::fabs(double(got.out[i]) - want.out[i]));
             for (size_t i = 0; i < want.mass.size(); ++i) worst_mass = std::max(worst_mass, std::fabs(double(got.mass[i]) - want.mass[i]));
-            QVERIFY2(worst <= 1e-5 * double(w.max_abs_v), qPrintable(QString("path %1: max |d| %2").arg(int(path)).arg(worst)));
+            QVERIFY2(worst <= 1e-5 * double(w.max_abs_v), qPrintable(QString("%1: max |d| %2").arg(path_name(path)).arg(worst)));
             QVERIFY2(worst_mass <= 1e-6 * double(c.n_tokens * c.group),
-                     qPrintable(QString("path %1: mass %2").arg(int(path)).arg(worst_mass)));
+                     qPrintable(QString("%1: mass %2").arg(path_name(path)).arg(worst_mass)));
         }
     }
 
@@ -292,7 +306,7 @@ private slots:
         World w = make_world(c, 13);
         for (float tiny : {-INFINITY, -1e30f}) {
             std::fill(w.sinks.begin(), w.sinks.end(), tiny);
-            for (Path path : {Path::reference, Path::fused_scalar}) {
+            for (Path path : {Path::reference, Path::fused_scalar, Path::flash_scalar}) {
                 const Outputs with = run(w, c, path, 2, true);
                 World plain = w;
                 plain.sinks.clear();
@@ -340,12 +354,11 @@ private slots:
         const bool avx2 = runs_avx2(detect_cpu_isa());
         for (bool mass : {false, true}) {
             const Outputs ref = run(w, c, Path::reference, 2, mass);
-            for (Path path : {Path::fused_scalar, Path::fused_avx2}) {
-                if (path == Path::fused_avx2 && !avx2) continue;
+            for (Path path : {Path::fused_scalar, Path::fused_avx2, Path::flash_scalar, Path::flash_avx2}) {
+                if (is_avx2(path) && !avx2) continue;
                 for (int threads : {1, 2, 3}) {
                     const Outputs got = run(w, c, path, threads, mass);
-                    const QString where =
-                        QString("%1, %2 threads, mass %3").arg(path == Path::fused_avx2 ? "avx2" : "scalar").arg(threads).arg(mass);
+                    const QString where = QString("%1, %2 threads, mass %3").arg(path_name(path)).arg(threads).arg(mass);
                     double worst = 0;
                     for (size_t i = 0; i < ref.out.size(); ++i) {
                         QVERIFY2(std::isfinite(got.out[i]), qPrintable(where));
@@ -359,7 +372,8 @@ private slots:
                     }
                 }
                 // Same input, any thread count: the same bits.
-                QVERIFY(run(w, c, path, 1, mass).out == run(w, c, path, 3, mass).out);
+                const Outputs one = run(w, c, path, 1, mass), three = run(w, c, path, 3, mass);
+                QVERIFY(one.out == three.out && one.mass == three.mass);
             }
         }
     }
@@ -368,11 +382,41 @@ private slots:
     void massSumsToQueries() {
         const Case c{16, 2, 64, 10, 4, 9, "h8", true};
         const World w = make_world(c, 3);
-        for (Path path : {Path::reference, Path::fused_scalar}) {
+        for (Path path : {Path::reference, Path::fused_scalar, Path::flash_scalar}) {
             const Outputs r = run(w, c, path, 2, true);
             double total = 0;
             for (float m : r.mass) total += double(m) - 0.5;
             QVERIFY2(std::fabs(total - double(c.n_tokens * c.n_head_kv * uint32_t(c.group))) < 1e-3, qPrintable(QString::number(total)));
+        }
+    }
+
+    // attention(): the exact driver for short views, the flash driver from kFlashMinSlots
+    // slots on, with the mass or without.
+    void attentionPicksFlashForLongViews() {
+        for (uint32_t n_blocks : {uint32_t(kFlashMinSlots / 32 - 1), uint32_t(kFlashMinSlots / 32)}) {
+            const Case c{32, 2, 64, n_blocks, 4, 3, "h", true};
+            const World w = make_world(c, 17);
+            const bool long_view = size_t(n_blocks) * 32 >= kFlashMinSlots;
+            for (bool mass : {false, true}) {
+                Outputs got;
+                got.out.assign(w.q.size(), NAN);
+                got.mass.assign(size_t(c.n_blocks) * c.n_head_kv * c.block_tokens, 0.5f);
+                const PagedKvView view = w.view(mass ? got.mass.data() : nullptr);
+                const AttentionArgs args{.q = w.q.data(),
+                                         .n_tokens = c.n_tokens,
+                                         .pos = w.pos.data(),
+                                         .view = &view,
+                                         .params = w.attention_params(),
+                                         .out = got.out.data()};
+                ThreadPool pool(2);
+                AttentionScratch scratch;
+                attention(pool, scalar_attention_kernels(), args, scratch);
+                const Path want = long_view ? Path::flash_scalar : Path::fused_scalar;
+                const Outputs expected = run(w, c, want, 2, mass);
+                QVERIFY2(got.out == expected.out && got.mass == expected.mass,
+                         qPrintable(QString("%1 blocks, mass %2").arg(n_blocks).arg(mass)));
+                if (long_view) QVERIFY(got.out != run(w, c, Path::fused_scalar, 2, mass).out);
+            }
         }
     }
 
@@ -429,6 +473,39 @@ private slots:
             v.weighted_sum(k.data(), n_k, wts.data(), n_k, n_q, d, acc_b.data());
             QVERIFY2(acc_a == acc_b, qPrintable(QString("weighted_sum d %1").arg(d)));
             QCOMPARE(v.max(k.data(), n_k * d), s.max(k.data(), n_k * d));
+        }
+        // flash_scores: every head size (tails of 1..7 lanes), key and query count, the same bits.
+        for (uint32_t d : {1u, 5u, 8u, 13u, 64u, 72u, 77u, 128u, 256u}) {
+            for (uint32_t n_k : {1u, 3u, 4u, 7u, 32u}) {
+                for (uint32_t n_q : {1u, 2u, 3u, 8u, 9u, 17u}) {
+                    std::vector<float> k(size_t(n_k) * d), q(size_t(n_q) * d);
+                    for (float & e : k) e = rng.normal(1.0f);
+                    for (float & e : q) e = rng.normal(1.0f);
+                    std::vector<float> sa(size_t(n_q) * 40, 7.0f), sb = sa;
+                    s.flash_scores(k.data(), KvCodec::f32, d * sizeof(float), n_k, q.data(), n_q, d, 0.125f, sa.data(), 40);
+                    v.flash_scores(k.data(), KvCodec::f32, d * sizeof(float), n_k, q.data(), n_q, d, 0.125f, sb.data(), 40);
+                    QVERIFY2(sa == sb, qPrintable(QString("flash_scores d %1 n_k %2 n_q %3").arg(d).arg(n_k).arg(n_q)));
+                    // The same rows as f16, in place, against the f16 rows decoded to f32.
+                    std::vector<uint16_t> kh(k.size());
+                    std::vector<float> kd(k.size());
+                    for (size_t e = 0; e < k.size(); ++e) kd[e] = fp16_to_fp32(kh[e] = fp32_to_fp16(k[e]));
+                    std::vector<float> ha = sa, hb = sa, hd = sa;
+                    s.flash_scores(kh.data(), KvCodec::f16, d * 2, n_k, q.data(), n_q, d, 0.125f, ha.data(), 40);
+                    v.flash_scores(kh.data(), KvCodec::f16, d * 2, n_k, q.data(), n_q, d, 0.125f, hb.data(), 40);
+                    v.flash_scores(kd.data(), KvCodec::f32, d * sizeof(float), n_k, q.data(), n_q, d, 0.125f, hd.data(), 40);
+                    QVERIFY2(ha == hb && hb == hd, qPrintable(QString("f16 flash_scores d %1 n_k %2 n_q %3").arg(d).arg(n_k).arg(n_q)));
+                    double worst = 0;  // and they are the products (columns past n_k untouched)
+                    for (uint32_t i = 0; i < n_q; ++i) {
+                        for (uint32_t j = 0; j < n_k; ++j) {
+                            double dot = 0;
+                            for (uint32_t c = 0; c < d; ++c) dot += double(q[i * d + c]) * k[j * d + c];
+                            worst = std::max(worst, std::fabs(sa[i * 40 + j] - 0.125 * dot));
+                        }
+                        QCOMPARE(sa[i * 40 + n_k], 7.0f);
+                    }
+                    QVERIFY2(worst <= 1e-5 * std::sqrt(double(d)), qPrintable(QString::number(worst)));
+                }
+            }
         }
         for (uint32_t n : {1u, 7u, 8u, 37u}) {
             std::vector<float> xa(n), xb;

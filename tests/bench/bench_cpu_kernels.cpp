@@ -3,9 +3,11 @@
 //                                  [2048 x 5632] with /down, [96 x 2048] with /l2, which
 //                                  stays in L2); decode reports the weight bytes streamed
 //                                  per second, prefill the multiply-adds;
-//   attention/<isa>/<depth>/<tokens>/<window> one layer's attention (32 query heads, 4 KV
-//                                  heads, head_dim 64, f16 cache) after `depth` cached
-//                                  tokens; window > 0: a sliding layer (gemma3's);
+//   attention/<isa>/<depth>/<tokens>/<window>/<mass> one layer's attention (32 query
+//                                  heads, 4 KV heads, head_dim 64, f16 cache) after `depth`
+//                                  cached tokens; window > 0: a sliding layer (gemma3's);
+//                                  mass 1: collecting the attention mass; the exact driver
+//                                  (scalar: the reference), attention-flash/ the one-pass one;
 //   geglu/<isa>/<n>                GELU-tanh (ggml's f16 table) times up over n values.
 // Run: build/tests/bench/bench_cpu_kernels [--benchmark_filter=matmul/Q4_0]
 
@@ -76,10 +78,11 @@ void bench_matmul(benchmark::State & state, DType type, CpuIsa isa, int64_t n_ro
                                                   benchmark::Counter::kIsRate);
 }
 
-void bench_attention(benchmark::State & state, CpuIsa isa) {
+void bench_attention(benchmark::State & state, CpuIsa isa, bool flash) {
     const uint32_t depth = uint32_t(state.range(0));
     const int64_t n_tokens = state.range(1);
     const int32_t window = int32_t(state.range(2));
+    const bool collect_mass = state.range(3) != 0;
     const KvBlockShape shape{32, 4, 64};
     const uint32_t n_pos = depth + uint32_t(n_tokens);
     const uint32_t n_blocks = (n_pos + shape.block_tokens - 1) / shape.block_tokens;
@@ -106,6 +109,8 @@ void bench_attention(benchmark::State & state, CpuIsa isa) {
     PagedKvView view;
     view.shape = shape;
     view.blocks = blocks;
+    std::vector<float> mass(collect_mass ? size_t(n_blocks) * shape.n_head_kv * shape.block_tokens : 0);
+    view.attn_mass = collect_mass ? mass.data() : nullptr;
     const AttentionParams params{.n_head = 32, .n_head_kv = 4, .head_dim = 64, .scale = 0.125f, .window = window};
     std::vector<float> q(size_t(n_tokens) * 32 * 64), out(q.size());
     for (float & e : q) e = rng.normal();
@@ -116,7 +121,9 @@ void bench_attention(benchmark::State & state, CpuIsa isa) {
     const AttentionArgs args{
         .q = q.data(), .n_tokens = n_tokens, .pos = positions.data(), .view = &view, .params = params, .out = out.data()};
     for (auto _ : state) {
-        if (isa == CpuIsa::scalar) {
+        if (flash) {
+            attention_flash(pool, attention_kernels(isa), args, scratch);
+        } else if (isa == CpuIsa::scalar) {
             attention_reference(pool, args);
         } else {
             attention_fused(pool, attention_kernels(isa), args, scratch);
@@ -170,15 +177,23 @@ void register_all() {
     }
     for (CpuIsa isa : isas) {
         if (isa == CpuIsa::avx512) continue;  // AVX2's attention and activations
-        const std::string name = "attention/" + std::string(cpu_isa_name(isa));
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa); })
-            ->Args({512, 1, 0})
-            ->Args({4096, 1, 0})
-            ->Args({4096, 1, 1024})
-            ->Args({0, 512, 0})
-            ->Args({4096, 64, 0})
-            ->Args({4096, 64, 1024})
-            ->Unit(benchmark::kMicrosecond);
+        for (bool flash : {false, true}) {
+            const std::string name = std::string(flash ? "attention-flash/" : "attention/") + std::string(cpu_isa_name(isa));
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa, flash); })
+                ->Args({512, 1, 0, 0})
+                ->Args({2048, 1, 0, 0})
+                ->Args({4096, 1, 0, 0})
+                ->Args({16384, 1, 0, 0})
+                ->Args({16384, 1, 0, 1})
+                ->Args({4096, 1, 1024, 0})
+                ->Args({0, 512, 0, 0})
+                ->Args({2048, 64, 0, 0})
+                ->Args({4096, 64, 0, 0})
+                ->Args({16384, 64, 0, 0})
+                ->Args({16384, 64, 0, 1})
+                ->Args({4096, 64, 1024, 0})
+                ->Unit(benchmark::kMicrosecond);
+        }
         benchmark::RegisterBenchmark(("geglu/" + std::string(cpu_isa_name(isa))).c_str(),
                                      [=](benchmark::State & s) { bench_geglu(s, isa); })
             ->Arg(10240)

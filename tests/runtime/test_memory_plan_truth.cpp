@@ -62,6 +62,7 @@ struct Case {
     QString model;  // a path
     uint32_t n_ctx = 0;
     KvSettings kv;
+    bool observed = false;  // KvCache::observe_attention, as the app runs
 };
 
 // Runs `c` in a child process, so that each row starts from the same clean heap.
@@ -84,12 +85,14 @@ Measured measure(const Case & c) {
         SessionConfig config{.n_ctx = c.n_ctx, .chunk_tokens = 256, .kv = c.kv};
         auto session = Session::create(*model, config);
         if (!session.ok()) fail(session.status().message());
+        (*session)->kv_cache().observe_attention(c.observed);
         std::mt19937 rng(7);
         const std::vector<int32_t> prompt = random_prompt(rng, c.n_ctx, int32_t((*model)->hparams().n_vocab));
         if (Status s = (*session)->append(prompt); !s.ok()) fail(s.message());
         const Resident after = resident_now();
-        const MemoryPlan plan = plan_memory(memory_shape(**model), c.n_ctx, config.chunk_tokens, c.kv,
-                                            (*session)->kv_cache().config().capacities);
+        ModelMemoryShape shape = memory_shape(**model);
+        shape.observed_attention = c.observed;
+        const MemoryPlan plan = plan_memory(shape, c.n_ctx, config.chunk_tokens, c.kv, (*session)->kv_cache().config().capacities);
         m.anon = int64_t(after.anon) - int64_t(before.anon);
         m.file = int64_t(after.file) - int64_t(before.file);
         m.weights = plan.weight_bytes;
@@ -152,31 +155,37 @@ private slots:
         QTest::addColumn<QString>("model");
         QTest::addColumn<uint>("n_ctx");
         QTest::addColumn<KvSettings>("kv");
+        QTest::addColumn<bool>("observed");
         const QString tiny = shared_path("models/tiny-2026/");
-        QTest::newRow("llama 1024") << llama_ << 1024u << kv_settings(KvPolicy::none, 1);
-        QTest::newRow("llama 4096") << llama_ << 4096u << kv_settings(KvPolicy::none, 1);
-        QTest::newRow("llama 4096 K8 V8") << llama_ << 4096u << kv_settings(KvPolicy::none, 1, 8, 8);
-        QTest::newRow("llama 4096 K4 V4") << llama_ << 4096u << kv_settings(KvPolicy::none, 1, 4, 4);
-        QTest::newRow("llama 4096 h2o 20%") << llama_ << 4096u << kv_settings(KvPolicy::h2o, 0.2);
-        QTest::newRow("llama 4096 snapkv 20%") << llama_ << 4096u << kv_settings(KvPolicy::snapkv, 0.2);
-        QTest::newRow("llama 4096 quest 20%") << llama_ << 4096u << kv_settings(KvPolicy::quest, 0.2);
-        QTest::newRow("llama 4096 streaming 20%") << llama_ << 4096u << kv_settings(KvPolicy::streaming, 0.2);
+        QTest::newRow("llama 1024") << llama_ << 1024u << kv_settings(KvPolicy::none, 1) << false;
+        QTest::newRow("llama 4096") << llama_ << 4096u << kv_settings(KvPolicy::none, 1) << false;
+        QTest::newRow("llama 4096 K8 V8") << llama_ << 4096u << kv_settings(KvPolicy::none, 1, 8, 8) << false;
+        QTest::newRow("llama 4096 K4 V4") << llama_ << 4096u << kv_settings(KvPolicy::none, 1, 4, 4) << false;
+        QTest::newRow("llama 4096 h2o 20%") << llama_ << 4096u << kv_settings(KvPolicy::h2o, 0.2) << false;
+        QTest::newRow("llama 4096 snapkv 20%") << llama_ << 4096u << kv_settings(KvPolicy::snapkv, 0.2) << false;
+        QTest::newRow("llama 4096 quest 20%") << llama_ << 4096u << kv_settings(KvPolicy::quest, 0.2) << false;
+        QTest::newRow("llama 4096 streaming 20%") << llama_ << 4096u << kv_settings(KvPolicy::streaming, 0.2) << false;
         KvSettings tiers = kv_settings(KvPolicy::none, 1);
         tiers.device_mib = 5;
         tiers.host_mib = 1;
-        QTest::newRow("llama 4096 tiers 5+1 MiB, rest on disk") << llama_ << 4096u << tiers;
-        QTest::newRow("qwen2 2048") << qwen2_ << 2048u << kv_settings(KvPolicy::none, 1);
-        QTest::newRow("gemma3 sliding 1024") << tiny + "tiny-gemma3-f32.gguf" << 1024u << kv_settings(KvPolicy::none, 1);
-        QTest::newRow("qwen3.5 hybrid 1024") << tiny + "tiny-qwen35-f32.gguf" << 1024u << kv_settings(KvPolicy::none, 1);
-        QTest::newRow("qwen3 MoE 1024") << tiny + "tiny-qwen3moe-Q8_0.gguf" << 1024u << kv_settings(KvPolicy::none, 1);
-        QTest::newRow("gpt-oss MoE sliding 16384") << tiny + "tiny-gpt-oss-MXFP4_MOE.gguf" << 16384u << kv_settings(KvPolicy::none, 1);
+        QTest::newRow("llama 4096 tiers 5+1 MiB, rest on disk") << llama_ << 4096u << tiers << false;
+        QTest::newRow("qwen2 2048") << qwen2_ << 2048u << kv_settings(KvPolicy::none, 1) << false;
+        QTest::newRow("gemma3 sliding 1024") << tiny + "tiny-gemma3-f32.gguf" << 1024u << kv_settings(KvPolicy::none, 1) << false;
+        QTest::newRow("qwen3.5 hybrid 1024") << tiny + "tiny-qwen35-f32.gguf" << 1024u << kv_settings(KvPolicy::none, 1) << false;
+        QTest::newRow("qwen3 MoE 1024") << tiny + "tiny-qwen3moe-Q8_0.gguf" << 1024u << kv_settings(KvPolicy::none, 1) << false;
+        QTest::newRow("gpt-oss MoE sliding 16384")
+            << tiny + "tiny-gpt-oss-MXFP4_MOE.gguf" << 16384u << kv_settings(KvPolicy::none, 1) << false;
+        // Recording where the model looks (the app does): attention keeps every slot's scores.
+        QTest::newRow("gpt-oss MoE sliding 16384 observed")
+            << tiny + "tiny-gpt-oss-MXFP4_MOE.gguf" << 16384u << kv_settings(KvPolicy::none, 1) << true;
     }
 
     void predictionMatchesResidentMemory() {
         QFETCH(QString, model);
         QFETCH(uint, n_ctx);
         QFETCH(KvSettings, kv);
-        const Measured m = measure({model, n_ctx, kv});
+        QFETCH(bool, observed);
+        const Measured m = measure({model, n_ctx, kv, observed});
         QVERIFY2(m.error[0] == 0, m.error);
         const double planned = double(m.resident), resident = double(m.anon + m.file);
         qInfo(

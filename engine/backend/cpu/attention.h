@@ -20,6 +20,20 @@
 // last bits. Work is split over KV heads and query tiles, and for decode over chunks of
 // the sequence too (their partial results are merged in a fixed order, so results never
 // depend on the thread count or timing).
+//
+// attention_flash: one pass (flash attention, an online softmax): for each KV head and
+// query tile, a block's K rows are decoded and scored, the running max, sum and output
+// are rescaled where the max rises, and the block's V rows are added with the weights
+// exp(score - max); the output is divided by the sum at the end. No score matrix is
+// written (a block's scores stay in a few KiB of scratch), every block is read once per
+// tile, and decode is one job. Its own float order (flash_scores) and float weights, as
+// llama.cpp's flash attention keeps them: within round-off of the reference, not its
+// bits. With the attention mass, each item keeps its exps (one pass over K and V still)
+// and weighs them once its max and sum are final.
+//
+// attention: what a backend runs. The exact driver while the view is short, so that
+// short contexts keep llama.cpp's non-flash bits (the reference-logit oracles); the flash
+// driver from kFlashMinSlots slots on, where it is the faster (docs/BENCHMARKS.md).
 
 #include <cmath>
 #include <cstddef>
@@ -70,6 +84,11 @@ struct AttentionKernels {
     // acc[i][0..d) += w[i][s] * v[s][0..d) for i < n_q, s < n, one fused multiply-add per
     // term, s in order (v must be finite: zero weights are not skipped).
     void (*weighted_sum)(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d, float * acc);
+    // s[i][j] = scale * q[i] . k[j] for i < n_q, j < n_k, row j of k at k + j * row_bytes in
+    // f32 or f16: eight lanes of fused multiply-adds, lane l summing the terms c = l mod 8
+    // in order, then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), every ISA the same bits.
+    void (*flash_scores)(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
+                         float scale, float * s, size_t stride);
 };
 
 const AttentionKernels & scalar_attention_kernels();
@@ -79,7 +98,8 @@ const AttentionKernels & attention_kernels(CpuIsa isa);
 // Scratch the fused kernel reuses between calls.
 struct AttentionScratch {
     std::vector<std::vector<float>> per_thread;  // [n_threads]
-    std::vector<float> scores;                   // decode chunks: [n_head_kv][n_q][n_slots]
+    std::vector<float> scores;                   // decode chunks: [n_head_kv][n_q][n_slots]; flash: kept weights
+    std::vector<float> block_max;                // flash, chunks, mass: [item][block][n_q]
     std::vector<float> chunk_stats;              // [n_head_kv][n_chunks][n_q] max, then sum
     std::vector<double> chunk_sums;
     std::vector<float> partial;       // [n_head_kv][n_chunks][n_q][head_dim]
@@ -88,5 +108,9 @@ struct AttentionScratch {
 };
 
 void attention_fused(ThreadPool & pool, const AttentionKernels & k, const AttentionArgs & a, AttentionScratch & scratch);
+void attention_flash(ThreadPool & pool, const AttentionKernels & k, const AttentionArgs & a, AttentionScratch & scratch);
+
+inline constexpr size_t kFlashMinSlots = 2048;
+void attention(ThreadPool & pool, const AttentionKernels & k, const AttentionArgs & a, AttentionScratch & scratch);
 
 }  // namespace lr::cpu

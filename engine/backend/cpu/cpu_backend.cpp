@@ -347,7 +347,7 @@ void CpuBackend::attention(const float * q, int64_t n_tokens, const int32_t * po
     if (isa_ == CpuIsa::scalar) {
         cpu::attention_reference(pool_, args);
     } else {
-        cpu::attention_fused(pool_, *attention_kernels_, args, attention_scratch_);
+        cpu::attention(pool_, *attention_kernels_, args, attention_scratch_);
     }
 }
 

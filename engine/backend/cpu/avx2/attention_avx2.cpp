@@ -400,10 +400,128 @@ void weighted_sum(const float * v, uint32_t n, const float * w, size_t w_stride,
     for (; i < n_q; ++i) accumulate_queries<1, 4>(v, n, w, w_stride, i, d, acc);
 }
 
+// ---- flash q.k ---------------------------------------------------------------------------------
+
+// The sums ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) of the lanes of a[0..8), in
+// that order: [sum a0 .. sum a7].
+inline __m256 lane_sums8(const __m256 * a) {
+    const __m256 s01 = _mm256_hadd_ps(a[0], a[1]);  // [a0 01, a0 23, a1 01, a1 23 | a0 45, a0 67, a1 45, a1 67]
+    const __m256 s23 = _mm256_hadd_ps(a[2], a[3]);
+    const __m256 s45 = _mm256_hadd_ps(a[4], a[5]);
+    const __m256 s67 = _mm256_hadd_ps(a[6], a[7]);
+    const __m256 lo = _mm256_hadd_ps(s01, s23);  // [a0..a3 lanes 0-3 | a0..a3 lanes 4-7]
+    const __m256 hi = _mm256_hadd_ps(s45, s67);  // the same for a4..a7
+    return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+// Eight lanes of d - c0 (< 8) dims of a K row at c0, zeros past d.
+inline __m256 k_tail(const uint8_t * row, KvCodec codec, uint32_t c0, uint32_t d) {
+    float t[8] = {};
+    for (uint32_t c = c0; c < d; ++c) {
+        t[c - c0] = codec == KvCodec::f16 ? f16_to_f32(reinterpret_cast<const uint16_t *>(row)[c])
+                                          : reinterpret_cast<const float *>(row)[c];
+    }
+    return _mm256_loadu_ps(t);
+}
+
+inline __m256 k_lanes(const uint8_t * row, KvCodec codec, uint32_t c) {
+    return codec == KvCodec::f16 ? load_f16x8(reinterpret_cast<const uint16_t *>(row) + c)
+                                 : _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
+}
+
+// One K row at a time, 64 of its dims in registers (converted once), against eight
+// queries at a time: eight independent accumulators, one load per multiply-add.
+// Hoisted: head sizes up to 64 load the row once for every query.
+template <bool Hoisted>
+void flash_scores_rows(const uint8_t * k, KvCodec codec, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
+                       float scale, float * s, size_t stride) {
+    const __m256 sc = _mm256_set1_ps(scale);
+    const uint32_t full = d & ~7u;
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(d - full)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (uint32_t j = 0; j < n_k; ++j) {
+        const uint8_t * row = k + j * row_bytes;
+        __m256 kr[8];
+        auto load_chunk = [&](uint32_t c0) {
+            for (uint32_t m = 0; m < 8 && c0 + 8 * m < d; ++m) {
+                const uint32_t c = c0 + 8 * m;
+                kr[m] = c + 8 <= d ? k_lanes(row, codec, c) : k_tail(row, codec, c, d);
+            }
+        };
+        if (Hoisted) load_chunk(0);
+        for (uint32_t i0 = 0; i0 < n_q; i0 += 8) {
+            const float * qi[8];
+            for (uint32_t r = 0; r < 8; ++r) qi[r] = q + size_t(i0 + r < n_q ? i0 + r : n_q - 1) * d;
+            __m256 acc[8];
+            for (__m256 & a : acc) a = _mm256_setzero_ps();
+            for (uint32_t c0 = 0; c0 < d; c0 += 64) {
+                if (!Hoisted) load_chunk(c0);
+                for (uint32_t m = 0; m < 8 && c0 + 8 * m < d; ++m) {
+                    const uint32_t c = c0 + 8 * m;
+                    if (c + 8 <= d) {
+                        for (uint32_t r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(kr[m], _mm256_loadu_ps(qi[r] + c), acc[r]);
+                    } else {
+                        for (uint32_t r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(kr[m], _mm256_maskload_ps(qi[r] + c, tail), acc[r]);
+                    }
+                }
+            }
+            float r8[8];
+            _mm256_storeu_ps(r8, _mm256_mul_ps(lane_sums8(acc), sc));
+            for (uint32_t r = 0; r < 8 && i0 + r < n_q; ++r) s[size_t(i0 + r) * stride + j] = r8[r];
+        }
+    }
+}
+
+// The common head sizes: the same loops with every offset known, eight queries at a time
+// (the rest through flash_scores_rows).
+template <uint32_t D>
+void flash_scores_fixed(const uint8_t * k, KvCodec codec, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, float scale,
+                        float * s, size_t stride) {
+    const __m256 sc = _mm256_set1_ps(scale);
+    const uint32_t n_full = n_q & ~7u;
+    for (uint32_t j = 0; j < n_k; ++j) {
+        const uint8_t * row = k + j * row_bytes;
+        __m256 kr[8];
+        if (D == 64) {
+            for (uint32_t m = 0; m < 8; ++m) kr[m] = k_lanes(row, codec, 8 * m);
+        }
+        for (uint32_t i0 = 0; i0 < n_full; i0 += 8) {
+            const float * qi = q + size_t(i0) * D;
+            __m256 acc[8];
+            for (__m256 & a : acc) a = _mm256_setzero_ps();
+            for (uint32_t c0 = 0; c0 < D; c0 += 64) {
+                if (D > 64) {
+                    for (uint32_t m = 0; m < 8; ++m) kr[m] = k_lanes(row, codec, c0 + 8 * m);
+                }
+                for (uint32_t m = 0; m < 8; ++m) {
+                    for (uint32_t r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(kr[m], _mm256_loadu_ps(qi + r * D + c0 + 8 * m), acc[r]);
+                }
+            }
+            float r8[8];
+            _mm256_storeu_ps(r8, _mm256_mul_ps(lane_sums8(acc), sc));
+            for (uint32_t r = 0; r < 8; ++r) s[size_t(i0 + r) * stride + j] = r8[r];
+        }
+    }
+    if (n_full < n_q)
+        flash_scores_rows<D == 64>(k, codec, row_bytes, n_k, q + size_t(n_full) * D, n_q - n_full, D, scale, s + n_full * stride, stride);
+}
+
+void flash_scores(const void * k, KvCodec codec, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, float scale,
+                  float * s, size_t stride) {
+    const auto * rows = static_cast<const uint8_t *>(k);
+    switch (d) {
+        case 64: return flash_scores_fixed<64>(rows, codec, row_bytes, n_k, q, n_q, scale, s, stride);
+        case 128: return flash_scores_fixed<128>(rows, codec, row_bytes, n_k, q, n_q, scale, s, stride);
+        case 256: return flash_scores_fixed<256>(rows, codec, row_bytes, n_k, q, n_q, scale, s, stride);
+        default:
+            if (d <= 64) return flash_scores_rows<true>(rows, codec, row_bytes, n_k, q, n_q, d, scale, s, stride);
+            return flash_scores_rows<false>(rows, codec, row_bytes, n_k, q, n_q, d, scale, s, stride);
+    }
+}
+
 }  // namespace
 
 const AttentionKernels & avx2_attention_kernels() {
-    static const AttentionKernels k{copy, decode_rows, scores, max, exp_sum, normalize, weighted_sum};
+    static const AttentionKernels k{copy, decode_rows, scores, max, exp_sum, normalize, weighted_sum, flash_scores};
     return k;
 }
 
