@@ -12,15 +12,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "engine/backend/cpu/attention.h"
 #include "engine/backend/cpu/attention_slots.h"
 #include "engine/backend/cpu/float_dot.h"
-#include "engine/backend/kv_codec_rows.h"
 #include "engine/common/assert.h"
-#include "engine/common/fp16.h"
 
 namespace lr::cpu {
 namespace {
