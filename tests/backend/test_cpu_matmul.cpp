@@ -199,8 +199,9 @@ private slots:
         }
         uint64_t seed = 1;
         for (int64_t n_cols : col_counts) {
-            for (int64_t n_rows : {1, 3, 17}) {
-                for (int64_t n_tokens : {1, 2, 3, 5, 8, 9, 17, 35}) {
+            // Rows and tokens leave every remainder of the tiles (2 x 3 ... 4 x 6, 16 x 8).
+            for (int64_t n_rows : {1, 3, 6, 17}) {
+                for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 17, 35}) {
                     const Problem p = make_problem(wt, n_cols, n_rows, n_tokens, seed++);
                     const std::vector<float> a = run(*ref, p), b = run(*simd, p);
                     const QString where = QString("cols %1 rows %2 tokens %3").arg(n_cols).arg(n_rows).arg(n_tokens);

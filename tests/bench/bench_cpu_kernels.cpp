@@ -168,6 +168,7 @@ void register_all() {
                 ->Unit(benchmark::kMicrosecond);
             benchmark::RegisterBenchmark((name + "/down").c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 2048, 5632); })
                 ->Arg(1)
+                ->Arg(64)
                 ->Unit(benchmark::kMicrosecond);
             // Weights that stay in L2: the kernel's own speed, without memory.
             benchmark::RegisterBenchmark((name + "/l2").c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 96, 2048); })

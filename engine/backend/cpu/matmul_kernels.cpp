@@ -10,6 +10,7 @@ const MatmulKernel * avx2_legacy_matmul_kernel(DType type);
 const MatmulKernel * avx2_kquant_matmul_kernel(DType type);
 const MatmulKernel * avx2_iquant_matmul_kernel(DType type);
 // The AVX-512 ones (avx512/*.cpp).
+const MatmulKernel * avx512_float_matmul_kernel(DType type);
 const MatmulKernel * avx512_legacy_matmul_kernel(DType type);
 const MatmulKernel * avx512_kquant_matmul_kernel(DType type);
 const MatmulKernel * avx512_iquant_matmul_kernel(DType type);
@@ -28,6 +29,7 @@ const MatmulKernel * avx2_matmul_kernel(DType type) {
 
 const MatmulKernel * avx512_matmul_kernel(DType type) {
 #if defined(LONGREAD_HAVE_AVX512_KERNELS)
+    if (const MatmulKernel * k = avx512_float_matmul_kernel(type)) return k;
     if (const MatmulKernel * k = avx512_legacy_matmul_kernel(type)) return k;
     if (const MatmulKernel * k = avx512_kquant_matmul_kernel(type)) return k;
     return avx512_iquant_matmul_kernel(type);
