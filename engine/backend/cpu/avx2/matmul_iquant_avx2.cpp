@@ -15,6 +15,8 @@
 // super-blocks from the model file, each unpacked once for up to 4 tokens; prefill unpacks a panel of rows once and runs tiles
 // over it, in the same float order.
 
+#include <type_traits>
+
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/avx2/q8k_act_avx2.h"
@@ -271,6 +273,7 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
 
 // ---- prefill -----------------------------------------------------------------------------------
 #if defined(LONGREAD_IQUANT_VNNI)
+#include "engine/backend/cpu/avx512/iq4xs_decode_vnni.h"    // inside this namespace, as the next
 #include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
 
 // A super-block in the K-quants' common form: levels + 128 as unsigned bytes (IQ1: 8 w +
@@ -426,6 +429,9 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
         for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+#if defined(LONGREAD_IQUANT_VNNI)
+            if constexpr (std::is_same_v<T, IQ4XS>) return dot_row_iq4xs_vnni<Tn>(row(r), act, nsb, y, job.y_stride);
+#endif
             dot_row<T, Tn>(row(r), act, nsb, y, job.y_stride);
         });
         return;
