@@ -425,7 +425,7 @@ private slots:
         const AttentionKernels & s = scalar_attention_kernels();
         const AttentionKernels & v = avx2_attention_kernels();
         test::Rng rng(5);
-        for (uint32_t d : {8u, 16u, 24u, 48u, 64u, 80u, 128u}) {
+        for (uint32_t d : {8u, 13u, 16u, 24u, 48u, 64u, 77u, 80u, 128u}) {
             for (KvCodec codec : {KvCodec::f32, KvCodec::f16, KvCodec::q8, KvCodec::q4}) {
                 if (!kv_codec_supports(codec, d)) continue;
                 const uint32_t n = 11;
@@ -469,9 +469,21 @@ private slots:
             }
             std::vector<float> wts(size_t(n_q) * n_k), acc_a(size_t(n_q) * d, 0.25f), acc_b = acc_a;
             for (size_t i = 0; i < wts.size(); ++i) wts[i] = i % 5 == 0 ? 0.0f : float(rng.uniform());
-            s.weighted_sum(k.data(), n_k, wts.data(), n_k, n_q, d, acc_a.data());
-            v.weighted_sum(k.data(), n_k, wts.data(), n_k, n_q, d, acc_b.data());
+            s.weighted_sum(k.data(), KvCodec::f32, d * sizeof(float), n_k, wts.data(), n_k, n_q, d, acc_a.data());
+            v.weighted_sum(k.data(), KvCodec::f32, d * sizeof(float), n_k, wts.data(), n_k, n_q, d, acc_b.data());
             QVERIFY2(acc_a == acc_b, qPrintable(QString("weighted_sum d %1").arg(d)));
+            // f16 rows read in place: the same bits as the f32 rows they widen to, either ISA.
+            std::vector<uint16_t> vh(k.size());
+            std::vector<float> kw(k.size());
+            for (size_t e = 0; e < k.size(); ++e) {
+                vh[e] = fp32_to_fp16(k[e]);
+                kw[e] = fp16_to_fp32(vh[e]);
+            }
+            std::vector<float> acc_f32 = std::vector<float>(acc_a.size(), 0.25f), acc_sh = acc_f32, acc_vh = acc_f32;
+            s.weighted_sum(kw.data(), KvCodec::f32, d * sizeof(float), n_k, wts.data(), n_k, n_q, d, acc_f32.data());
+            s.weighted_sum(vh.data(), KvCodec::f16, d * 2, n_k, wts.data(), n_k, n_q, d, acc_sh.data());
+            v.weighted_sum(vh.data(), KvCodec::f16, d * 2, n_k, wts.data(), n_k, n_q, d, acc_vh.data());
+            QVERIFY2(acc_sh == acc_f32 && acc_vh == acc_f32, qPrintable(QString("f16 weighted_sum d %1").arg(d)));
             QCOMPARE(v.max(k.data(), n_k * d), s.max(k.data(), n_k * d));
         }
         // flash_scores: every head size (tails of 1..7 lanes), key and query count, the same bits.

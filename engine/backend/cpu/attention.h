@@ -82,8 +82,10 @@ struct AttentionKernels {
     // null and the weight is not zero; then rounds x[i] to f16 if round_f16.
     void (*normalize)(float * x, uint32_t n, float inv_sum, bool round_f16, float * mass);
     // acc[i][0..d) += w[i][s] * v[s][0..d) for i < n_q, s < n, one fused multiply-add per
-    // term, s in order (v must be finite: zero weights are not skipped).
-    void (*weighted_sum)(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d, float * acc);
+    // term, s in order (v must be finite: zero weights are not skipped). Row s of v is at
+    // v + s * v_row_bytes in v_codec: f32 or f16 (other codecs are decoded to f32 first).
+    void (*weighted_sum)(const void * v, KvCodec v_codec, size_t v_row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q,
+                         uint32_t d, float * acc);
     // s[i][j] = scale * q[i] . k[j] for i < n_q, j < n_k, row j of k at k + j * row_bytes in
     // f32 or f16: eight lanes of fused multiply-adds, lane l summing the terms c = l mod 8
     // in order, then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), every ISA the same bits.

@@ -100,14 +100,14 @@ void run_item(const AttentionKernels & k, const AttentionSlots & v, const Attent
             v.prefetch_rows(b + 1, it.g, true);
         }
         // f32 and f16 K rows are scored in place, the others decoded first. Every slot is
-        // scored: those without a position are masked below. In the V rows they keep what
-        // the buffer held (finite: zeros or earlier rows), with a weight of zero.
+        // scored: those without a position are masked below (the K rows of a decoded block
+        // keep what the buffer held: finite), and their V rows are skipped.
         const KvBlockLayout L = v.view().layout(b);
         if (L.k_codec == KvCodec::f32 || L.k_codec == KvCodec::f16) {
             k.flash_scores(v.view().blocks[b].data + L.k_row_offset(it.g, 0), L.k_codec, L.k_row_bytes(), bt, q, n_q, d, a.params.scale, s,
                            W.stride);
         } else {
-            v.decode_block(b, it.g, false, k, k_rows);
+            v.decode_keys(b, it.g, k, k_rows);
             k.flash_scores(k_rows, KvCodec::f32, d * sizeof(float), bt, q, n_q, d, a.params.scale, s, W.stride);
         }
         const int32_t * pos = v.head_pos(b, it.g);
@@ -137,8 +137,7 @@ void run_item(const AttentionKernels & k, const AttentionSlots & v, const Attent
             }
             if (block_max) block_max[i] = r.m[i];
         }
-        v.decode_block(b, it.g, true, k, v_rows);
-        k.weighted_sum(v_rows, bt, s, W.stride, n_q, d, r.o);
+        v.add_weighted_values(b, it.g, k, s, W.stride, n_q, r.o, v_rows);
     }
 }
 

@@ -92,7 +92,7 @@ public:
             // the pages it reads.
             const KvBlockLayout L = v_.view().layout(b);
             const bool in_place = L.k_codec == KvCodec::f32 || L.k_codec == KvCodec::f16;
-            if (!in_place) v_.decode_block(b, it.g, false, k_, B.rows);
+            if (!in_place) v_.decode_keys(b, it.g, k_, B.rows);
             const uint8_t * k = in_place ? v_.view().blocks[b].data + L.k_row_offset(it.g, 0) : reinterpret_cast<const uint8_t *>(B.rows);
             const KvCodec codec = in_place ? L.k_codec : KvCodec::f32;
             const size_t row_bytes = in_place ? L.k_row_bytes() : v_.d() * sizeof(float);
@@ -186,10 +186,7 @@ public:
             }
             // Slots in order, skipping those without a position (their weight is zero).
             for (uint32_t b = b0; b < b1; ++b) {
-                v_.decode_block(b, it.g, true, k_, B.rows);
-                v_.for_slot_runs(b, it.g, [&](uint32_t s, uint32_t e) {
-                    k_.weighted_sum(B.rows + size_t(s) * d, e - s, B.scores + size_t(b) * bt + s, B.stride, n_q, d, B.acc);
-                });
+                v_.add_weighted_values(b, it.g, k_, B.scores + size_t(b) * bt, B.stride, n_q, B.acc, B.rows);
             }
         });
     }

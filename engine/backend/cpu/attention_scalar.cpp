@@ -55,12 +55,15 @@ void normalize_scalar(float * x, uint32_t n, float inv_sum, bool round_f16, floa
     }
 }
 
-void weighted_sum_scalar(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d, float * acc) {
-    for (uint32_t i = 0; i < n_q; ++i) {
-        float * a = acc + size_t(i) * d;
-        for (uint32_t s = 0; s < n; ++s) {
+void weighted_sum_scalar(const void * v, KvCodec codec, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q,
+                         uint32_t d, float * acc) {
+    std::vector<float> vs(d);
+    for (uint32_t s = 0; s < n; ++s) {
+        kv_decode_row(codec, static_cast<const uint8_t *>(v) + s * row_bytes, vs.data(), d);
+        for (uint32_t i = 0; i < n_q; ++i) {
+            float * a = acc + size_t(i) * d;
             const float ws = w[i * w_stride + s];
-            for (uint32_t j = 0; j < d; ++j) a[j] = std::fma(ws, v[size_t(s) * d + j], a[j]);
+            for (uint32_t j = 0; j < d; ++j) a[j] = std::fma(ws, vs[j], a[j]);
         }
     }
 }

@@ -94,13 +94,26 @@ bool AttentionSlots::fully_visible(const int32_t * slot_pos, const AttentionItem
     return true;
 }
 
-void AttentionSlots::decode_block(uint32_t b, uint32_t g, bool values, const AttentionKernels & k, float * rows) const {
+void AttentionSlots::decode_keys(uint32_t b, uint32_t g, const AttentionKernels & k, float * rows) const {
     const KvBlockLayout L = view_.layout(b);
-    const KvCodec codec = values ? L.v_codec : L.k_codec;
-    const size_t row_bytes = values ? L.v_row_bytes() : L.k_row_bytes();
-    const uint8_t * first = view_.blocks[b].data + (values ? L.v_row_offset(g, 0) : L.k_row_offset(g, 0));
+    const size_t row_bytes = L.k_row_bytes();
+    const uint8_t * first = view_.blocks[b].data + L.k_row_offset(g, 0);
     for_slot_runs(b, g, [&](uint32_t s, uint32_t e) {
-        k.decode_rows(codec, first + s * row_bytes, row_bytes, e - s, d_, rows + size_t(s) * d_);
+        k.decode_rows(L.k_codec, first + s * row_bytes, row_bytes, e - s, d_, rows + size_t(s) * d_);
+    });
+}
+
+void AttentionSlots::add_weighted_values(uint32_t b, uint32_t g, const AttentionKernels & k, const float * w, size_t w_stride, uint32_t n_q,
+                                         float * acc, float * rows) const {
+    const KvBlockLayout L = view_.layout(b);
+    const size_t row_bytes = L.v_row_bytes();
+    const uint8_t * first = view_.blocks[b].data + L.v_row_offset(g, 0);
+    const bool in_place = L.v_codec == KvCodec::f32 || L.v_codec == KvCodec::f16;
+    for_slot_runs(b, g, [&](uint32_t s, uint32_t e) {
+        const uint8_t * run = first + s * row_bytes;
+        if (in_place) return k.weighted_sum(run, L.v_codec, row_bytes, e - s, w + s, w_stride, n_q, d_, acc);
+        k.decode_rows(L.v_codec, run, row_bytes, e - s, d_, rows);
+        k.weighted_sum(rows, KvCodec::f32, d_ * sizeof(float), e - s, w + s, w_stride, n_q, d_, acc);
     });
 }
 

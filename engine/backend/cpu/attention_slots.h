@@ -87,9 +87,14 @@ public:
             s = e;
         }
     }
-    // Decodes the K or V rows of block b for head g that hold a position into rows[s]
-    // (the others are left as they were).
-    void decode_block(uint32_t b, uint32_t g, bool values, const AttentionKernels & k, float * rows) const;
+    // Decodes the K rows of block b for head g that hold a position into rows[s] (the others
+    // are left as they were).
+    void decode_keys(uint32_t b, uint32_t g, const AttentionKernels & k, float * rows) const;
+    // acc[i] += w[i * w_stride + s] * V row s of block b for head g, for i < n_q and the slots
+    // s that hold a position, in order. f32 and f16 rows are read in place; the others are
+    // decoded into rows [bt][d] first.
+    void add_weighted_values(uint32_t b, uint32_t g, const AttentionKernels & k, const float * w, size_t w_stride, uint32_t n_q,
+                             float * acc, float * rows) const;
     // Asks the caches for head g's K or V rows of block b: one head's rows of a block are a
     // page or so, apart from the next block's, and the hardware prefetchers start over at
     // every page; a long view's rows come from DRAM.

@@ -344,19 +344,32 @@ void normalize(float * x, uint32_t n, float inv_sum, bool to_f16, float * mass) 
 
 // ---- weights . V -------------------------------------------------------------------------------
 
-// acc_i[0..8*M) += w_i[s] * v[s][0..8*M) for queries i < Q, the slots in order (a zero
-// weight adds a zero, as in the scalar kernel).
-template <int Q, int M>
-void accumulate(const float * v, uint32_t n, uint32_t d, const float * const * w, float * const * acc) {
+// Eight values of a V row (f32 or f16) from element c.
+template <bool F16>
+inline __m256 v_lanes(const uint8_t * row, uint32_t c) {
+    if constexpr (F16) return load_f16x8(reinterpret_cast<const uint16_t *>(row) + c);
+    return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
+}
+
+template <bool F16>
+inline float v_at(const uint8_t * row, uint32_t c) {
+    if constexpr (F16) return f16_to_f32(reinterpret_cast<const uint16_t *>(row)[c]);
+    return reinterpret_cast<const float *>(row)[c];
+}
+
+// acc_i[0..8*M) += w_i[s] * v[s][c0..c0+8*M) for queries i < Q, the slots in order (a zero
+// weight adds a zero, as in the scalar kernel); f16 rows are widened as they are read.
+template <int Q, int M, bool F16>
+void accumulate(const uint8_t * v, size_t row_bytes, uint32_t n, uint32_t c0, const float * const * w, float * const * acc) {
     __m256 a[Q][M];
     for (int i = 0; i < Q; ++i) {
         for (int m = 0; m < M; ++m) a[i][m] = _mm256_loadu_ps(acc[i] + 8 * m);
     }
     for (uint32_t s = 0; s < n; ++s) {
-        const float * vs = v + size_t(s) * d;
+        const uint8_t * vs = v + s * row_bytes;
         __m256 vr[M];
         for (int m = 0; m < M; ++m) {
-            vr[m] = _mm256_loadu_ps(vs + 8 * m);
+            vr[m] = v_lanes<F16>(vs, c0 + 8 * uint32_t(m));
             keep_in_register(vr[m]);
         }
         for (int i = 0; i < Q; ++i) {
@@ -370,34 +383,44 @@ void accumulate(const float * v, uint32_t n, uint32_t d, const float * const * w
 }
 
 // Queries [i, i + Q) over all of d: pieces of 8 * M dims, then single registers.
-template <int Q, int M>
-void accumulate_queries(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t i, uint32_t d, float * acc) {
+template <int Q, int M, bool F16>
+void accumulate_queries(const uint8_t * v, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t i, uint32_t d,
+                        float * acc) {
     const float * wi[Q];
     for (int k = 0; k < Q; ++k) wi[k] = w + (i + uint32_t(k)) * w_stride;
     uint32_t c = 0;
     for (; c + 8 * M <= d; c += 8 * M) {
         float * ai[Q];
         for (int k = 0; k < Q; ++k) ai[k] = acc + size_t(i + uint32_t(k)) * d + c;
-        accumulate<Q, M>(v + c, n, d, wi, ai);
+        accumulate<Q, M, F16>(v, row_bytes, n, c, wi, ai);
     }
     for (; c + 8 <= d; c += 8) {
         float * ai[Q];
         for (int k = 0; k < Q; ++k) ai[k] = acc + size_t(i + uint32_t(k)) * d + c;
-        accumulate<Q, 1>(v + c, n, d, wi, ai);
+        accumulate<Q, 1, F16>(v, row_bytes, n, c, wi, ai);
     }
     for (; c < d; ++c) {
         for (int k = 0; k < Q; ++k) {
             float & a = acc[size_t(i + uint32_t(k)) * d + c];
             for (uint32_t s = 0; s < n; ++s)
-                a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(v[size_t(s) * d + c]), _mm_set_ss(a)));
+                a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(v_at<F16>(v + s * row_bytes, c)), _mm_set_ss(a)));
         }
     }
 }
 
-void weighted_sum(const float * v, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d, float * acc) {
+template <bool F16>
+void weighted_sum_rows(const uint8_t * v, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d,
+                       float * acc) {
     uint32_t i = 0;
-    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, 2>(v, n, w, w_stride, i, d, acc);
-    for (; i < n_q; ++i) accumulate_queries<1, 4>(v, n, w, w_stride, i, d, acc);
+    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, 2, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
+    for (; i < n_q; ++i) accumulate_queries<1, 4, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
+}
+
+void weighted_sum(const void * v, KvCodec codec, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d,
+                  float * acc) {
+    const auto * rows = static_cast<const uint8_t *>(v);
+    if (codec == KvCodec::f16) return weighted_sum_rows<true>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
+    weighted_sum_rows<false>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
 }
 
 // ---- flash q.k ---------------------------------------------------------------------------------

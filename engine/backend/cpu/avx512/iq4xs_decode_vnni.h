@@ -23,7 +23,8 @@ void dot_row_iq4xs_vnni(const block_iq4_xs * w, const uint8_t * const * act, int
         prefetch_ahead(&b, sizeof(b));
         const size_t at = size_t(s) * kActBlockBytes;
         // The eight 6-bit scales minus 32, one per 32-bit lane (its low 16 bits: the int16).
-        const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(u32_at(b.scales_l))), scale_l_shift), _mm256_set1_epi32(15));
+        const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(u32_at(b.scales_l))), scale_l_shift),
+                                            _mm256_set1_epi32(15));
         const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h), scale_h_shift), _mm256_set1_epi32(3));
         const __m256i scales = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
         __m256i isum[Tn];
