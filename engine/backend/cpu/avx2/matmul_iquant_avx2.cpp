@@ -306,9 +306,11 @@ struct KForm {
     float dmin() const { return dw; }
 };
 
+// The prefill panel, or decode's regrouped activations of IQ4_XS.
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    return vnni::scratch_bytes(n_cols);
+    const size_t panel = vnni::scratch_bytes(n_cols), act = size_t(kRowByRowTokens) * q8k_act_row_bytes(n_cols);
+    return panel > act ? panel : act;
 }
 
 template <class T>
@@ -428,10 +430,18 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const int64_t nsb = job.n_cols / QK_K;
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
-        for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
 #if defined(LONGREAD_IQUANT_VNNI)
-            if constexpr (std::is_same_v<T, IQ4XS>) return dot_row_iq4xs_vnni<Tn>(row(r), act, nsb, y, job.y_stride);
+        if constexpr (std::is_same_v<T, IQ4XS>) {
+            MatmulJob regrouped = job;
+            iq4xs_regroup_act(job, scratch);
+            regrouped.act = scratch;
+            for_each_row_token_group(regrouped, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+                dot_row_iq4xs_vnni<Tn>(row(r), act, nsb, y, job.y_stride);
+            });
+            return;
+        }
 #endif
+        for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
             dot_row<T, Tn>(row(r), act, nsb, y, job.y_stride);
         });
         return;
