@@ -243,7 +243,7 @@ void attention_flash(ThreadPool & pool, const AttentionKernels & k, const Attent
             for (uint32_t c = 0; c < p.n_chunks && m != -INFINITY; ++c) {
                 const Running rc = running(first + c);
                 if (rc.m[i] == -INFINITY) continue;
-                const float f = p.n_chunks == 1 ? 1.0f : std::exp(rc.m[i] - m);
+                const float f = std::exp(rc.m[i] - m);  // 1 exactly for the chunk that holds the max
                 l += double(f) * rc.l[i];
                 const float * oc = rc.o + size_t(i) * d;
                 for (uint32_t j = 0; j < d; ++j) o[j] += f * oc[j];
