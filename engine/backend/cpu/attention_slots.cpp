@@ -132,7 +132,7 @@ void AttentionSlots::prefetch_rows(uint32_t b, uint32_t g, bool values) const {
     const KvBlockLayout L = view_.layout(b);
     const uint8_t * first = view_.blocks[b].data + (values ? L.v_row_offset(g, 0) : L.k_row_offset(g, 0));
     const size_t bytes = (values ? L.v_row_bytes() : L.k_row_bytes()) * bt_;
-    for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(first + at);
+    for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(first + at, 0, 2);  // prefetcht1
 }
 
 }  // namespace lr::cpu

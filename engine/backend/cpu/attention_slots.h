@@ -95,9 +95,11 @@ public:
     // decoded into rows [bt][d] first.
     void add_weighted_values(uint32_t b, uint32_t g, const AttentionKernels & k, const float * w, size_t w_stride, uint32_t n_q,
                              float * acc, float * rows) const;
-    // Asks the caches for head g's K or V rows of block b: one head's rows of a block are a
-    // page or so, apart from the next block's, and the hardware prefetchers start over at
-    // every page; a long view's rows come from DRAM.
+    // Asks L2 for head g's K or V rows of block b: one head's rows of a block are a page or
+    // so, apart from the next block's, and the hardware prefetchers start over at every
+    // page; a long view's rows come from DRAM. Into L2, not L1: with a block's burst of 128
+    // prefetches into L1, decode at 16K slots was 25-30 % slower (bench_cpu_kernels),
+    // presumably held on L1's few miss buffers.
     void prefetch_rows(uint32_t b, uint32_t g, bool values) const;
 
     // The attention mass of view.attn_mass for slot (block, head g, s).
