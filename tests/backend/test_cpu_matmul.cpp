@@ -236,6 +236,37 @@ private slots:
         }
     }
 
+    // BF16 follows vdpbf16ps, which reads denormals as zeros and flushes denormal sums: rows
+    // of tiny values (denormal weights and activations, products and sums that underflow)
+    // give every kernel the scalar kernel's bits, decode and prefill.
+    void bf16FlushesDenormalsLikeTheScalarKernel() {
+        const MatmulKernel * ref = scalar_matmul_kernel(DType::BF16);
+        std::vector<const MatmulKernel *> simd = {avx2_matmul_kernel(DType::BF16)};
+        if (detect_cpu_isa() == CpuIsa::avx512) simd.push_back(avx512_matmul_kernel(DType::BF16));
+        uint64_t seed = 900;
+        // Weights near 2^-120, a third of them denormal; activations near 2^30 (denormal
+        // weights give products of 2^-100 that count only if read), then near 2^-20
+        // (products and sums below 2^-126).
+        for (float x_scale : {0x1p30f, 0x1p-20f}) {
+            for (int64_t n_tokens : {1, 3, 8}) {
+                Problem p = make_problem(DType::BF16, 128, 9, n_tokens, seed++);
+                auto * w = reinterpret_cast<uint16_t *>(p.w.data());
+                for (size_t i = 0; i < p.w.size() / 2; ++i) w[i] = uint16_t((w[i] & 0x807f) | (i % 3 == 0 ? 0 : 0x0380));
+                for (float & x : p.x) x *= x_scale;
+                const std::vector<float> a = run(*ref, p);
+                bool any_nonzero = false;
+                for (float v : a) any_nonzero = any_nonzero || v != 0.0f;
+                QVERIFY(any_nonzero || x_scale < 1.0f);
+                for (const MatmulKernel * k : simd) {
+                    QVERIFY(k);
+                    const std::vector<float> b = run(*k, p);
+                    QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+                             qPrintable(QString("scale %1 tokens %2").arg(double(x_scale)).arg(n_tokens)));
+                }
+            }
+        }
+    }
+
     // A decode step of a batch of sequences: each token's result must be bit for bit the
     // one it gets alone, so a reply does not depend on what else runs beside it. (The float
     // kernels take gemm's order for several tokens, as the scalar ones do.)

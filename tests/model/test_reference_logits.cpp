@@ -124,8 +124,10 @@ private slots:
         // llama.cpp by 1-2 ulp already at position 0 for a reason not found (tiny-llama-f32,
         // the same ops in other sizes, matches bit for bit on the scalar path). Measured (AVX2):
         // stories 5.0e-4 / 2.5e-4 (8.9e-4 / 5.8e-4 before SiLU took ggml_expf), BF16 2.3e-3 /
-        // 2.9e-3, F16 0 / 2.1e-4, F32 models within 3e-5. With CpuIsa::scalar: stories 1.0e-3
-        // / 1.0e-3, BF16 8.9e-4 / 1.6e-3, F16 and three F32 models bit-identical.
+        // 2.9e-3 (its activations, rounded to bf16, turn the attention's last-bit differences
+        // into 2^-8 steps), F16 0 / 2.1e-4, F32 models within 3e-5. With CpuIsa::scalar:
+        // stories 1.0e-3 / 1.0e-3; BF16 (since its products follow vdpbf16ps), F16 and three
+        // F32 models bit-identical.
         QTest::newRow("stories260K") << "models/stories260K.gguf"
                                      << "reference/stories260K/stories260K_logits.json" << stories_tolerance();
         // Each model's tolerance is what the SIMD kernels measure (1.5x, rounded up, at
@@ -278,6 +280,7 @@ private slots:
         // llama.cpp's bits (February 2025), prompts and steps: its orders of the float products,
         // its f16 roundings of q and the weights, and its SiLU (ggml_expf per vector of 16).
         QTest::newRow("tiny-llama-f32") << "tiny/tiny-llama-f32" << 0.0f;
+        QTest::newRow("tiny-llama-BF16") << "tiny/tiny-llama-BF16" << 0.0f;  // vdpbf16ps's order
         QTest::newRow("tiny-llama3rope-f32") << "tiny/tiny-llama3rope-f32" << 0.0f;
         QTest::newRow("tiny-llama-tied-f32") << "tiny/tiny-llama-tied-f32" << 0.0f;
     }

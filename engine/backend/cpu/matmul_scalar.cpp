@@ -38,7 +38,8 @@ struct Scalar {
     }
 
     static void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t *) {
-        const DotOrder order = dot_order(job.n_tokens, size_t(job.n_cols));
+        const DotOrder order = W == DType::BF16 ? dot_order_bf16(job.n_tokens, size_t(job.n_cols))
+                                                : dot_order(job.n_tokens, size_t(job.n_cols));
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t * w = job.w + size_t(r) * job.w_row_bytes;
             for (int64_t t = 0; t < job.n_tokens; ++t) {

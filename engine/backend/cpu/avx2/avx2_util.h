@@ -78,6 +78,19 @@ inline T load_as(const void * p) {
 
 inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// Denormal inputs read as zeros and denormal results flushed to zero (MXCSR's DAZ and FTZ)
+// while it lives: vdpbf16ps's rules, for the kernels that reproduce it.
+class FlushDenormals {
+public:
+    FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040); }
+    ~FlushDenormals() { _mm_setcsr(saved_); }
+    FlushDenormals(const FlushDenormals &) = delete;
+    FlushDenormals & operator=(const FlushDenormals &) = delete;
+
+private:
+    unsigned saved_;
+};
+
 // Decode streams every weight from memory once: each kernel prefetches the bytes it will
 // read kPrefetchBytes ahead of those it reads now, one cache line at a time. (Without it a
 // core alternates between waiting for memory and computing; the hardware prefetcher alone

@@ -1,6 +1,10 @@
 // F32, F16 and BF16 weights on AVX2, bit-identical to float_dot.h: activations are rounded
 // to the weight's type once (as the scalar path converts them to its vec_dot_type) and
 // kept as floats; the 16 lanes of llama.cpp's AVX-512 order are two 8-lane registers.
+// BF16 follows vdpbf16ps (lane j of a 32-element step adds element 2j + 1, then 2j): its
+// activations and panel rows keep each whole step as [odd elements | even elements], so
+// the F32/F16 tiles, walking 16 columns at a time, add them in that order; the
+// instruction's flushing of denormals is MXCSR's DAZ and FTZ while a BF16 job runs.
 //   gemv (one token, or rows not a multiple of 16): 4 x 16 lanes over steps of 64;
 //   gemm (two tokens or more): one 16-lane accumulator per output, in tiles of 2 rows x
 //   3 tokens, cut along the row into pieces that stay in L1 (partial accumulators go to
@@ -35,6 +39,14 @@ float load_w1(const uint8_t * row, int64_t i) {
     return f;
 }
 
+// A BF16 row's element i in the [odd | even] layout of its whole 32-element steps (the
+// tail after the last whole step stays in order).
+inline int64_t bf16_pos(int64_t i, int64_t n) {
+    if (i >= n / 32 * 32) return i;
+    const int64_t r = i % 32;
+    return i - r + (r % 2 ? r / 2 : 16 + r / 2);
+}
+
 // ---- activations: floats, rounded through the weight type ----------------------------------
 
 size_t act_row_bytes(int64_t n_cols) { return (size_t(n_cols) * sizeof(float) + 63) / 64 * 64; }
@@ -58,12 +70,24 @@ void convert_act(const float * x, int64_t n_cols, uint8_t * dst) {
         _mm256_storeu_ps(tmp, v);
         for (int64_t j = i; j < n_cols; ++j) out[j] = tmp[j - i];
     }
+    if constexpr (W == FloatType::bf16) {
+        for (int64_t c = 0; c + 32 <= n_cols; c += 32) {
+            float step[32];
+            for (int64_t j = 0; j < 32; ++j) step[bf16_pos(j, 32)] = out[c + j];
+            std::memcpy(out + c, step, sizeof step);
+        }
+    }
 }
 
 // The rounded floats back as F32, F16 or BF16 (exact: they are representable).
 template <FloatType W>
 void act_to_standard(const uint8_t * act, int64_t n_cols, void * dst) {
     const float * a = reinterpret_cast<const float *>(act);
+    if constexpr (W == FloatType::bf16) {
+        auto * out = static_cast<uint16_t *>(dst);
+        for (int64_t i = 0; i < n_cols; ++i) out[i] = uint16_t(load_as<uint32_t>(a + bf16_pos(i, n_cols)) >> 16);
+        return;
+    }
     if constexpr (W == FloatType::f32) {
         std::memcpy(dst, a, size_t(n_cols) * sizeof(float));
     } else {
@@ -81,18 +105,30 @@ void act_to_standard(const uint8_t * act, int64_t n_cols, void * dst) {
 template <FloatType W>
 float dot_gemv(const uint8_t * w, const float * a, int64_t n) {
     if constexpr (W == FloatType::bf16) {
-        // ggml_vec_dot_bf16 (AVX-512F): 2 x 16 lanes over steps of 32, multiply then add.
-        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        // ggml_vec_dot_bf16 (AVX512BF16): 2 x 16 vdpbf16ps lanes over steps of 64. Lane j of
+        // a 32-element step holds the pair 2j, 2j + 1: one dword of the weights, split here
+        // into its odd (high) and even (low) halves; the activations come as [odd | even].
+        const __m256i high = _mm256_set1_epi32(int(0xffff0000u));
+        __m256 c[4];  // c[2k], c[2k + 1]: lanes 0-7 and 8-15 of accumulator k
+        for (__m256 & v : c) v = _mm256_setzero_ps();
         int64_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            prefetch_ahead(w + 2 * size_t(i), 64);
-            c0 = _mm256_add_ps(_mm256_mul_ps(load_w<W>(w, i), _mm256_loadu_ps(a + i)), c0);
-            c1 = _mm256_add_ps(_mm256_mul_ps(load_w<W>(w, i + 8), _mm256_loadu_ps(a + i + 8)), c1);
-            c2 = _mm256_add_ps(_mm256_mul_ps(load_w<W>(w, i + 16), _mm256_loadu_ps(a + i + 16)), c2);
-            c3 = _mm256_add_ps(_mm256_mul_ps(load_w<W>(w, i + 24), _mm256_loadu_ps(a + i + 24)), c3);
+        for (; i + 64 <= n; i += 64) {
+            prefetch_ahead(w + 2 * size_t(i), 128);
+            for (int k = 0; k < 2; ++k) {
+                const uint8_t * wk = w + 2 * size_t(i + 32 * k);
+                const float * ak = a + i + 32 * k;
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(wk + 32 * h));
+                    const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
+                    const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+                    c[2 * k + h] = _mm256_fmadd_ps(odd, _mm256_loadu_ps(ak + 8 * h), c[2 * k + h]);
+                    c[2 * k + h] = _mm256_fmadd_ps(even, _mm256_loadu_ps(ak + 16 + 8 * h), c[2 * k + h]);
+                }
+            }
         }
-        double sum = double(reduce16(c0, c1)) + double(reduce16(c2, c3));
-        for (; i < n; ++i) sum += double(load_w1<W>(w, i) * a[i]);
+        double sum = double(reduce16(c[0], c[1]));
+        sum += double(reduce16(c[2], c[3]));
+        for (; i < n; ++i) sum += double(load_w1<W>(w, i) * a[bf16_pos(i, n)]);
         return float(sum);
     } else {
         __m256 acc[8];
@@ -199,6 +235,17 @@ const float * float_row(const MatmulJob & job, int64_t r, float * buf) {
     if constexpr (W == FloatType::f32) {
         (void)buf;
         return reinterpret_cast<const float *>(w);
+    } else if constexpr (W == FloatType::bf16) {
+        // [odd | even] per step of 32 (gemm: n_cols % 32 == 0), as the activations.
+        const __m256i high = _mm256_set1_epi32(int(0xffff0000u));
+        for (int64_t i = 0; i < job.n_cols; i += 32) {
+            for (int h = 0; h < 2; ++h) {
+                const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + 2 * (i + 16 * h)));
+                _mm256_storeu_ps(buf + i + 8 * h, _mm256_castsi256_ps(_mm256_and_si256(pairs, high)));
+                _mm256_storeu_ps(buf + i + 16 + 8 * h, _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)));
+            }
+        }
+        return buf;
     } else {
         int64_t i = 0;
         for (; i + 8 <= job.n_cols; i += 8) _mm256_storeu_ps(buf + i, load_w<W>(w, i));
@@ -227,8 +274,8 @@ void gemm_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch)
 }
 
 template <FloatType W>
-void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    const bool gemm = job.n_tokens >= 2 && job.n_cols % 16 == 0;
+void job_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    const bool gemm = job.n_tokens >= 2 && job.n_cols % (W == FloatType::bf16 ? 32 : 16) == 0;
     if (gemm) return gemm_rows<W>(job, r0, r1, scratch);
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t * w = job.w + size_t(r) * job.w_row_bytes;
@@ -236,6 +283,16 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
             const float * a = reinterpret_cast<const float *>(job.act + size_t(t) * job.act_row_bytes);
             job.y[t * job.y_stride + r] = dot_gemv<W>(w, a, job.n_cols);
         }
+    }
+}
+
+template <FloatType W>
+void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    if constexpr (W == FloatType::bf16) {
+        const FlushDenormals vdpbf16ps_flushing;
+        job_rows<W>(job, r0, r1, scratch);
+    } else {
+        job_rows<W>(job, r0, r1, scratch);
     }
 }
 

@@ -86,14 +86,18 @@ const float * float_row(const MatmulJob & job, int64_t r, float * buf) {
     if constexpr (W == DType::F32) {
         (void)buf;
         return reinterpret_cast<const float *>(w);
+    } else if constexpr (W == DType::BF16) {
+        // [odd | even] per step of 32 (n_cols % 32 == 0), as the AVX2 kernel's activations.
+        for (int64_t i = 0; i < job.n_cols; i += 32) {
+            const __m512i pairs = _mm512_loadu_si512(w + 2 * i);
+            _mm512_storeu_ps(buf + i, _mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(int(0xffff0000u)))));
+            _mm512_storeu_ps(buf + i + 16, _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)));
+        }
+        return buf;
     } else {
         for (int64_t i = 0; i < job.n_cols; i += 16) {
             const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + 2 * i));
-            if constexpr (W == DType::F16) {
-                _mm512_storeu_ps(buf + i, _mm512_cvtph_ps(h));
-            } else {
-                _mm512_storeu_ps(buf + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-            }
+            _mm512_storeu_ps(buf + i, _mm512_cvtph_ps(h));
         }
         return buf;
     }
@@ -150,8 +154,13 @@ size_t scratch_bytes(int64_t n_cols, int64_t max_rows, int64_t n_tokens) {
 
 template <DType W>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    if (job.n_tokens >= 2 && job.n_cols % 16 == 0) return gemm_rows<W>(job, r0, r1, scratch);
-    avx2_kernel<W>().rows(job, r0, r1, scratch);
+    if (job.n_tokens < 2 || job.n_cols % (W == DType::BF16 ? 32 : 16) != 0) return avx2_kernel<W>().rows(job, r0, r1, scratch);
+    if constexpr (W == DType::BF16) {
+        const avx2::FlushDenormals vdpbf16ps_flushing;
+        gemm_rows<W>(job, r0, r1, scratch);
+    } else {
+        gemm_rows<W>(job, r0, r1, scratch);
+    }
 }
 
 template <DType W>
