@@ -18,11 +18,6 @@ inline float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
 // 8 halves at p as floats.
 inline __m256 load_f16x8(const uint16_t * p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
-// 8 bfloat16 at p as floats.
-inline __m256 load_bf16x8(const uint16_t * p) {
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
 
 // _mm512_reduce_add_ps's tree over 16 lanes held as lo (0..7) and hi (8..15): halves,
 // quarters, then pairs, exactly as float_dot.cpp's reduce16.

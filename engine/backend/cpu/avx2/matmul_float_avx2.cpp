@@ -5,7 +5,7 @@
 // activations and panel rows keep each whole step as [odd elements | even elements], so
 // the F32/F16 tiles, walking 16 columns at a time, add them in that order; the
 // instruction's flushing of denormals is MXCSR's DAZ and FTZ while a BF16 job runs.
-//   gemv (one token, or rows not a multiple of 16): 4 x 16 lanes over steps of 64;
+//   gemv (one token, or rows not a multiple of 16, BF16: 32): 4 x 16 lanes over steps of 64;
 //   gemm (two tokens or more): one 16-lane accumulator per output, in tiles of 2 rows x
 //   3 tokens, cut along the row into pieces that stay in L1 (partial accumulators go to
 //   scratch and back unchanged, so the order is the same).
@@ -22,9 +22,9 @@ enum class FloatType { f32, f16, bf16 };
 
 template <FloatType W>
 __m256 load_w(const uint8_t * row, int64_t i) {
+    static_assert(W != FloatType::bf16, "BF16 rows are read as pairs (vdpbf16ps's order)");
     if constexpr (W == FloatType::f32) return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + i);
-    if constexpr (W == FloatType::f16) return load_f16x8(reinterpret_cast<const uint16_t *>(row) + i);
-    if constexpr (W == FloatType::bf16) return load_bf16x8(reinterpret_cast<const uint16_t *>(row) + i);
+    else return load_f16x8(reinterpret_cast<const uint16_t *>(row) + i);
 }
 
 template <FloatType W>
