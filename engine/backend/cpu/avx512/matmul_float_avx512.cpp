@@ -3,7 +3,8 @@
 // here, a pair of ymm registers on AVX2. With 32 registers a tile is 4 rows x 6 tokens (24
 // sums, 10 loads per 24 FMAs) where AVX2's 16 hold 2 x 3 (5 loads per 6 FMAs), so the
 // multiply-adds rather than the loads set the pace. Everything else (one token, rows not a
-// multiple of 16, the activations) is the AVX2 kernel's: its results are the same bits.
+// multiple of 16 (BF16: 32), the activations, BF16's [odd | even] steps) is the AVX2
+// kernel's: its results are the same bits.
 //
 // A chunk of rows is converted to floats in panels that stay in L2, and each tile of
 // tokens walks whole rows of the panel.
