@@ -1,4 +1,4 @@
-// The fused and the flash attention (scalar and AVX2 kernels) against the reference attention, over
+// The fused and the flash attention (scalar, AVX2 and AVX-512 kernels) against the reference attention, over
 // paged views with mixed per-block codecs, empty and evicted slots, per-head positions,
 // per-head page masks (quest), sliding windows, sinks, GQA, decode and prefill, with and
 // without the attention mass; sinks against the naive formula; and its kernels one by one:
@@ -128,19 +128,26 @@ struct Outputs {
     std::vector<float> out, mass;
 };
 
-enum class Path { reference, fused_scalar, fused_avx2, flash_scalar, flash_avx2 };
+enum class Path { reference, fused_scalar, fused_avx2, fused_avx512, flash_scalar, flash_avx2, flash_avx512 };
 
-bool is_avx2(Path p) { return p == Path::fused_avx2 || p == Path::flash_avx2; }
-const char * path_name(Path p) {
+CpuIsa isa_of(Path p) {
     switch (p) {
-        case Path::reference: return "reference";
-        case Path::fused_scalar: return "fused scalar";
-        case Path::fused_avx2: return "fused avx2";
-        case Path::flash_scalar: return "flash scalar";
-        case Path::flash_avx2: return "flash avx2";
+        case Path::fused_avx2:
+        case Path::flash_avx2: return CpuIsa::avx2;
+        case Path::fused_avx512:
+        case Path::flash_avx512: return CpuIsa::avx512;
+        default: return CpuIsa::scalar;
     }
-    return "";
 }
+// Whether this CPU runs the path's kernels.
+bool runs(Path p) { return isa_of(p) <= detect_cpu_isa(); }
+bool is_flash(Path p) { return p == Path::flash_scalar || p == Path::flash_avx2 || p == Path::flash_avx512; }
+QString path_name(Path p) {
+    if (p == Path::reference) return "reference";
+    return QString("%1 %2").arg(is_flash(p) ? "flash" : "fused").arg(QString::fromLatin1(cpu_isa_name(isa_of(p))));
+}
+constexpr Path kEveryPath[] = {Path::reference,    Path::fused_scalar, Path::fused_avx2,  Path::fused_avx512,
+                               Path::flash_scalar, Path::flash_avx2,   Path::flash_avx512};
 
 Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass) {
     ThreadPool pool(n_threads);
@@ -151,12 +158,12 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
     const AttentionArgs args{
         .q = w.q.data(), .n_tokens = c.n_tokens, .pos = w.pos.data(), .view = &view, .params = w.attention_params(), .out = r.out.data()};
     AttentionScratch scratch;
-    switch (path) {
-        case Path::reference: attention_reference(pool, args); break;
-        case Path::fused_scalar: attention_fused(pool, scalar_attention_kernels(), args, scratch); break;
-        case Path::fused_avx2: attention_fused(pool, avx2_attention_kernels(), args, scratch); break;
-        case Path::flash_scalar: attention_flash(pool, scalar_attention_kernels(), args, scratch); break;
-        case Path::flash_avx2: attention_flash(pool, avx2_attention_kernels(), args, scratch); break;
+    if (path == Path::reference) {
+        attention_reference(pool, args);
+    } else if (is_flash(path)) {
+        attention_flash(pool, attention_kernels(isa_of(path)), args, scratch);
+    } else {
+        attention_fused(pool, attention_kernels(isa_of(path)), args, scratch);
     }
     return r;
 }
@@ -234,6 +241,7 @@ size_t empty_slots(World & w, const Case & c, Drop && drop) {
 }  // namespace
 
 Q_DECLARE_METATYPE(Case)
+Q_DECLARE_METATYPE(lr::CpuIsa)
 
 class TestCpuAttention : public QObject {
     Q_OBJECT
@@ -288,8 +296,8 @@ private slots:
         QFETCH(Case, c);
         const World w = make_world(c, 21);
         const Outputs want = naive(w, c);
-        for (Path path : {Path::reference, Path::fused_scalar, Path::fused_avx2, Path::flash_scalar, Path::flash_avx2}) {
-            if (is_avx2(path) && !runs_avx2(detect_cpu_isa())) continue;
+        for (Path path : kEveryPath) {
+            if (!runs(path)) continue;
             const Outputs got = run(w, c, path, 2, true);
             double worst = 0, worst_mass = 0;
             for (size_t i = 0; i < want.out.size(); ++i) worst = std::max(worst, std::fabs(double(got.out[i]) - want.out[i]));
@@ -351,11 +359,10 @@ private slots:
         // An all-f16 cache rounds the weights to f16: an exp that differs in the last bit can
         // move a weight by one f16 step (2^-11 relative). Other codecs keep float weights.
         const double tol = (all_f16(c) ? 2e-3 : 2e-5) * double(w.max_abs_v);
-        const bool avx2 = runs_avx2(detect_cpu_isa());
         for (bool mass : {false, true}) {
             const Outputs ref = run(w, c, Path::reference, 2, mass);
-            for (Path path : {Path::fused_scalar, Path::fused_avx2, Path::flash_scalar, Path::flash_avx2}) {
-                if (is_avx2(path) && !avx2) continue;
+            for (Path path : kEveryPath) {
+                if (path == Path::reference || !runs(path)) continue;
                 for (int threads : {1, 2, 3}) {
                     const Outputs got = run(w, c, path, threads, mass);
                     const QString where = QString("%1, %2 threads, mass %3").arg(path_name(path)).arg(threads).arg(mass);
@@ -420,10 +427,16 @@ private slots:
         }
     }
 
+    void kernelsMatchScalar_data() {
+        QTest::addColumn<CpuIsa>("isa");
+        QTest::newRow("avx2") << CpuIsa::avx2;
+        QTest::newRow("avx512") << CpuIsa::avx512;
+    }
     void kernelsMatchScalar() {
-        if (!runs_avx2(detect_cpu_isa())) QSKIP("no AVX2");
+        QFETCH(CpuIsa, isa);
+        if (detect_cpu_isa() < isa) QSKIP("this CPU lacks the ISA");
         const AttentionKernels & s = scalar_attention_kernels();
-        const AttentionKernels & v = avx2_attention_kernels();
+        const AttentionKernels & v = attention_kernels(isa);
         test::Rng rng(5);
         for (uint32_t d : {8u, 13u, 16u, 24u, 48u, 64u, 77u, 80u, 128u}) {
             for (KvCodec codec : {KvCodec::f32, KvCodec::f16, KvCodec::q8, KvCodec::q4}) {

@@ -177,7 +177,6 @@ void register_all() {
         }
     }
     for (CpuIsa isa : isas) {
-        if (isa == CpuIsa::avx512) continue;  // AVX2's attention and activations
         for (bool flash : {false, true}) {
             const std::string name = std::string(flash ? "attention-flash/" : "attention/") + std::string(cpu_isa_name(isa));
             benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa, flash); })
@@ -195,6 +194,7 @@ void register_all() {
                 ->Args({4096, 64, 1024, 0})
                 ->Unit(benchmark::kMicrosecond);
         }
+        if (isa == CpuIsa::avx512) continue;  // AVX2's activations
         benchmark::RegisterBenchmark(("geglu/" + std::string(cpu_isa_name(isa))).c_str(),
                                      [=](benchmark::State & s) { bench_geglu(s, isa); })
             ->Arg(10240)

@@ -95,6 +95,7 @@ struct AttentionKernels {
 
 const AttentionKernels & scalar_attention_kernels();
 const AttentionKernels & avx2_attention_kernels();
+const AttentionKernels & avx512_attention_kernels();
 const AttentionKernels & attention_kernels(CpuIsa isa);
 
 // Scratch the fused kernel reuses between calls.

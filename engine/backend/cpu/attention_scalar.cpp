@@ -93,12 +93,18 @@ const AttentionKernels & scalar_attention_kernels() {
     return k;
 }
 
+// Builds without the AVX2 or AVX-512 translation units: the names still link.
 #if !defined(LONGREAD_HAVE_AVX2_KERNELS)
-// Builds without the AVX2 translation units (non-x86): the name still links.
 const AttentionKernels & avx2_attention_kernels() { return scalar_attention_kernels(); }
+#endif
+#if !defined(LONGREAD_HAVE_AVX512_KERNELS)
+const AttentionKernels & avx512_attention_kernels() { return avx2_attention_kernels(); }
 #endif
 
 const AttentionKernels & attention_kernels(CpuIsa isa) {
+#if defined(LONGREAD_HAVE_AVX512_KERNELS)
+    if (isa == CpuIsa::avx512) return avx512_attention_kernels();
+#endif
 #if defined(LONGREAD_HAVE_AVX2_KERNELS)
     if (runs_avx2(isa)) return avx2_attention_kernels();
 #endif

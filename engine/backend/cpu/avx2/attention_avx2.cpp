@@ -2,6 +2,9 @@
 // bit-identical to kv_decode_row and the q.k products keep float_dot.h's orders, so they
 // are bit-identical to the scalar kernels; exp is a polynomial (within 2 ulp of std::exp)
 // and the exp sum is taken in double in another order.
+//
+// Built twice: here for AVX2, and by avx512/attention_avx512.cpp, whose 32 vector
+// registers hold larger tiles of the same sums (the same bits).
 
 #include <cmath>
 
@@ -10,10 +13,20 @@
 #include "engine/backend/cpu/float_dot.h"
 #include "engine/backend/kv_codec_rows.h"
 
+#if !defined(LONGREAD_ATTENTION_KERNEL_TABLE)
+#define LONGREAD_ATTENTION_KERNEL_TABLE avx2_attention_kernels
+#define LONGREAD_ATTENTION_REGISTERS 16
+#endif
+
 namespace lr::cpu {
 namespace {
 
 using namespace avx2;
+
+// Tiles sized to the register file: flash_scores' queries per 4 keys, and weighted_sum's
+// dims (registers of 8) per 4 queries.
+constexpr int kScoreTileQueries = LONGREAD_ATTENTION_REGISTERS >= 32 ? 4 : 2;
+constexpr int kValueTileRegisters = LONGREAD_ATTENTION_REGISTERS >= 32 ? 4 : 2;
 
 void copy(const float * src, float * dst, uint32_t n, bool to_f16) {
     uint32_t i = 0;
@@ -412,7 +425,7 @@ template <bool F16>
 void weighted_sum_rows(const uint8_t * v, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d,
                        float * acc) {
     uint32_t i = 0;
-    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, 2, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
+    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, kValueTileRegisters, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
     for (; i < n_q; ++i) accumulate_queries<1, 4, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
 }
 
@@ -452,9 +465,10 @@ inline __m256 k_lanes(const uint8_t * row, KvCodec codec, uint32_t c) {
                                  : _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
 }
 
-// One K row at a time, 64 of its dims in registers (converted once), against eight
-// queries at a time: eight independent accumulators, one load per multiply-add.
-// Hoisted: head sizes up to 64 load the row once for every query.
+// Head sizes that are not a multiple of 8: one K row at a time, 64 of its dims in
+// registers (converted once), against eight queries at a time: eight independent
+// accumulators, one load per multiply-add. Hoisted: head sizes up to 64 load the row once
+// for every query.
 template <bool Hoisted>
 void flash_scores_rows(const uint8_t * k, KvCodec codec, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
                        float scale, float * s, size_t stride) {
@@ -494,56 +508,102 @@ void flash_scores_rows(const uint8_t * k, KvCodec codec, size_t row_bytes, uint3
     }
 }
 
-// The common head sizes: the same loops with every offset known, eight queries at a time
-// (the rest through flash_scores_rows).
-template <uint32_t D>
-void flash_scores_fixed(const uint8_t * k, KvCodec codec, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, float scale,
-                        float * s, size_t stride) {
-    const __m256 sc = _mm256_set1_ps(scale);
-    const uint32_t n_full = n_q & ~7u;
-    for (uint32_t j = 0; j < n_k; ++j) {
-        const uint8_t * row = k + j * row_bytes;
-        __m256 kr[8];
-        if (D == 64) {
-            for (uint32_t m = 0; m < 8; ++m) kr[m] = k_lanes(row, codec, 8 * m);
-        }
-        for (uint32_t i0 = 0; i0 < n_full; i0 += 8) {
-            const float * qi = q + size_t(i0) * D;
-            __m256 acc[8];
-            for (__m256 & a : acc) a = _mm256_setzero_ps();
-            for (uint32_t c0 = 0; c0 < D; c0 += 64) {
-                if (D > 64) {
-                    for (uint32_t m = 0; m < 8; ++m) kr[m] = k_lanes(row, codec, c0 + 8 * m);
-                }
-                for (uint32_t m = 0; m < 8; ++m) {
-                    for (uint32_t r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(kr[m], _mm256_loadu_ps(qi + r * D + c0 + 8 * m), acc[r]);
-                }
-            }
-            float r8[8];
-            _mm256_storeu_ps(r8, _mm256_mul_ps(lane_sums8(acc), sc));
-            for (uint32_t r = 0; r < 8; ++r) s[size_t(i0 + r) * stride + j] = r8[r];
+// The lane sums of four accumulators in flash_scores' order, ((l0 + l1) + (l2 + l3)) +
+// ((l4 + l5) + (l6 + l7)): [sum a0, sum a1, sum a2, sum a3].
+inline __m128 lane_sums4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));  // [(l0+l1)+(l2+l3) | (l4+l5)+(l6+l7)]
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Q queries x R (<= 4) keys of head size d (a multiple of 8; D when known): a step loads
+// the R keys' and the Q queries' next 8 dims once for Q x R multiply-adds.
+template <int Q, int R, bool F16, uint32_t D>
+inline void flash_tile(const uint8_t * k, size_t row_bytes, const float * q, uint32_t d, __m128 scale, float * s, size_t stride) {
+    if constexpr (D != 0) d = D;
+    __m256 acc[Q][4];
+    for (auto & row : acc) {
+        for (__m256 & a : row) a = _mm256_setzero_ps();
+    }
+    for (uint32_t c = 0; c < d; c += 8) {
+        __m256 kr[R];
+        for (int r = 0; r < R; ++r) kr[r] = v_lanes<F16>(k + size_t(r) * row_bytes, c);
+        for (int i = 0; i < Q; ++i) {
+            const __m256 qi = _mm256_loadu_ps(q + size_t(i) * d + c);
+            for (int r = 0; r < R; ++r) acc[i][r] = _mm256_fmadd_ps(kr[r], qi, acc[i][r]);
         }
     }
-    if (n_full < n_q)
-        flash_scores_rows<D == 64>(k, codec, row_bytes, n_k, q + size_t(n_full) * D, n_q - n_full, D, scale, s + n_full * stride, stride);
+    for (int i = 0; i < Q; ++i) {
+        const __m128 out = _mm_mul_ps(lane_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), scale);
+        float * row = s + size_t(i) * stride;
+        if constexpr (R == 4) {
+            _mm_storeu_ps(row, out);
+        } else {
+            float t[4];
+            _mm_storeu_ps(t, out);
+            for (int r = 0; r < R; ++r) row[r] = t[r];
+        }
+    }
+}
+
+// The last n (< Q) queries against R keys.
+template <int Q, int R, bool F16, uint32_t D>
+inline void flash_query_tail(uint32_t n, const uint8_t * k, size_t row_bytes, const float * q, uint32_t d, __m128 scale, float * s,
+                             size_t stride) {
+    if constexpr (Q > 1) {
+        if (n == Q - 1) return flash_tile<Q - 1, R, F16, D>(k, row_bytes, q, d, scale, s, stride);
+        flash_query_tail<Q - 1, R, F16, D>(n, k, row_bytes, q, d, scale, s, stride);
+    }
+}
+
+// Every query against the R keys at k.
+template <int R, bool F16, uint32_t D>
+void flash_keys(const uint8_t * k, size_t row_bytes, const float * q, uint32_t n_q, uint32_t d, __m128 scale, float * s, size_t stride) {
+    uint32_t i = 0;
+    for (; i + kScoreTileQueries <= n_q; i += kScoreTileQueries)
+        flash_tile<kScoreTileQueries, R, F16, D>(k, row_bytes, q + size_t(i) * d, d, scale, s + i * stride, stride);
+    flash_query_tail<kScoreTileQueries, R, F16, D>(n_q - i, k, row_bytes, q + size_t(i) * d, d, scale, s + i * stride, stride);
+}
+
+// Head sizes that are a multiple of 8, in tiles of keys and queries.
+template <bool F16, uint32_t D>
+void flash_scores_tiled(const uint8_t * k, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, float scale,
+                        float * s, size_t stride) {
+    const __m128 sc = _mm_set1_ps(scale);
+    uint32_t j = 0;
+    for (; j + 4 <= n_k; j += 4) flash_keys<4, F16, D>(k + j * row_bytes, row_bytes, q, n_q, d, sc, s + j, stride);
+    switch (n_k - j) {
+        case 3: return flash_keys<3, F16, D>(k + j * row_bytes, row_bytes, q, n_q, d, sc, s + j, stride);
+        case 2: return flash_keys<2, F16, D>(k + j * row_bytes, row_bytes, q, n_q, d, sc, s + j, stride);
+        case 1: return flash_keys<1, F16, D>(k + j * row_bytes, row_bytes, q, n_q, d, sc, s + j, stride);
+        default: return;
+    }
+}
+
+template <bool F16>
+void flash_scores_of(const uint8_t * k, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, float scale, float * s,
+                     size_t stride) {
+    switch (d) {  // the common head sizes with every offset known
+        case 64: return flash_scores_tiled<F16, 64>(k, row_bytes, n_k, q, n_q, d, scale, s, stride);
+        case 128: return flash_scores_tiled<F16, 128>(k, row_bytes, n_k, q, n_q, d, scale, s, stride);
+        case 256: return flash_scores_tiled<F16, 256>(k, row_bytes, n_k, q, n_q, d, scale, s, stride);
+        default: return flash_scores_tiled<F16, 0>(k, row_bytes, n_k, q, n_q, d, scale, s, stride);
+    }
 }
 
 void flash_scores(const void * k, KvCodec codec, size_t row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d, float scale,
                   float * s, size_t stride) {
     const auto * rows = static_cast<const uint8_t *>(k);
-    switch (d) {
-        case 64: return flash_scores_fixed<64>(rows, codec, row_bytes, n_k, q, n_q, scale, s, stride);
-        case 128: return flash_scores_fixed<128>(rows, codec, row_bytes, n_k, q, n_q, scale, s, stride);
-        case 256: return flash_scores_fixed<256>(rows, codec, row_bytes, n_k, q, n_q, scale, s, stride);
-        default:
-            if (d <= 64) return flash_scores_rows<true>(rows, codec, row_bytes, n_k, q, n_q, d, scale, s, stride);
-            return flash_scores_rows<false>(rows, codec, row_bytes, n_k, q, n_q, d, scale, s, stride);
+    if (d % 8 != 0) {
+        if (d <= 64) return flash_scores_rows<true>(rows, codec, row_bytes, n_k, q, n_q, d, scale, s, stride);
+        return flash_scores_rows<false>(rows, codec, row_bytes, n_k, q, n_q, d, scale, s, stride);
     }
+    if (codec == KvCodec::f16) return flash_scores_of<true>(rows, row_bytes, n_k, q, n_q, d, scale, s, stride);
+    flash_scores_of<false>(rows, row_bytes, n_k, q, n_q, d, scale, s, stride);
 }
 
 }  // namespace
 
-const AttentionKernels & avx2_attention_kernels() {
+const AttentionKernels & LONGREAD_ATTENTION_KERNEL_TABLE() {
     static const AttentionKernels k{copy, decode_rows, scores, max, exp_sum, normalize, weighted_sum, flash_scores};
     return k;
 }
