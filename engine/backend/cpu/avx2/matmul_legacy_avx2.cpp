@@ -193,9 +193,9 @@ inline void nibbles_to_quad(__m256i v01, __m256i v23, __m256i * out) {
 }
 
 // Adds bit 4 (the fifth bit of Q5 levels) to the quad registers: byte i of register k is
-// element 8k + i % 8 of its block, whose bit sits in byte k of the block's qh.
-inline void add_fifth_bits(const uint32_t * qh, __m256i * quad) {
-    const __m256i bits = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qh)));  // qh0..qh3
+// element 8k + i % 8 of its block, whose bit sits in byte k of the block's qh (qh0..qh3).
+inline void add_fifth_bits(__m128i qh, __m256i * quad) {
+    const __m256i bits = _mm256_broadcastsi128_si256(qh);
     const __m256i mask = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
     for (int k = 0; k < 4; ++k) {
         // Slots b0, b2 | b1, b3 take byte k of qh0, qh2 | qh1, qh3.
@@ -231,12 +231,16 @@ struct Q4_1 {
     }
 };
 
+// Inlined, and qh gathered in a register: as a call whose qh went through a stack array
+// (four 4-byte stores read back by one 16-byte load, which store forwarding cannot serve),
+// Q5_0 and Q5_1 decoded at half speed.
 template <class Block>
-void q5_quad(const Block * b, __m256i * out) {
+[[gnu::always_inline]] inline void q5_quad(const Block * b, __m256i * out) {
     __m256i v01, v23;
     load_nibbles(b, v01, v23);
     nibbles_to_quad(v01, v23, out);
-    const uint32_t qh[4] = {load_as<uint32_t>(b[0].qh), load_as<uint32_t>(b[1].qh), load_as<uint32_t>(b[2].qh), load_as<uint32_t>(b[3].qh)};
+    const __m128i qh = _mm_setr_epi32(int(load_as<uint32_t>(b[0].qh)), int(load_as<uint32_t>(b[1].qh)), int(load_as<uint32_t>(b[2].qh)),
+                                      int(load_as<uint32_t>(b[3].qh)));
     add_fifth_bits(qh, out);
 }
 
@@ -311,9 +315,10 @@ inline void quad_scales(const typename T::Block * b, __m256 & d, __m256 & m) {
                            e8m0_half(b[3].e), e8m0_half(b[3].e));
         m = _mm256_setzero_ps();
     } else if constexpr (T::kMin) {
-        uint32_t dm[4];
-        for (int k = 0; k < 4; ++k) dm[k] = load_as<uint32_t>(&b[k]);
-        const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(dm)));  // [d0 m0 d1 m1 d2 m2 d3 m3]
+        // In a register, not a stack array (see q5_quad).
+        const __m128i dm = _mm_setr_epi32(int(load_as<uint32_t>(&b[0])), int(load_as<uint32_t>(&b[1])), int(load_as<uint32_t>(&b[2])),
+                                          int(load_as<uint32_t>(&b[3])));
+        const __m256 f = _mm256_cvtph_ps(dm);  // [d0 m0 d1 m1 d2 m2 d3 m3]
         d = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 0, 4, 4, 2, 2, 6, 6));
         m = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(1, 1, 5, 5, 3, 3, 7, 7));
     } else {
