@@ -28,7 +28,9 @@
 #endif
 
 // Built twice: here for AVX2, and by avx512/matmul_iquant_vnni.cpp for AVX-512 VNNI, whose
-// prefill runs the K-quants' (avx512/kquant_prefill_vnni.h) on the form KForm gives.
+// prefill runs the K-quants' (avx512/kquant_prefill_vnni.h) on the form KForm gives, and
+// whose decode of the signed grids applies the sign bits as a mask register, computed for
+// a whole super-block at once where AVX2 looks them up per group of 8.
 #if !defined(LONGREAD_IQUANT_KERNEL_TABLE)
 #define LONGREAD_IQUANT_KERNEL_TABLE avx2_iquant_matmul_kernel
 #endif
@@ -89,68 +91,77 @@ inline uint32_t ksigns4(uint32_t a) {
 
 enum Delta { kNoDelta, kScalarDelta, kVectorDelta };
 
-struct IQ2XXS {
-    using Block = block_iq2_xxs;
+// IQ2_XXS ... IQ3_S: a positive grid magnitude per element and a sign bit per element;
+// grid() gives register j as magnitudes and its 32 sign bits (bit i: element 32j + i).
+template <class T>
+struct SignedGrid {
     static constexpr Delta kDelta = kNoDelta;
+    template <class Block>  // T::Block (T is incomplete here)
     static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+        uint32_t signs;
+        T::grid(b, j, w, signs, sc);
+        w = apply_signs(w, sign_mask(signs));
+    }
+};
+
+struct IQ2XXS : SignedGrid<IQ2XXS> {
+    using Block = block_iq2_xxs;
+    static void grid(const Block & b, int j, __m256i & g, uint32_t & signs, __m256i & sc) {
         const uint32_t a0 = u32_at(b.qs + 4 * j), a1 = u32_at(b.qs + 4 * j + 2);
-        w = apply_signs(grid4(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24), sign_mask(ksigns4(a1)));
+        g = grid4(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24);
+        signs = ksigns4(a1);
         const int ls = 2 * int(a1 >> 28) + 1;
         sc = _mm256_set1_epi16(int16_t(ls));
     }
     static float d(const Block & b) { return f16_to_f32(b.d) * 0.125f; }
 };
 
-struct IQ2XS {
+struct IQ2XS : SignedGrid<IQ2XS> {
     using Block = block_iq2_xs;
-    static constexpr Delta kDelta = kNoDelta;
-    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+    static void grid(const Block & b, int j, __m256i & g, uint32_t & signs, __m256i & sc) {
         const uint16_t * q = b.qs + 4 * j;
-        w = grid4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-        const uint32_t s = uint32_t(ksigns_iq2xs[q[0] >> 9]) | uint32_t(ksigns_iq2xs[q[1] >> 9]) << 8 |
-                           uint32_t(ksigns_iq2xs[q[2] >> 9]) << 16 | uint32_t(ksigns_iq2xs[q[3] >> 9]) << 24;
-        w = apply_signs(w, sign_mask(s));
+        g = grid4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+        signs = uint32_t(ksigns_iq2xs[q[0] >> 9]) | uint32_t(ksigns_iq2xs[q[1] >> 9]) << 8 | uint32_t(ksigns_iq2xs[q[2] >> 9]) << 16 |
+                uint32_t(ksigns_iq2xs[q[3] >> 9]) << 24;
         sc = scale2(2 * (b.scales[j] & 0xf) + 1, 2 * (b.scales[j] >> 4) + 1);
     }
     static float d(const Block & b) { return f16_to_f32(b.d) * 0.125f; }
 };
 
-struct IQ2S {
+struct IQ2S : SignedGrid<IQ2S> {
     using Block = block_iq2_s;
-    static constexpr Delta kDelta = kNoDelta;
-    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+    static void grid(const Block & b, int j, __m256i & g, uint32_t & signs, __m256i & sc) {
         const uint8_t * q = b.qs + 4 * j;
         const int h = b.qh[j];
-        w = grid4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300), q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
-        w = apply_signs(w, sign_mask(u32_at(b.qs + QK_K / 8 + 4 * j)));
+        g = grid4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300), q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+        signs = u32_at(b.qs + QK_K / 8 + 4 * j);
         sc = scale2(2 * (b.scales[j] & 0xf) + 1, 2 * (b.scales[j] >> 4) + 1);
     }
     static float d(const Block & b) { return f16_to_f32(b.d) * 0.125f; }
 };
 
-struct IQ3XXS {
+struct IQ3XXS : SignedGrid<IQ3XXS> {
     using Block = block_iq3_xxs;
-    static constexpr Delta kDelta = kNoDelta;
-    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+    static void grid(const Block & b, int j, __m256i & g, uint32_t & signs, __m256i & sc) {
         const uint8_t * q = b.qs + 8 * j;
-        const uint32_t * g = iq3xxs_grid;
+        const uint32_t * t = iq3xxs_grid;
         const uint32_t a = u32_at(b.qs + QK_K / 4 + 4 * j);
-        w = _mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]), int(g[q[6]]),
-                              int(g[q[7]]));
-        w = apply_signs(w, sign_mask(ksigns4(a)));
+        g = _mm256_setr_epi32(int(t[q[0]]), int(t[q[1]]), int(t[q[2]]), int(t[q[3]]), int(t[q[4]]), int(t[q[5]]), int(t[q[6]]),
+                              int(t[q[7]]));
+        signs = ksigns4(a);
         sc = _mm256_set1_epi16(int16_t(2 * int(a >> 28) + 1));
     }
     static float d(const Block & b) { return f16_to_f32(b.d) * 0.25f; }
 };
 
-struct IQ3S {
+struct IQ3S : SignedGrid<IQ3S> {
     using Block = block_iq3_s;
-    static constexpr Delta kDelta = kNoDelta;
-    static void sub(const Block & b, int j, __m256i & w, __m256i & sc, __m256i &) {
+    static void grid(const Block & b, int j, __m256i & g, uint32_t & signs, __m256i & sc) {
         // Index k: qs byte k | bit k of qh << 8.
         const __m256i high = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(b.qh[j]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
                                               _mm256_set1_epi32(256));
-        w = apply_signs(grid8(iq3s_grid, _mm256_or_si256(bytes8(b.qs + 8 * j), high)), sign_mask(u32_at(b.signs + 4 * j)));
+        g = grid8(iq3s_grid, _mm256_or_si256(bytes8(b.qs + 8 * j), high));
+        signs = u32_at(b.signs + 4 * j);
         const int s = j % 2 ? b.scales[j / 2] >> 4 : b.scales[j / 2] & 0xf;
         sc = _mm256_set1_epi16(int16_t(2 * s + 1));
     }
@@ -270,6 +281,98 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
     }
     for (int t = 0; t < Tn; ++t) y[t * y_stride] = finish<T>(acc[t]);
 }
+
+#if defined(LONGREAD_IQUANT_VNNI)
+template <class T>
+constexpr bool kSignedGrid = std::is_base_of_v<SignedGrid<T>, T>;
+
+// A super-block's sign bits, register j's 32 in word j, for the types that look them up
+// (ksigns_iq2xs), computed for all eight registers at once: the 7 stored bits of each
+// group of 8, and an 8th that makes the count of set bits even.
+inline __m256i with_parity(__m256i seven_bits) {  // per byte
+    __m256i p = _mm256_xor_si256(seven_bits, _mm256_srli_epi32(seven_bits, 4));
+    p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 2));
+    p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 1));  // bit 0 of each byte: the parity of its bits
+    return _mm256_or_si256(seven_bits, _mm256_slli_epi32(_mm256_and_si256(p, _mm256_set1_epi8(1)), 7));
+}
+
+// Words holding four 7-bit sign indices each (IQ2_XXS, IQ3_XXS), as four sign bytes.
+inline __m256i ksigns_of_words(__m256i words) {
+    const __m256i m7 = _mm256_set1_epi32(127);
+    __m256i x = _mm256_and_si256(words, m7);
+    for (int k = 1; k < 4; ++k) x = _mm256_or_si256(x, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(words, 7 * k), m7), 8 * k));
+    return with_parity(x);
+}
+
+template <class T>
+constexpr bool kVectorSigns = std::is_same_v<T, IQ2XXS> || std::is_same_v<T, IQ2XS> || std::is_same_v<T, IQ3XXS>;
+
+template <class T>
+inline void all_signs(const typename T::Block & b, uint32_t * out) {
+    __m256i bytes;
+    if constexpr (std::is_same_v<T, IQ2XXS>) {  // the odd words of qs
+        const __m512i qs = _mm512_loadu_si512(b.qs);
+        bytes = ksigns_of_words(
+            _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0), qs)));
+    } else if constexpr (std::is_same_v<T, IQ3XXS>) {  // the words after the grid indices
+        bytes = ksigns_of_words(load32(b.qs + QK_K / 4));
+    } else {  // IQ2_XS: the top 7 bits of each 16-bit index
+        const __m512i idx = _mm512_srli_epi16(_mm512_loadu_si512(b.qs), 9);
+        bytes = with_parity(_mm512_cvtepi16_epi8(idx));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i *>(out), bytes);
+}
+
+// IQ2_XS and IQ2_S: a super-block's 16 scales (2 s + 1, from nibbles) as 16-bit words, and
+// register j's pattern [scale 2j x 8 | scale 2j + 1 x 8] as one permute.
+template <class T>
+constexpr bool kNibbleScales = std::is_same_v<T, IQ2XS> || std::is_same_v<T, IQ2S>;
+
+inline __m256i nibble_scales(const uint8_t * scales) {
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(scales));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    const __m128i s = _mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));  // lo(0) hi(0) lo(1) ...
+    return _mm256_cvtepu8_epi16(_mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1)));
+}
+inline __m256i nibble_scale_pattern(__m256i scales, int j) {
+    const int16_t a = int16_t(2 * j), b = int16_t(2 * j + 1);
+    return _mm256_permutexvar_epi16(_mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b), scales);
+}
+
+// dot_row for the signed grids with AVX-512: the sign bits as a mask negate the
+// activations (one masked subtract) and the magnitudes multiply them as they are, where
+// AVX2 spreads the bits to bytes, applies them to the levels and takes sign(w, w) and
+// sign(a, w): the same products (-128 stays -128 either way), the same integer sums.
+template <class T, int Tn>
+void dot_row_signed_grid(const typename T::Block * w, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
+    Acc acc[Tn];
+    const __m256i zero = _mm256_setzero_si256();
+    for (int64_t s = 0; s < nsb; ++s) {
+        prefetch_ahead(w + s, sizeof(w[s]));
+        const size_t at = size_t(s) * kActBlockBytes;
+        __m256i isum[Tn];
+        for (int t = 0; t < Tn; ++t) isum[t] = _mm256_setzero_si256();
+        alignas(32) uint32_t signs_of[8];
+        if constexpr (kVectorSigns<T>) all_signs<T>(w[s], signs_of);
+        __m256i scales;
+        if constexpr (kNibbleScales<T>) scales = nibble_scales(w[s].scales);
+        for (int j = 0; j < 8; ++j) {
+            __m256i g, sc;
+            uint32_t signs;
+            T::grid(w[s], j, g, signs, sc);  // what is computed below instead is dropped
+            if constexpr (kNibbleScales<T>) sc = nibble_scale_pattern(scales, j);
+            const __mmask32 negative = kVectorSigns<T> ? _load_mask32(reinterpret_cast<__mmask32 *>(signs_of + j)) : _cvtu32_mask32(signs);
+            for (int t = 0; t < Tn; ++t) {
+                const __m256i a = _mm256_load_si256(act_qs(act[t] + at) + j);
+                const __m256i p = _mm256_maddubs_epi16(g, _mm256_mask_sub_epi8(a, negative, zero, a));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sc));
+            }
+        }
+        for (int t = 0; t < Tn; ++t) add_super_block<T>(acc[t], T::d(w[s]) * act_d(act[t] + at), isum[t], isum[t]);
+    }
+    for (int t = 0; t < Tn; ++t) y[t * y_stride] = finish<T>(acc[t]);
+}
+#endif
 
 // ---- prefill -----------------------------------------------------------------------------------
 #if defined(LONGREAD_IQUANT_VNNI)
@@ -431,6 +534,12 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
 #if defined(LONGREAD_IQUANT_VNNI)
+        if constexpr (kSignedGrid<T>) {
+            for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
+                dot_row_signed_grid<T, Tn>(row(r), act, nsb, y, job.y_stride);
+            });
+            return;
+        }
         if constexpr (std::is_same_v<T, IQ4XS>) {
             MatmulJob regrouped = job;
             iq4xs_regroup_act(job, scratch);
