@@ -28,9 +28,7 @@
 #endif
 
 // Built twice: here for AVX2, and by avx512/matmul_iquant_vnni.cpp for AVX-512 VNNI, whose
-// prefill runs the K-quants' (avx512/kquant_prefill_vnni.h) on the form KForm gives, and
-// whose decode of the signed grids applies the sign bits as a mask register, computed for
-// a whole super-block at once where AVX2 looks them up per group of 8.
+// prefill runs the K-quants' (avx512/kquant_prefill_vnni.h) on the form KForm gives.
 #if !defined(LONGREAD_IQUANT_KERNEL_TABLE)
 #define LONGREAD_IQUANT_KERNEL_TABLE avx2_iquant_matmul_kernel
 #endif
@@ -282,13 +280,16 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
     for (int t = 0; t < Tn; ++t) y[t * y_stride] = finish<T>(acc[t]);
 }
 
-#if defined(LONGREAD_IQUANT_VNNI)
+// The signed grids (IQ2_XXS ... IQ3_S): the decode takes a super-block's sign bits for all
+// eight registers at once (computed in vector registers where the type looks them up in
+// ksigns_iq2xs: the 7 stored bits of a group of 8 and an 8th that makes their count even)
+// and, for IQ2_XS/IQ2_S, its 16 scales as one register, where grid() works per register.
+// The magnitudes are positive, so the signs go to the activations: AVX2 negates them with
+// sign(a, +-1), AVX-512 with a masked subtract under the bits as a mask register (-128
+// stays -128 either way). The products and integer sums are those of sub(): the same bits.
 template <class T>
 constexpr bool kSignedGrid = std::is_base_of_v<SignedGrid<T>, T>;
 
-// A super-block's sign bits, register j's 32 in word j, for the types that look them up
-// (ksigns_iq2xs), computed for all eight registers at once: the 7 stored bits of each
-// group of 8, and an 8th that makes the count of set bits even.
 inline __m256i with_parity(__m256i seven_bits) {  // per byte
     __m256i p = _mm256_xor_si256(seven_bits, _mm256_srli_epi32(seven_bits, 4));
     p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 2));
@@ -304,67 +305,80 @@ inline __m256i ksigns_of_words(__m256i words) {
     return with_parity(x);
 }
 
+// Register j's 32 sign bits in word j.
 template <class T>
-constexpr bool kVectorSigns = std::is_same_v<T, IQ2XXS> || std::is_same_v<T, IQ2XS> || std::is_same_v<T, IQ3XXS>;
-
-template <class T>
-inline void all_signs(const typename T::Block & b, uint32_t * out) {
-    __m256i bytes;
+inline __m256i all_signs(const typename T::Block & b) {
     if constexpr (std::is_same_v<T, IQ2XXS>) {  // the odd words of qs
-        const __m512i qs = _mm512_loadu_si512(b.qs);
-        bytes = ksigns_of_words(
-            _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0), qs)));
+        const auto * q = reinterpret_cast<const uint8_t *>(b.qs);
+        const __m256 odd = _mm256_shuffle_ps(_mm256_castsi256_ps(load32(q)), _mm256_castsi256_ps(load32(q + 32)), 0xDD);
+        return ksigns_of_words(_mm256_permute4x64_epi64(_mm256_castps_si256(odd), 0xD8));
     } else if constexpr (std::is_same_v<T, IQ3XXS>) {  // the words after the grid indices
-        bytes = ksigns_of_words(load32(b.qs + QK_K / 4));
-    } else {  // IQ2_XS: the top 7 bits of each 16-bit index
-        const __m512i idx = _mm512_srli_epi16(_mm512_loadu_si512(b.qs), 9);
-        bytes = with_parity(_mm512_cvtepi16_epi8(idx));
+        return ksigns_of_words(load32(b.qs + QK_K / 4));
+    } else if constexpr (std::is_same_v<T, IQ2XS>) {  // the top 7 bits of each 16-bit index
+        const auto * q = reinterpret_cast<const uint8_t *>(b.qs);
+        const __m256i top = _mm256_packus_epi16(_mm256_srli_epi16(load32(q), 9), _mm256_srli_epi16(load32(q + 32), 9));
+        return with_parity(_mm256_permute4x64_epi64(top, 0xD8));
+    } else if constexpr (std::is_same_v<T, IQ2S>) {
+        return load32(b.qs + QK_K / 8);
+    } else {
+        return load32(b.signs);
     }
-    _mm256_store_si256(reinterpret_cast<__m256i *>(out), bytes);
 }
 
-// IQ2_XS and IQ2_S: a super-block's 16 scales (2 s + 1, from nibbles) as 16-bit words, and
-// register j's pattern [scale 2j x 8 | scale 2j + 1 x 8] as one permute.
+// IQ2_XS and IQ2_S: the 16 scales (2 s + 1, from nibbles) as 16-bit words in both 128-bit
+// lanes, and register j's pattern [scale 2j x 8 | scale 2j + 1 x 8] as one shuffle.
 template <class T>
 constexpr bool kNibbleScales = std::is_same_v<T, IQ2XS> || std::is_same_v<T, IQ2S>;
 
-inline __m256i nibble_scales(const uint8_t * scales) {
-    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(scales));
-    const __m128i m4 = _mm_set1_epi8(0x0f);
-    const __m128i s = _mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));  // lo(0) hi(0) lo(1) ...
-    return _mm256_cvtepu8_epi16(_mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1)));
-}
-inline __m256i nibble_scale_pattern(__m256i scales, int j) {
-    const int16_t a = int16_t(2 * j), b = int16_t(2 * j + 1);
-    return _mm256_permutexvar_epi16(_mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b), scales);
-}
+struct NibbleScales {
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();  // scales 0..7 and 8..15, each in both lanes
+    NibbleScales() = default;                                          // the other types: unused
+    explicit NibbleScales(const uint8_t * scales) {
+        const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(scales));
+        const __m128i m4 = _mm_set1_epi8(0x0f);
+        const __m128i s = _mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));  // lo(0) hi(0) lo(1) ...
+        const __m256i s16 = _mm256_cvtepu8_epi16(_mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1)));
+        lo = _mm256_permute2x128_si256(s16, s16, 0x00);
+        hi = _mm256_permute2x128_si256(s16, s16, 0x11);
+    }
+    __m256i pattern(int j) const {
+        const int k = j & 3;
+        const int16_t a = int16_t((4 * k) | ((4 * k + 1) << 8)), b = int16_t((4 * k + 2) | ((4 * k + 3) << 8));
+        return _mm256_shuffle_epi8(j < 4 ? lo : hi, _mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b));
+    }
+};
 
-// dot_row for the signed grids with AVX-512: the sign bits as a mask negate the
-// activations (one masked subtract) and the magnitudes multiply them as they are, where
-// AVX2 spreads the bits to bytes, applies them to the levels and takes sign(w, w) and
-// sign(a, w): the same products (-128 stays -128 either way), the same integer sums.
 template <class T, int Tn>
 void dot_row_signed_grid(const typename T::Block * w, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
     Acc acc[Tn];
-    const __m256i zero = _mm256_setzero_si256();
     for (int64_t s = 0; s < nsb; ++s) {
         prefetch_ahead(w + s, sizeof(w[s]));
         const size_t at = size_t(s) * kActBlockBytes;
         __m256i isum[Tn];
         for (int t = 0; t < Tn; ++t) isum[t] = _mm256_setzero_si256();
         alignas(32) uint32_t signs_of[8];
-        if constexpr (kVectorSigns<T>) all_signs<T>(w[s], signs_of);
-        __m256i scales;
-        if constexpr (kNibbleScales<T>) scales = nibble_scales(w[s].scales);
+        _mm256_store_si256(reinterpret_cast<__m256i *>(signs_of), all_signs<T>(w[s]));
+        NibbleScales scales;
+        if constexpr (kNibbleScales<T>) scales = NibbleScales(w[s].scales);
+#pragma GCC unroll 8  // constant shuffle patterns
         for (int j = 0; j < 8; ++j) {
             __m256i g, sc;
-            uint32_t signs;
-            T::grid(w[s], j, g, signs, sc);  // what is computed below instead is dropped
-            if constexpr (kNibbleScales<T>) sc = nibble_scale_pattern(scales, j);
-            const __mmask32 negative = kVectorSigns<T> ? _load_mask32(reinterpret_cast<__mmask32 *>(signs_of + j)) : _cvtu32_mask32(signs);
+            uint32_t unused;
+            T::grid(w[s], j, g, unused, sc);  // its own signs (and nibble scales) are dropped
+            if constexpr (kNibbleScales<T>) sc = scales.pattern(j);
+#if defined(LONGREAD_IQUANT_VNNI)
+            const __mmask32 negative = _load_mask32(reinterpret_cast<__mmask32 *>(signs_of + j));
+            const __m256i zero = _mm256_setzero_si256();
+#else
+            const __m256i sign = _mm256_or_si256(sign_mask(signs_of[j]), _mm256_set1_epi8(1));  // -1 or 1
+#endif
             for (int t = 0; t < Tn; ++t) {
                 const __m256i a = _mm256_load_si256(act_qs(act[t] + at) + j);
+#if defined(LONGREAD_IQUANT_VNNI)
                 const __m256i p = _mm256_maddubs_epi16(g, _mm256_mask_sub_epi8(a, negative, zero, a));
+#else
+                const __m256i p = _mm256_maddubs_epi16(g, _mm256_sign_epi8(a, sign));
+#endif
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sc));
             }
         }
@@ -372,7 +386,6 @@ void dot_row_signed_grid(const typename T::Block * w, const uint8_t * const * ac
     }
     for (int t = 0; t < Tn; ++t) y[t * y_stride] = finish<T>(acc[t]);
 }
-#endif
 
 // ---- prefill -----------------------------------------------------------------------------------
 #if defined(LONGREAD_IQUANT_VNNI)
@@ -533,13 +546,13 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     const int64_t nsb = job.n_cols / QK_K;
     auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
     if (job.n_tokens <= kRowByRowTokens) {
-#if defined(LONGREAD_IQUANT_VNNI)
         if constexpr (kSignedGrid<T>) {
             for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
                 dot_row_signed_grid<T, Tn>(row(r), act, nsb, y, job.y_stride);
             });
             return;
         }
+#if defined(LONGREAD_IQUANT_VNNI)
         if constexpr (std::is_same_v<T, IQ4XS>) {
             MatmulJob regrouped = job;
             iq4xs_regroup_act(job, scratch);
