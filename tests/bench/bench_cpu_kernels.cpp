@@ -164,6 +164,7 @@ void register_all() {
             const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" + std::string(cpu_isa_name(isa));
             benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 2048, 2048); })
                 ->Arg(1)
+                ->Arg(4)  // a decode step of four sequences
                 ->Arg(64)
                 ->Unit(benchmark::kMicrosecond);
             benchmark::RegisterBenchmark((name + "/down").c_str(), [=](benchmark::State & s) { bench_matmul(s, type, isa, 2048, 5632); })

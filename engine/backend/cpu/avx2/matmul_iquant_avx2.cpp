@@ -266,6 +266,7 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
         const size_t at = size_t(s) * kActBlockBytes;
         __m256i isum[Tn], dsum[Tn];
         for (int t = 0; t < Tn; ++t) isum[t] = dsum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8  // constant j: sub(j) folds its offsets and patterns
         for (int j = 0; j < 8; ++j) {
             __m256i wj, sc, dl;
             T::sub(w[s], j, wj, sc, dl);

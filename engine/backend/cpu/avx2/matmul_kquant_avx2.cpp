@@ -229,6 +229,7 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
         const size_t at = size_t(s) * kActBlockBytes;
         __m256i isum[Tn];
         for (int t = 0; t < Tn; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8  // constant j: q(j) and scale(j) fold their shifts and shuffle patterns
         for (int j = 0; j < 8; ++j) {
             const __m256i q = u.q(j), sc = u.scale(j);
             for (int t = 0; t < Tn; ++t) {
