@@ -404,6 +404,7 @@ struct KForm {
     __m256i w[8], sc[8];
     float dw;
     explicit KForm(const Block & b) {
+#pragma GCC unroll 8  // constant j (see the decode's loop)
         for (int j = 0; j < 8; ++j) {
             __m256i dl = _mm256_setzero_si256();
             T::sub(b, j, w[j], sc[j], dl);
