@@ -87,11 +87,17 @@ bool AttentionSlots::block_visible(uint32_t b, uint32_t g, const AttentionItem &
 }
 
 bool AttentionSlots::fully_visible(const int32_t * slot_pos, const AttentionItem & it) const {
+    // Seen by every query: written, not after the earliest query, within the latest's
+    // window (what masked() for the earliest or the latest comes to). One pass without
+    // branches, which the compiler vectorizes.
     const int32_t lo = min_pos(it), hi = max_pos(it);
+    const int64_t window = a_.params.window;
+    bool all = true;
     for (uint32_t s = 0; s < bt_; ++s) {
-        if (masked(slot_pos[s], lo) || masked(slot_pos[s], hi)) return false;
+        const int32_t p = slot_pos[s];
+        all &= p != kInvalidPos && p <= lo && (window <= 0 || int64_t(hi) - p < window);
     }
-    return true;
+    return all;
 }
 
 void AttentionSlots::decode_keys(uint32_t b, uint32_t g, const AttentionKernels & k, float * rows) const {
