@@ -357,9 +357,9 @@ void normalize(float * x, uint32_t n, float inv_sum, bool to_f16, float * mass) 
 
 // ---- weights . V -------------------------------------------------------------------------------
 
-// Eight values of a V row (f32 or f16) from element c.
+// Eight values of a K or V row (f32 or f16) from element c.
 template <bool F16>
-inline __m256 v_lanes(const uint8_t * row, uint32_t c) {
+inline __m256 row_lanes(const uint8_t * row, uint32_t c) {
     if constexpr (F16) return load_f16x8(reinterpret_cast<const uint16_t *>(row) + c);
     return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
 }
@@ -382,7 +382,7 @@ void accumulate(const uint8_t * v, size_t row_bytes, uint32_t n, uint32_t c0, co
         const uint8_t * vs = v + s * row_bytes;
         __m256 vr[M];
         for (int m = 0; m < M; ++m) {
-            vr[m] = v_lanes<F16>(vs, c0 + 8 * uint32_t(m));
+            vr[m] = row_lanes<F16>(vs, c0 + 8 * uint32_t(m));
             keep_in_register(vr[m]);
         }
         for (int i = 0; i < Q; ++i) {
@@ -526,7 +526,7 @@ inline void flash_tile(const uint8_t * k, size_t row_bytes, const float * q, uin
     }
     for (uint32_t c = 0; c < d; c += 8) {
         __m256 kr[R];
-        for (int r = 0; r < R; ++r) kr[r] = v_lanes<F16>(k + size_t(r) * row_bytes, c);
+        for (int r = 0; r < R; ++r) kr[r] = row_lanes<F16>(k + size_t(r) * row_bytes, c);
         for (int i = 0; i < Q; ++i) {
             const __m256 qi = _mm256_loadu_ps(q + size_t(i) * d + c);
             for (int r = 0; r < R; ++r) acc[i][r] = _mm256_fmadd_ps(kr[r], qi, acc[i][r]);
