@@ -19,6 +19,7 @@ std::vector<FlagSpec> model_flags() {
         {"-m", "--model", true, false, "GGUF model file (default: the bundled stories260K)"},
         {"-t", "--threads", true, false, "CPU threads (default: the physical cores)"},
         {"--backend", "", true, false, "auto, cpu or cuda (default auto: CUDA when a GPU is usable)"},
+        {"--cpu-isa", "", true, false, "CPU kernels: best, avx512, avx2 or scalar (default best: the best this CPU runs)"},
         {"--gpu-layers", "-ngl", true, false, "CUDA: layers whose weights stay in VRAM; the rest stream from RAM (default: what fits)"},
     };
 }
@@ -108,8 +109,11 @@ Status load_model(const Args & args, Engine & engine) {
     const std::string backend = args.get_or("--backend", "auto");
     if (!backend_choice_from_name(backend))
         return error(StatusCode::invalid_argument, "unknown --backend '" + backend + "' (auto, cpu, cuda)");
-    const Result<ModelInfo> info = engine.load(
-        {.path = args.get_or("-m", kBundledModelName), .backend = backend, .n_threads = int(threads), .gpu_layers = gpu_layers});
+    const Result<ModelInfo> info = engine.load({.path = args.get_or("-m", kBundledModelName),
+                                                .backend = backend,
+                                                .n_threads = int(threads),
+                                                .cpu_isa = args.get_or("--cpu-isa", "best"),
+                                                .gpu_layers = gpu_layers});
     if (!engine.backend_note().empty()) std::fprintf(stderr, "note: %s\n", engine.backend_note().c_str());
     return info.status();
 }

@@ -102,7 +102,7 @@ GpuOffloadPlan plan_gpu_offload(const LayerWeightBytes & w, uint64_t free_vram_b
 BackendSelection create_backend(const BackendOptions & options) {
     BackendSelection sel;
     auto on_cpu = [&](std::string note) {
-        sel.backend = std::make_unique<CpuBackend>(CpuBackendOptions{.n_threads = options.n_threads});
+        sel.backend = std::make_unique<CpuBackend>(CpuBackendOptions{.n_threads = options.n_threads, .isa = options.cpu_isa});
         sel.note = std::move(note);
         sel.plan.reset();
         return std::move(sel);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_isa.h"
 
 namespace lr {
 
@@ -67,6 +68,7 @@ GpuOffloadPlan plan_gpu_offload(const LayerWeightBytes & weights, uint64_t free_
 struct BackendOptions {
     BackendChoice choice = BackendChoice::automatic;
     int n_threads = 0;                           // CPU backend threads (0: the physical cores)
+    CpuIsa cpu_isa = CpuIsa::best;               // the CPU backend's kernels (an ISA this CPU lacks falls back)
     int device = 0;                              // CUDA device index
     int64_t gpu_layers = -1;                     // --gpu-layers; -1: automatic
     const LayerWeightBytes * weights = nullptr;  // the model's, for the plan; null: every weight in VRAM

@@ -104,8 +104,10 @@ Result<ModelInfo> Engine::load(const LoadParams & params, std::stop_token stop) 
     if (stop.stop_requested()) return error(StatusCode::cancelled, "stopped");
     const std::optional<BackendChoice> choice = backend_choice_from_name(params.backend);
     if (!choice) return error(StatusCode::invalid_argument, "unknown backend '" + params.backend + "' (auto, cpu, cuda)");
+    const std::optional<CpuIsa> isa = cpu_isa_from_name(params.cpu_isa);
+    if (!isa) return error(StatusCode::invalid_argument, "unknown CPU ISA '" + params.cpu_isa + "' (best, avx512, avx2, scalar)");
     const bool bundled = params.path == kBundledModelName;
-    BackendOptions options{.choice = *choice, .n_threads = params.n_threads, .gpu_layers = params.gpu_layers};
+    BackendOptions options{.choice = *choice, .n_threads = params.n_threads, .cpu_isa = *isa, .gpu_layers = params.gpu_layers};
     LayerWeightBytes weight_bytes;
     if (*choice != BackendChoice::cpu) {
         // The layer sizes, for the GPU's share of the weights. A file that does not open is

@@ -41,6 +41,7 @@ struct LoadParams {
     std::string path = kBundledModelName;  // a GGUF file, or kBundledModelName
     std::string backend = "auto";          // "auto" (CUDA when a device is usable), "cpu" or "cuda"
     int n_threads = 0;                     // CPU threads; 0: the physical cores
+    std::string cpu_isa = "best";          // CPU kernels: "best" (what this CPU has), "avx512", "avx2" or "scalar"
     int64_t gpu_layers = -1;               // CUDA: layers whose weights stay in VRAM; -1: what fits
 };
 

@@ -57,6 +57,8 @@ private slots:
         CpuBackend scalar({.n_threads = 1, .isa = CpuIsa::scalar});
         QCOMPARE(scalar.isa(), CpuIsa::scalar);
         QCOMPARE(scalar.n_threads(), 1);
+        for (CpuIsa isa : {CpuIsa::best, CpuIsa::scalar, CpuIsa::avx2, CpuIsa::avx512}) QCOMPARE(cpu_isa_from_name(cpu_isa_name(isa)), isa);
+        QVERIFY(!cpu_isa_from_name("sse2"));
     }
 
     void matmulMatchesScalarPath_data() {

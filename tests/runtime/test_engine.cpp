@@ -6,6 +6,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_isa.h"
 #include "engine/model/model.h"
 #include "engine/model/random_model_writer.h"
 #include "engine/runtime/chat_prompt.h"
@@ -109,10 +111,23 @@ private slots:
         QVERIFY2(missing.status().message().find("/nonexistent/model.gguf") != std::string::npos, missing.status().message().c_str());
         QVERIFY(!engine.has_model());
         QCOMPARE(engine.load({.backend = "tpu"}).status().code(), StatusCode::invalid_argument);
+        const Result<ModelInfo> isa = engine.load({.backend = "cpu", .cpu_isa = "neon"});
+        QCOMPARE(isa.status().code(), StatusCode::invalid_argument);
+        QVERIFY2(isa.status().message().find("neon") != std::string::npos, isa.status().message().c_str());
         std::stop_source stop;
         stop.request_stop();
         QCOMPARE(engine.load(kBundledOnCpu, stop.get_token()).status().code(), StatusCode::cancelled);
         QCOMPARE(engine.use_session({}).code(), StatusCode::not_found);
+    }
+
+    // --cpu-isa picks the CPU kernels; an ISA this CPU lacks falls back to the best it has.
+    void theCpuIsaIsChosen() {
+        Engine engine;
+        QVERIFY(engine.load({.backend = "cpu", .n_threads = 1, .cpu_isa = "scalar"}).ok());
+        QVERIFY2(engine.backend().name().starts_with("cpu (scalar,"), engine.backend().name().c_str());
+        QVERIFY(engine.load({.backend = "cpu", .n_threads = 1, .cpu_isa = "avx512"}).ok());
+        const std::string_view fallback = cpu_isa_name(resolve_cpu_isa(CpuIsa::avx512));
+        QVERIFY2(engine.backend().name().find(fallback) != std::string::npos, engine.backend().name().c_str());
     }
 
     // Options that shape the session rebuild it; the same options keep it (and its KV).

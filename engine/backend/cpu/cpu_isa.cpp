@@ -12,6 +12,13 @@ std::string_view cpu_isa_name(CpuIsa isa) {
     return "?";
 }
 
+std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
+    for (CpuIsa isa : {CpuIsa::best, CpuIsa::scalar, CpuIsa::avx2, CpuIsa::avx512}) {
+        if (cpu_isa_name(isa) == name) return isa;
+    }
+    return std::nullopt;
+}
+
 CpuIsa detect_cpu_isa() {
 #if defined(LONGREAD_HAVE_AVX2_KERNELS) && (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();

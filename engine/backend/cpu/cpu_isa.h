@@ -3,6 +3,7 @@
 // Kernels are compiled per ISA in their own translation units (with that ISA's target
 // flags) and chosen once, at CpuBackend construction, from CPUID.
 
+#include <optional>
 #include <string_view>
 
 namespace lr {
@@ -16,6 +17,7 @@ enum class CpuIsa {
 };
 
 std::string_view cpu_isa_name(CpuIsa isa);
+std::optional<CpuIsa> cpu_isa_from_name(std::string_view name);  // the names cpu_isa_name gives
 
 // Whether `isa` runs the AVX2 kernels (where it has none of its own).
 inline bool runs_avx2(CpuIsa isa) { return isa >= CpuIsa::avx2; }
