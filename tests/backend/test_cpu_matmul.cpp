@@ -6,7 +6,8 @@
 //   - quantized results are within a float-accumulation bound of the exact value (the
 //     integer sums are exact; only the order of the float additions differs);
 //   - the AVX-512 kernels' decode equals AVX2's bit for bit (their integer sums are the
-//     same and their float operations too); their prefill is held to the scalar bound.
+//     same and their float operations too), and so does the K-quants' prefill (rows in the
+//     lanes of a register on both); the other types' prefill is held to the scalar bound.
 
 #include <QtTest>
 
@@ -300,15 +301,23 @@ private slots:
         }
     }
 
-    // Decode only: the AVX-512 prefill sums its blocks in another order (matchesScalarKernel).
-    void avx512DecodeEqualsAvx2_data() {
+    // Decode, and the K-quants' prefill (the other types' AVX-512 prefill sums its blocks in
+    // another order than AVX2's: matchesScalarKernel).
+    void avx512EqualsAvx2_data() {
         QTest::addColumn<QString>("type");
+        QTest::addColumn<bool>("prefill");
         for (const char * t : kTypes) {
-            if (avx512_matmul_kernel(*dtype_from_name(t))) QTest::newRow(t) << QString(t);
+            const DType type = *dtype_from_name(t);
+            if (!avx512_matmul_kernel(type)) continue;
+            QTest::newRow(qPrintable(QString("decode %1").arg(t))) << QString(t) << false;
+            const bool k_quant = type == DType::Q2_K || type == DType::Q3_K || type == DType::Q4_K || type == DType::Q5_K ||
+                                 type == DType::Q6_K;
+            if (k_quant) QTest::newRow(qPrintable(QString("prefill %1").arg(t))) << QString(t) << true;
         }
     }
-    void avx512DecodeEqualsAvx2() {
+    void avx512EqualsAvx2() {
         QFETCH(QString, type);
+        QFETCH(bool, prefill);
         if (detect_cpu_isa() != CpuIsa::avx512) QSKIP("this CPU has no AVX-512 VNNI: its kernels cannot run here");
         const DType wt = *dtype_from_name(type.toStdString());
         const MatmulKernel * avx512 = avx512_matmul_kernel(wt);
@@ -316,8 +325,9 @@ private slots:
         QVERIFY(avx512 && avx2 && avx512 != avx2);
         uint64_t seed = 500;
         const int64_t block = dtype_traits(wt).block_elems;
+        const std::vector<int64_t> token_counts = prefill ? std::vector<int64_t>{9, 12, 17, 35} : std::vector<int64_t>{1, 2, 4, 5, 8};
         for (int64_t n_cols : {block, 3 * block, 7 * block, 33 * block}) {
-            for (int64_t n_tokens : {1, 2, 4, 5, 8}) {
+            for (int64_t n_tokens : token_counts) {
                 const Problem p = make_problem(wt, n_cols, 17, n_tokens, seed++);
                 const std::vector<float> a = run(*avx2, p), b = run(*avx512, p);
                 QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,

@@ -57,6 +57,35 @@ inline __m256 round_bf16(__m256 x) {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(r, qnan, nan));
 }
 
+// v[r][c] -> v[c][r] for 8 x 8 dwords: pairs, quads, then the 128-bit lanes.
+inline void transpose8(__m256i * v) {
+    __m256i t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {  // v[i + e]: element e (low lane) and 4 + e (high) of rows i..i+3
+        v[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        v[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        v[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        v[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int e = 0; e < 4; ++e) {
+        t[e] = _mm256_permute2x128_si256(v[e], v[4 + e], 0x20);
+        t[4 + e] = _mm256_permute2x128_si256(v[e], v[4 + e], 0x31);
+    }
+    for (int i = 0; i < 8; ++i) v[i] = t[i];
+}
+
+// Stores the first n (1..8) lanes of v at y.
+inline void store_lanes(float * y, __m256 v, int n) {
+    if (n == 8) {
+        _mm256_storeu_ps(y, v);
+    } else {
+        _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+    }
+}
+
 // Keeps a loaded value in a register: without this the compiler may fold the load into
 // every instruction that uses the value, loading it once per use.
 template <class V>

@@ -3,14 +3,14 @@
 //
 // Every type is read through one form: per super-block of 256, eight registers of 32
 // unsigned levels (q, in element order), the integer scale of each 16 elements as a
-// 16-bit pattern per register (sc), the integer "min" coefficient of each 16 elements
-// (mn), and two float scales, so that
+// 16-bit pattern per register (sc; all 16 at once: scales), the integer "min" coefficient
+// of each 16 elements (mn), and two float scales, so that
 //     sum(w * a) = d * da * sum_j sc_j . (q_j . a_j)  -  dmin * da * sum_g mn_g * bsum_g.
 // Signed levels (Q3_K: q - 4, Q6_K: q - 32) become unsigned levels with mn = offset * sc
 // and dmin = d. The integer sums are those of quant::vec_dot, exactly; only the float
 // accumulation differs. Decode reads super-blocks from the model file, each unpacked once
-// for up to 4 tokens; prefill unpacks a panel of rows into this form once and runs tiles of
-// 2 rows x 4 tokens over it.
+// for up to 4 tokens; prefill unpacks panels of 8 rows with the rows in a register's lanes
+// (avx2/kquant_prefill_avx2.h; 16 rows with AVX-512 VNNI, avx512/kquant_prefill_vnni.h).
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
@@ -58,6 +58,11 @@ struct Scales8 {
     __m256i s;  // the 8 scales as int16, in both 128-bit lanes
     explicit Scales8(uint64_t bytes) : s(_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(bytes))))) {}
     __m256i pattern(int j) const { return _mm256_shuffle_epi8(s, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8)))); }
+    // The scale of each 16 elements: [s0 s0 s1 s1 ... s7 s7].
+    __m256i all() const {
+        const __m128i v = _mm256_castsi256_si128(s);
+        return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v));
+    }
 };
 
 // [s_2j x 8 | s_2j+1 x 8] (16-bit) from 16 signed scales, one per 16 elements.
@@ -102,6 +107,7 @@ inline __m256i two_bits(const uint8_t * qs, int j) {
 
 struct Q2K {
     using Block = block_q2_K;
+    static constexpr int kMaxLevel = 3;  // of the unsigned levels q(j)
     static constexpr bool kCombinedMin = false;
     static constexpr int kScaleElems = 16;  // elements per scale
     const Block & b;
@@ -110,6 +116,7 @@ struct Q2K {
         : b(blk), sc(_mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk.scales)), _mm_set1_epi8(0x0F))) {}
     __m256i q(int j) const { return two_bits(b.qs, j); }
     __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i scales() const { return sc.all(); }  // int16, one per 16 elements
     __m256i mn() const {
         const __m128i m = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales)), 4),
                                         _mm_set1_epi8(0x0F));
@@ -133,6 +140,7 @@ inline __m128i q3k_scales(const uint8_t * packed) {
 
 struct Q3K {
     using Block = block_q3_K;
+    static constexpr int kMaxLevel = 7;  // of the unsigned levels q(j)
     static constexpr bool kCombinedMin = true;
     static constexpr int kScaleElems = 16;  // elements per scale
     const Block & b;
@@ -141,6 +149,7 @@ struct Q3K {
     explicit Q3K(const Block & blk) : b(blk), sc(q3k_scales(blk.scales)), hmask(load32(blk.hmask)) {}
     __m256i q(int j) const { return or_bit(two_bits(b.qs, j), hmask, j, 4); }
     __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i scales() const { return sc.all(); }                    // int16, one per 16 elements
     __m256i mn() const { return _mm256_slli_epi16(sc.all(), 2); }  // 4 * sc: the offset of q - 4
     float d() const { return f16_to_f32(b.d); }
     float dmin() const { return d(); }
@@ -148,6 +157,7 @@ struct Q3K {
 
 struct Q4K {
     using Block = block_q4_K;
+    static constexpr int kMaxLevel = 15;  // of the unsigned levels q(j)
     static constexpr bool kCombinedMin = false;
     static constexpr int kScaleElems = 32;  // elements per scale
     const Block & b;
@@ -164,6 +174,7 @@ struct Q4K {
         return _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, nibbles());
     }
     __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i scales() const { return sc.all(); }  // int16, one per 16 elements
     __m256i mn() const {
         const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)));
         return _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
@@ -174,6 +185,7 @@ struct Q4K {
 
 struct Q5K {
     using Block = block_q5_K;
+    static constexpr int kMaxLevel = 31;  // of the unsigned levels q(j)
     static constexpr bool kCombinedMin = false;
     static constexpr int kScaleElems = 32;  // elements per scale
     const Block & b;
@@ -186,6 +198,7 @@ struct Q5K {
         return or_bit(_mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, nibbles()), qh, j, 16);
     }
     __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i scales() const { return sc.all(); }  // int16, one per 16 elements
     __m256i mn() const {
         const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)));
         return _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
@@ -196,6 +209,7 @@ struct Q5K {
 
 struct Q6K {
     using Block = block_q6_K;
+    static constexpr int kMaxLevel = 63;  // of the unsigned levels q(j)
     static constexpr bool kCombinedMin = true;
     static constexpr int kScaleElems = 16;  // elements per scale
     const Block & b;
@@ -210,6 +224,7 @@ struct Q6K {
         return _mm256_or_si256(low, high);
     }
     __m256i scale(int j) const { return sc.pattern(j); }
+    __m256i scales() const { return sc.all(); }                    // int16, one per 16 elements
     __m256i mn() const { return _mm256_slli_epi16(sc.all(), 5); }  // 32 * sc: the offset of q - 32
     float d() const { return f16_to_f32(b.d); }
     float dmin() const { return d(); }
@@ -264,108 +279,13 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
     vnni::prefill_rows<T>(job, r0, r1, scratch);
 }
 #else
-// A panel row: per super-block, q [8][32 B], sc [8][32 B], mn [32 B], d, dmin (+ pad).
-constexpr size_t kPanelBlockBytes = 576;
-constexpr int kTileRows = 2;
-constexpr int kTileTokens = 4;
-constexpr int64_t kPanelRows = 16;
+#include "engine/backend/cpu/avx2/kquant_prefill_avx2.h"  // inside this namespace: it uses the block types
 
-template <class T>
-void unpack_row(const typename T::Block * w, int64_t nsb, uint8_t * out) {
-    for (int64_t s = 0; s < nsb; ++s, out += kPanelBlockBytes) {
-        const T u(w[s]);
-        auto * v = reinterpret_cast<__m256i *>(out);
-        for (int j = 0; j < 8; ++j) {
-            _mm256_store_si256(v + j, u.q(j));
-            _mm256_store_si256(v + 8 + j, u.scale(j));
-        }
-        _mm256_store_si256(v + 16, u.mn());
-        const float d[2] = {u.d(), u.dmin()};
-        std::memcpy(out + 544, d, sizeof d);
-    }
-}
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return lanes::scratch_bytes(n_cols); }
 
-template <bool Combined, int R, int Tn>
-void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
-    __m256 acc[R][Tn];
-    for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < Tn; ++t) acc[r][t] = _mm256_setzero_ps();
-    }
-    for (int64_t s = 0; s < nsb; ++s) {
-        const uint8_t * pw[R];
-        const uint8_t * pa[Tn];
-        for (int r = 0; r < R; ++r) pw[r] = panel[r] + size_t(s) * kPanelBlockBytes;
-        for (int t = 0; t < Tn; ++t) pa[t] = act[t] + size_t(s) * kActBlockBytes;
-        __m256i isum[R][Tn];
-        for (int r = 0; r < R; ++r) {
-            for (int t = 0; t < Tn; ++t) isum[r][t] = _mm256_setzero_si256();
-        }
-        for (int j = 0; j < 8; ++j) {
-            __m256i q[R], sc[R];
-            for (int r = 0; r < R; ++r) {
-                q[r] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw[r]) + j);
-                sc[r] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw[r]) + 8 + j);
-            }
-            for (int t = 0; t < Tn; ++t) {
-                __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t]) + j);
-                keep_in_register(a);
-                for (int r = 0; r < R; ++r)
-                    isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], a), sc[r]));
-            }
-        }
-        for (int r = 0; r < R; ++r) {
-            const __m256i mn = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw[r]) + 16);
-            float dd[2];
-            std::memcpy(dd, pw[r] + 544, sizeof dd);
-            for (int t = 0; t < Tn; ++t) {
-                const __m256i msum = _mm256_madd_epi16(mn, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa[t] + kActBsums)));
-                float da;
-                std::memcpy(&da, pa[t] + kActD, sizeof da);
-                if constexpr (Combined) {
-                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r][t], msum)), _mm256_set1_ps(dd[0] * da),
-                                                acc[r][t]);
-                } else {
-                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), _mm256_set1_ps(dd[0] * da), acc[r][t]);
-                    acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dd[1] * da), acc[r][t]);
-                }
-            }
-        }
-    }
-    for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < Tn; ++t) y[t * y_stride + r] = hsum8(acc[r][t]);
-    }
-}
-
-template <bool Combined, int R>
-void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, int64_t nsb, int64_t r) {
-    const uint8_t * act[kTileTokens];
-    int64_t t = 0;
-    for (; t + kTileTokens <= job.n_tokens; t += kTileTokens) {
-        for (int i = 0; i < kTileTokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-        tile<Combined, R, kTileTokens>(panel, act, nsb, job.y + t * job.y_stride + r, job.y_stride);
-    }
-    for (int i = 0; t + i < job.n_tokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-    float * y = job.y + t * job.y_stride + r;
-    switch (job.n_tokens - t) {
-        case 3: tile<Combined, R, 3>(panel, act, nsb, y, job.y_stride); break;
-        case 2: tile<Combined, R, 2>(panel, act, nsb, y, job.y_stride); break;
-        case 1: tile<Combined, R, 1>(panel, act, nsb, y, job.y_stride); break;
-        default: break;
-    }
-}
-
-size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return size_t(kPanelRows) * size_t(n_cols / QK_K) * kPanelBlockBytes; }
-
-// Prefill: panels of 16 rows in the common form, tiles of 2 rows x 4 tokens.
 template <class T>
 void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    using Block = typename T::Block;
-    const int64_t nsb = job.n_cols / QK_K;
-    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
-    const size_t panel_row_bytes = size_t(nsb) * kPanelBlockBytes;
-    for_each_panel_tile<kTileRows>(
-        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
-        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T::kCombinedMin, R>(job, panel, nsb, r); });
+    lanes::prefill_rows<T>(job, r0, r1, scratch);
 }
 #endif
 

@@ -1,10 +1,11 @@
 #pragma once
-// The walks shared by the AVX2 quantized kernels. Decode: rows read from the model file one
-// at a time, for groups of tokens. Prefill: rows [r0, r1) in panels of `panel_rows` rows,
-// each unpacked once into scratch (unpack(r, out): row r into its panel_row_bytes at out),
-// then handed on in tiles of R rows (the last rows of a panel in tiles of 1):
-// tiles.template operator()<N>(r, panel), panel[i] the unpacked row r + i.
-// Include only from AVX2 translation units.
+// The walks shared by the AVX2 and AVX-512 quantized kernels. Decode: rows read from the
+// model file one at a time, for groups of tokens. Prefill: rows [r0, r1) in panels, each
+// unpacked once into scratch, then tiles of rows x tokens over the panel: either rows in
+// the lanes of a register (for_each_lane_panel) or rows one after another
+// (for_each_panel_tile). Include only from AVX2 (or AVX-512) translation units.
+
+#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,40 @@ namespace lr::cpu::avx2 {
 // tokens. Each token's sums run in the order they run for it alone, so its result is the
 // one it gets alone.
 constexpr int64_t kRowByRowTokens = 8;
+
+// Asks for the cache lines of [p, p + n): a weight row read next is a new stream for the
+// hardware prefetcher.
+inline void prefetch_bytes(const void * p, size_t n) {
+    for (size_t at = 0; at < n; at += 64) _mm_prefetch(static_cast<const char *>(p) + at, _MM_HINT_T0);
+}
+
+// tile.template operator()<m>(args...) for a run-time m in [1, Tn].
+template <int Tn, class Tile, class... Args>
+void tile_of(int m, Tile & tile, Args... args) {
+    if constexpr (Tn > 1) {
+        if (m < Tn) return tile_of<Tn - 1>(m, tile, args...);
+    }
+    tile.template operator()<Tn>(args...);
+}
+
+// The prefill walk of the lanes = rows kernels, whose registers hold the same columns of
+// Rows weight rows: rows [r0, r1) in panels of Rows (unpack(p0, n) fills the panel with rows
+// p0 .. p0 + n), then the job's tokens in tiles of up to Tokens:
+// tile.template operator()<Tn>(act, y, n), act[i] the activations of token t + i,
+// y = &y[t][p0], n the panel's rows.
+template <int64_t Rows, int Tokens, class Unpack, class Tile>
+void for_each_lane_panel(const MatmulJob & job, int64_t r0, int64_t r1, Unpack unpack, Tile tile) {
+    for (int64_t p0 = r0; p0 < r1; p0 += Rows) {
+        const int n = int(r1 - p0 < Rows ? r1 - p0 : Rows);
+        unpack(p0, int64_t(n));
+        const uint8_t * act[Tokens];
+        for (int64_t t = 0; t < job.n_tokens; t += Tokens) {
+            const int m = int(job.n_tokens - t < Tokens ? job.n_tokens - t : Tokens);
+            for (int i = 0; i < m; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
+            tile_of<Tokens>(m, tile, static_cast<const uint8_t * const *>(act), job.y + t * job.y_stride + p0, n);
+        }
+    }
+}
 
 template <int R, class Unpack, class Tiles>
 void for_each_panel_tile(int64_t r0, int64_t r1, int64_t panel_rows, size_t panel_row_bytes, uint8_t * scratch, Unpack unpack,

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
+#include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 
 namespace lr::cpu::avx512 {
@@ -38,45 +39,15 @@ inline void transpose16(__m512i * v) {
     }
 }
 
-// Asks for the cache lines of [p, p + n): a weight row read next is a new stream for the
-// hardware prefetcher.
-inline void prefetch_bytes(const void * p, size_t n) {
-    for (size_t at = 0; at < n; at += 64) _mm_prefetch(static_cast<const char *>(p) + at, _MM_HINT_T0);
-}
-
 inline __m512i broadcast32(const uint8_t * p) { return _mm512_set1_epi32(load_as<int32_t>(p)); }
 inline __m512 broadcast_ps(const uint8_t * p) { return _mm512_set1_ps(load_as<float>(p)); }
 
-// The prefill walk of the lanes = rows kernels: rows [r0, r1) in panels of kPanelRows
-// (unpack(p0, n) fills the panel with rows p0 .. p0 + n), then the job's tokens in tiles of
-// up to kTileTokens: tile.template operator()<Tn>(act, y, mask), act[i] the activations of
-// token t + i, y = &y[t][p0], mask the panel's rows.
-constexpr int64_t kPanelRows = 16;  // the lanes of a register
+// The lanes = rows kernels' panels (avx2::for_each_lane_panel): the 16 lanes of a register,
+// and tiles of up to 8 tokens.
+constexpr int64_t kPanelRows = 16;
 constexpr int kTileTokens = 8;
 
-template <class Unpack, class Tile>
-void for_each_panel_tile(const MatmulJob & job, int64_t r0, int64_t r1, Unpack unpack, Tile tile) {
-    for (int64_t p0 = r0; p0 < r1; p0 += kPanelRows) {
-        const int64_t n = avx2::min_i64(kPanelRows, r1 - p0);
-        unpack(p0, n);
-        const auto mask = __mmask16((1u << n) - 1);
-        const uint8_t * act[kTileTokens];
-        for (int64_t t = 0; t < job.n_tokens; t += kTileTokens) {
-            const int64_t m = avx2::min_i64(kTileTokens, job.n_tokens - t);
-            for (int64_t i = 0; i < m; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-            float * y = job.y + t * job.y_stride + p0;
-            switch (m) {
-                case 8: tile.template operator()<8>(act, y, mask); break;
-                case 7: tile.template operator()<7>(act, y, mask); break;
-                case 6: tile.template operator()<6>(act, y, mask); break;
-                case 5: tile.template operator()<5>(act, y, mask); break;
-                case 4: tile.template operator()<4>(act, y, mask); break;
-                case 3: tile.template operator()<3>(act, y, mask); break;
-                case 2: tile.template operator()<2>(act, y, mask); break;
-                default: tile.template operator()<1>(act, y, mask); break;
-            }
-        }
-    }
-}
+// The lanes of a panel's first n rows.
+inline __mmask16 row_mask(int n) { return __mmask16((1u << n) - 1); }
 
 }  // namespace lr::cpu::avx512

@@ -50,7 +50,7 @@ void unpack_panel(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel,
     }
     for (int64_t r = 0; r < n; ++r) {
         const auto * w = reinterpret_cast<const Block *>(job.w + size_t(r0 + r) * job.w_row_bytes);
-        if (r + 1 < n) avx512::prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
+        if (r + 1 < n) avx2::prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
         for (int64_t s = 0; s < nsb; ++s) {
             const T u(w[s]);
             auto * out = reinterpret_cast<__m256i *>(staging + size_t(r) * staging_row + size_t(s) * kStagingBlockBytes);
@@ -129,10 +129,10 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
     const int64_t nsb = job.n_cols / QK_K;
     uint8_t * panel = scratch;
     uint8_t * staging = scratch + panel_bytes(job.n_cols);
-    avx512::for_each_panel_tile(
+    avx2::for_each_lane_panel<kRows, avx512::kTileTokens>(
         job, r0, r1, [&](int64_t p0, int64_t n) { unpack_panel<T>(job, p0, n, panel, staging); },
-        [&]<int Tn>(const uint8_t * const * act, float * y, __mmask16 mask) {
-            tile<T::kCombinedMin, T::kScaleElems, Tn>(panel, nsb, act, y, job.y_stride, mask);
+        [&]<int Tn>(const uint8_t * const * act, float * y, int n) {
+            tile<T::kCombinedMin, T::kScaleElems, Tn>(panel, nsb, act, y, job.y_stride, avx512::row_mask(n));
         });
 }
 

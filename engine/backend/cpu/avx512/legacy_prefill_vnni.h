@@ -67,7 +67,7 @@ void unpack_panel(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel,
     }
     for (int64_t r = 0; r < n; ++r) {
         const auto * w = reinterpret_cast<const Block *>(job.w + size_t(r0 + r) * job.w_row_bytes);
-        if (r + 1 < n) avx512::prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
+        if (r + 1 < n) avx2::prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
         auto * out = reinterpret_cast<__m256i *>(staging + size_t(r) * staging_row);
         for (int64_t q = 0; q < n_quads; ++q, out += 4) {
             __m256i wq[4];
@@ -143,9 +143,11 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
     uint8_t * staging = scratch + panel_bytes<T>(job.n_cols);
     const ActLayout L = act_layout(job.n_cols);
     const int64_t nb = job.n_cols / 32;
-    avx512::for_each_panel_tile(
+    avx2::for_each_lane_panel<kRows, avx512::kTileTokens>(
         job, r0, r1, [&](int64_t p0, int64_t n) { unpack_panel<T>(job, p0, n, panel, staging); },
-        [&]<int Tn>(const uint8_t * const * act, float * y, __mmask16 mask) { tile<T, Tn>(panel, nb, act, L, y, job.y_stride, mask); });
+        [&]<int Tn>(const uint8_t * const * act, float * y, int n) {
+            tile<T, Tn>(panel, nb, act, L, y, job.y_stride, avx512::row_mask(n));
+        });
 }
 
 }  // namespace vnni
