@@ -4,7 +4,7 @@
 // common form into a panel whose registers hold the same 4 levels of the 8 rows, so one
 // maddubs with 4 bytes of a token broadcast multiplies 8 rows at once. maddubs leaves sums
 // of pairs in 16 bits; the words of one scale are added there while they cannot overflow
-// (kRunWords: levels <= kMaxLevel, |a| <= 128), and one madd by the 8 rows' scales (16 bits,
+// (run_words: levels <= kMaxLevel, |a| <= 128), and one madd by the 8 rows' scales (16 bits,
 // in both halves of each row's lane) takes them to 32 bits. Per 32 elements of Q4_K and
 // token: 8 maddubs and 1 madd for 8 rows, where tiles of rows one after another took 8
 // maddubs and 8 madds (both run on the same two ports).

@@ -14,9 +14,10 @@
 // per register.
 //
 // Decode (a few tokens) reads the blocks straight from the model file, each quad unpacked
-// once for up to 4 tokens. Prefill unpacks a panel of rows once into scratch (levels as
-// bytes, scale patterns) and runs tiles of 2 rows x 3 tokens over it, reusing each
-// unpacked row for every token.
+// once for up to 4 tokens. Prefill unpacks panels of rows once into scratch: for unsigned
+// levels 8 rows in a register's lanes (legacy_prefill_avx2.h; 16 with AVX-512 VNNI,
+// legacy_prefill_vnni.h), for signed values rows one after another in tiles of 1 row x 3
+// tokens.
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
@@ -212,6 +213,7 @@ inline void add_fifth_bits(__m128i qh, __m256i * quad) {
 struct Q4_0 {
     using Block = block_q4_0;
     static constexpr bool kSigned = false, kMin = false;
+    static constexpr int kMaxLevel = 15;
     static constexpr int kOffset = 8;
     static void quad(const Block * b, __m256i * out) {
         __m256i v01, v23;
@@ -223,6 +225,7 @@ struct Q4_0 {
 struct Q4_1 {
     using Block = block_q4_1;
     static constexpr bool kSigned = false, kMin = true;
+    static constexpr int kMaxLevel = 15;
     static constexpr int kOffset = 0;
     static void quad(const Block * b, __m256i * out) {
         __m256i v01, v23;
@@ -247,6 +250,7 @@ template <class Block>
 struct Q5_0 {
     using Block = block_q5_0;
     static constexpr bool kSigned = false, kMin = false;
+    static constexpr int kMaxLevel = 31;
     static constexpr int kOffset = 16;
     static void quad(const Block * b, __m256i * out) { q5_quad(b, out); }
 };
@@ -254,6 +258,7 @@ struct Q5_0 {
 struct Q5_1 {
     using Block = block_q5_1;
     static constexpr bool kSigned = false, kMin = true;
+    static constexpr int kMaxLevel = 31;
     static constexpr int kOffset = 0;
     static void quad(const Block * b, __m256i * out) { q5_quad(b, out); }
 };
@@ -435,6 +440,65 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, const Act
 }
 
 // ---- prefill: unpacked panels and tiles ----------------------------------------------------
+
+// The lanes = rows panels (Rows weight rows in a register's lanes), with AVX2 (8 rows) or
+// AVX-512 VNNI (16). A panel block: [8 groups][Rows rows][4 bytes] levels, d[Rows], then
+// m[Rows] for the _1 types; group j = 2k + h holds elements 8k + 4h .. 8k + 4h + 3 of the
+// block: the bytes at 32k + 8s + 4h of its quad of activations, s the block's slot. The
+// scratch holds the panel, then the staging rows.
+template <class T, int64_t Rows>
+struct LanePanel {
+    static constexpr size_t kD = 32 * Rows, kM = 36 * Rows;
+    static constexpr size_t kBlockBytes = (T::kMin ? 40 : 36) * Rows;
+    static size_t panel_bytes(int64_t n_cols) { return size_t(n_cols / 32) * kBlockBytes; }
+    static size_t scratch_bytes(int64_t n_cols) { return panel_bytes(n_cols) + size_t(Rows) * size_t((n_cols / 32 + 3) / 4) * 128; }
+};
+
+// A panel's first step: rows [r0, r0 + n) of the job (n <= Rows) unpacked whole into
+// `staging` in the quad form (read from memory one row at a time, as the hardware prefetcher
+// likes), signed values offset by 128 where Offset128; each block's d (and m) into lane r of
+// its panel block. Missing rows get zero levels and scales.
+template <class T, int64_t Rows, bool Offset128>
+void stage_panel_rows(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel, uint8_t * staging) {
+    using Block = typename T::Block;
+    const int64_t nb = job.n_cols / 32, n_quads = (nb + 3) / 4;
+    const size_t staging_row = size_t(n_quads) * 128, block_bytes = LanePanel<T, Rows>::kBlockBytes;
+    constexpr size_t d_at = LanePanel<T, Rows>::kD, m_at = LanePanel<T, Rows>::kM;
+    if (n < Rows) {
+        std::memset(staging + size_t(n) * staging_row, 0, size_t(Rows - n) * staging_row);
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int64_t r = n; r < Rows; ++r) {
+                reinterpret_cast<float *>(panel + size_t(b) * block_bytes + d_at)[r] = 0.0f;
+                if constexpr (T::kMin) reinterpret_cast<float *>(panel + size_t(b) * block_bytes + m_at)[r] = 0.0f;
+            }
+        }
+    }
+    for (int64_t r = 0; r < n; ++r) {
+        const auto * w = reinterpret_cast<const Block *>(job.w + size_t(r0 + r) * job.w_row_bytes);
+        if (r + 1 < n) prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
+        auto * out = reinterpret_cast<__m256i *>(staging + size_t(r) * staging_row);
+        for (int64_t q = 0; q < n_quads; ++q, out += 4) {
+            __m256i wq[4];
+            alignas(32) float d[8], m[8];
+            __m256 dv, mv;
+            load_quad<T>(w + 4 * q, nb - 4 * q, wq, dv, mv);
+            for (int k = 0; k < 4; ++k) {
+                if constexpr (Offset128) wq[k] = _mm256_xor_si256(wq[k], _mm256_set1_epi8(char(0x80)));
+                _mm256_store_si256(out + k, wq[k]);
+            }
+            _mm256_store_ps(d, dv);
+            _mm256_store_ps(m, mv);
+            for (int s = 0; s < 4; ++s) {
+                const int64_t b = 4 * q + kQuadOrder[s];
+                if (b >= nb) continue;
+                uint8_t * block = panel + size_t(b) * block_bytes;
+                reinterpret_cast<float *>(block + d_at)[r] = d[2 * s];
+                if constexpr (T::kMin) reinterpret_cast<float *>(block + m_at)[r] = m[2 * s];
+            }
+        }
+    }
+}
+
 #if defined(LONGREAD_LEGACY_VNNI)
 #include "engine/backend/cpu/avx512/legacy_prefill_vnni.h"  // inside this namespace: it uses the block types
 
@@ -444,7 +508,7 @@ constexpr int kActOffset = vnni::level_offset<T>();
 
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    return vnni::scratch_bytes<T>(n_cols);
+    return vnni::Panel<T>::scratch_bytes(n_cols);
 }
 
 template <class T>
@@ -453,93 +517,72 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
 }
 
 #else
-// A panel row: per quad, the 4 registers (128 B: levels, or |w| for signed types), the d
-// pattern (32 B), then the m pattern (32 B, _1 types) or the signed values (128 B).
+#include "engine/backend/cpu/avx2/legacy_prefill_avx2.h"  // inside this namespace: it uses the block types
+
+// The signed types' prefill: panels of rows one after another, each row per quad as |w|
+// (4 registers, 128 B), the d pattern (32 B) and w (128 B): maddubs takes |w| and the
+// activations with w's signs, and a row's |w| and w fill the registers (tiles of 1 row x 3
+// tokens).
+constexpr int64_t kSignedPanelRows = 16;
+constexpr int kSignedTileTokens = 3;
+constexpr size_t kSignedQuadBytes = 288;
 
 template <class T>
-constexpr int64_t panel_quad_bytes() {
-    return T::kSigned ? 288 : T::kMin ? 192 : 160;
-}
-
-template <class T>
-void unpack_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_t * out) {
-    for (int64_t q = 0; q < n_quads; ++q, out += panel_quad_bytes<T>()) {
+void unpack_signed_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_t * out) {
+    for (int64_t q = 0; q < n_quads; ++q, out += kSignedQuadBytes) {
         __m256i wq[4];
         __m256 d, m;
         load_quad<T>(w + 4 * q, nb - 4 * q, wq, d, m);
         auto * v = reinterpret_cast<__m256i *>(out);
-        for (int k = 0; k < 4; ++k) _mm256_store_si256(v + k, T::kSigned ? _mm256_sign_epi8(wq[k], wq[k]) : wq[k]);
+        for (int k = 0; k < 4; ++k) {
+            _mm256_store_si256(v + k, _mm256_sign_epi8(wq[k], wq[k]));
+            _mm256_store_si256(v + 5 + k, wq[k]);
+        }
         _mm256_store_ps(reinterpret_cast<float *>(out + 128), d);
-        if constexpr (T::kMin) _mm256_store_ps(reinterpret_cast<float *>(out + 160), m);
-        if constexpr (T::kSigned) {
-            for (int k = 0; k < 4; ++k) _mm256_store_si256(v + 5 + k, wq[k]);
-        }
     }
 }
 
-// Signed types keep |w| and w of their row in registers: one row per tile.
-template <class T>
-constexpr int kTileRows = T::kSigned ? 1 : 2;
-constexpr int kTileTokens = 3;
-constexpr int64_t kPanelRows = 16;
-
-// y[t][r] for R panel rows x Tn tokens.
-template <class T, int R, int Tn>
-void tile(const uint8_t * const * panel, const uint8_t * const * act, const ActLayout & L, float * y, int64_t y_stride) {
-    __m256 acc[R][Tn];
-    __m256 macc[R][Tn];
-    for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < Tn; ++t) acc[r][t] = macc[r][t] = _mm256_setzero_ps();
-    }
-    constexpr int64_t pb = panel_quad_bytes<T>();
+// y[t][r] for one panel row and Tn tokens.
+template <int Tn>
+void signed_tile(const uint8_t * panel_row, const uint8_t * const * act, const ActLayout & L, float * y, int64_t y_stride) {
+    __m256 acc[Tn];
+    for (int t = 0; t < Tn; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t q = 0; q < L.n_quads; ++q) {
-        for (int r = 0; r < R; ++r) {
-            const uint8_t * pw = panel[r] + pb * q;
-            __m256i wq[4], ws[4];
-            for (int k = 0; k < 4; ++k) wq[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw) + k);
-            if constexpr (T::kSigned) {
-                for (int k = 0; k < 4; ++k) ws[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw) + 5 + k);
-            }
-            const __m256 wd = _mm256_load_ps(reinterpret_cast<const float *>(pw + 128));
-            for (int t = 0; t < Tn; ++t) {
-                const uint8_t * pa = act[t];
-                const auto * aq = reinterpret_cast<const __m256i *>(pa + L.qs() + 128 * q);
-                __m256i i;
-                if constexpr (T::kSigned) {
-                    i = quad_dot_signed(wq, ws, aq);
-                } else {
-                    i = quad_dot_unsigned(wq, aq);
-                }
-                if constexpr (T::kOffset != 0)
-                    i = _mm256_sub_epi32(i, _mm256_load_si256(reinterpret_cast<const __m256i *>(pa + L.cpat() + 32 * q)));
-                const __m256 s = _mm256_mul_ps(wd, _mm256_load_ps(reinterpret_cast<const float *>(pa + L.dpat() + 32 * q)));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc[r][t]);
-                if constexpr (T::kMin) {
-                    macc[r][t] = _mm256_fmadd_ps(_mm256_load_ps(reinterpret_cast<const float *>(pw + 160)),
-                                                 _mm256_load_ps(reinterpret_cast<const float *>(pa + L.spat() + 32 * q)), macc[r][t]);
-                }
-            }
+        const uint8_t * pw = panel_row + kSignedQuadBytes * size_t(q);
+        __m256i abs_w[4], w[4];
+        for (int k = 0; k < 4; ++k) {
+            abs_w[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw) + k);
+            w[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw) + 5 + k);
+        }
+        const __m256 wd = _mm256_load_ps(reinterpret_cast<const float *>(pw + 128));
+        for (int t = 0; t < Tn; ++t) {
+            const __m256i i = quad_dot_signed(abs_w, w, reinterpret_cast<const __m256i *>(act[t] + L.qs() + 128 * q));
+            const __m256 s = _mm256_mul_ps(wd, _mm256_load_ps(reinterpret_cast<const float *>(act[t] + L.dpat() + 32 * q)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc[t]);
         }
     }
-    for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < Tn; ++t) y[t * y_stride + r] = hsum8(T::kMin ? _mm256_add_ps(acc[r][t], macc[r][t]) : acc[r][t]);
-    }
+    for (int t = 0; t < Tn; ++t) y[t * y_stride] = hsum8(acc[t]);
 }
 
-template <class T, int R>
-void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, const ActLayout & L, int64_t r) {
-    const uint8_t * act[kTileTokens];
-    int64_t t = 0;
-    for (; t + kTileTokens <= job.n_tokens; t += kTileTokens) {
-        for (int i = 0; i < kTileTokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-        tile<T, R, kTileTokens>(panel, act, L, job.y + t * job.y_stride + r, job.y_stride);
-    }
-    for (int i = 0; t + i < job.n_tokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-    switch (job.n_tokens - t) {
-        case 2: tile<T, R, 2>(panel, act, L, job.y + t * job.y_stride + r, job.y_stride); break;
-        case 1: tile<T, R, 1>(panel, act, L, job.y + t * job.y_stride + r, job.y_stride); break;
-        default: break;
-    }
+template <class T>
+void signed_prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    const ActLayout L = act_layout(job.n_cols);
+    auto unpack = [&](int64_t r, uint8_t * out) {
+        const auto * w = reinterpret_cast<const typename T::Block *>(job.w + size_t(r) * job.w_row_bytes);
+        unpack_signed_row<T>(w, job.n_cols / 32, L.n_quads, out);
+    };
+    for_each_panel_tile<1>(r0, r1, kSignedPanelRows, size_t(L.n_quads) * kSignedQuadBytes, scratch, unpack,
+                           [&]<int R>(int64_t r, const uint8_t * const * panel) {
+                               const uint8_t * act[kSignedTileTokens];
+                               for (int64_t t = 0; t < job.n_tokens; t += kSignedTileTokens) {
+                                   const int m = int(min_i64(kSignedTileTokens, job.n_tokens - t));
+                                   for (int i = 0; i < m; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
+                                   auto tile = [&]<int Tn>() {
+                                       signed_tile<Tn>(panel[0], act, L, job.y + t * job.y_stride + r, job.y_stride);
+                                   };
+                                   tile_of<kSignedTileTokens>(m, tile);
+                               }
+                           });
 }
 
 template <class T>
@@ -547,20 +590,19 @@ constexpr int kActOffset = T::kOffset;
 
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    return size_t(kPanelRows) * size_t(act_layout(n_cols).n_quads) * panel_quad_bytes<T>();
+    if constexpr (T::kSigned) return size_t(kSignedPanelRows) * size_t(act_layout(n_cols).n_quads) * kSignedQuadBytes;
+    return lanes::Panel<T>::scratch_bytes(n_cols);
 }
 
-// Prefill: panels of 16 rows unpacked in the quad form, tiles of 2 rows x 3 tokens.
+// Prefill: unsigned levels with rows in the lanes (legacy_prefill_avx2.h), signed values
+// in row tiles.
 template <class T>
 void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    using Block = typename T::Block;
-    const int64_t nb = job.n_cols / 32;
-    const ActLayout L = act_layout(job.n_cols);
-    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
-    const size_t panel_row_bytes = size_t(L.n_quads) * panel_quad_bytes<T>();
-    for_each_panel_tile<kTileRows<T>>(
-        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nb, L.n_quads, out); },
-        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, L, r); });
+    if constexpr (T::kSigned) {
+        signed_prefill_rows<T>(job, r0, r1, scratch);
+    } else {
+        lanes::prefill_rows<T>(job, r0, r1, scratch);
+    }
 }
 #endif
 

@@ -29,66 +29,17 @@ constexpr int level_offset() {
     return T::kSigned ? 128 : T::kOffset;
 }
 
-// A panel block: [8 groups][16 rows][4 bytes] levels, d[16], then m[16] for the _1 types.
-// Group j = 2k + h holds elements 8k + 4h .. 8k + 4h + 3 of the block: the bytes at
-// 32k + 8s + 4h of its quad of activations, s the block's slot.
 template <class T>
-constexpr size_t block_bytes() {
-    return 512 + 64 + (T::kMin ? 64 : 0);
-}
+using Panel = LanePanel<T, kRows>;  // the panel's geometry
 
-// A panel, then the staging rows unpack_panel fills on the way.
-template <class T>
-size_t panel_bytes(int64_t n_cols) {
-    return size_t(n_cols / 32) * block_bytes<T>();
-}
-template <class T>
-size_t scratch_bytes(int64_t n_cols) {
-    return panel_bytes<T>(n_cols) + size_t(kRows) * size_t((n_cols / 32 + 3) / 4) * 128;
-}
-
-// Rows [r0, r0 + n) of the job (n <= 16) into a panel; missing rows get zero scales. Each
-// row is first unpacked whole into `staging` in the quad form (read from memory one row at
-// a time, as the hardware prefetcher likes), then 16 x 16 dwords at a time turned into
-// groups of 16 rows.
+// Rows [r0, r0 + n) of the job (n <= 16) into a panel (missing rows: zeros): each row
+// unpacked whole into `staging` (stage_panel_rows), then 16 x 16 dwords at a time turned
+// into groups of 16 rows.
 template <class T>
 void unpack_panel(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel, uint8_t * staging) {
-    using Block = typename T::Block;
+    stage_panel_rows<T, kRows, T::kSigned>(job, r0, n, panel, staging);
     const int64_t nb = job.n_cols / 32, n_quads = (nb + 3) / 4;
     const size_t staging_row = size_t(n_quads) * 128;
-    if (n < kRows) {
-        std::memset(staging + size_t(n) * staging_row, 0, size_t(kRows - n) * staging_row);
-        for (int64_t b = 0; b < nb; ++b) {
-            for (int64_t r = n; r < kRows; ++r) {
-                reinterpret_cast<float *>(panel + size_t(b) * block_bytes<T>() + 512)[r] = 0.0f;
-                if constexpr (T::kMin) reinterpret_cast<float *>(panel + size_t(b) * block_bytes<T>() + 576)[r] = 0.0f;
-            }
-        }
-    }
-    for (int64_t r = 0; r < n; ++r) {
-        const auto * w = reinterpret_cast<const Block *>(job.w + size_t(r0 + r) * job.w_row_bytes);
-        if (r + 1 < n) avx2::prefetch_bytes(job.w + size_t(r0 + r + 1) * job.w_row_bytes, job.w_row_bytes);
-        auto * out = reinterpret_cast<__m256i *>(staging + size_t(r) * staging_row);
-        for (int64_t q = 0; q < n_quads; ++q, out += 4) {
-            __m256i wq[4];
-            alignas(32) float d[8], m[8];
-            __m256 dv, mv;
-            load_quad<T>(w + 4 * q, nb - 4 * q, wq, dv, mv);
-            for (int k = 0; k < 4; ++k) {
-                if constexpr (T::kSigned) wq[k] = _mm256_xor_si256(wq[k], _mm256_set1_epi8(char(0x80)));
-                _mm256_store_si256(out + k, wq[k]);
-            }
-            _mm256_store_ps(d, dv);
-            _mm256_store_ps(m, mv);
-            for (int s = 0; s < 4; ++s) {
-                const int64_t b = 4 * q + kQuadOrder[s];
-                if (b >= nb) continue;
-                uint8_t * block = panel + size_t(b) * block_bytes<T>();
-                reinterpret_cast<float *>(block + 512)[r] = d[2 * s];
-                if constexpr (T::kMin) reinterpret_cast<float *>(block + 576)[r] = m[2 * s];
-            }
-        }
-    }
     // Dword i = 8k + 2s + h of a quad is group 2k + h of the block in slot s.
     for (int64_t q = 0; q < n_quads; ++q) {
         for (int half = 0; half < 2; ++half) {
@@ -98,7 +49,7 @@ void unpack_panel(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel,
             for (int c = 0; c < 16; ++c) {
                 const int i = 16 * half + c, k = i / 8, s = i % 8 / 2;
                 const int64_t b = 4 * q + kQuadOrder[s];
-                if (b < nb) _mm512_store_si512(panel + size_t(b) * block_bytes<T>() + 64 * (2 * k + i % 2), v[c]);
+                if (b < nb) _mm512_store_si512(panel + size_t(b) * Panel<T>::kBlockBytes + 64 * (2 * k + i % 2), v[c]);
             }
         }
     }
@@ -111,10 +62,10 @@ void tile(const uint8_t * panel, int64_t nb, const uint8_t * const * act, const 
     __m512 acc[Tn], macc[Tn];
     for (int t = 0; t < Tn; ++t) acc[t] = macc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t * pw = panel + size_t(b) * block_bytes<T>();
+        const uint8_t * pw = panel + size_t(b) * Panel<T>::kBlockBytes;
         __m512i w[8];
         for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(pw + 64 * j);
-        const __m512 dw = _mm512_load_ps(pw + 512);
+        const __m512 dw = _mm512_load_ps(pw + Panel<T>::kD);
         // The block's slot in its quad: its bytes, d, offset and s in the activations.
         const size_t q = size_t(b / 4), at = 8 * size_t(kQuadOrder[b % 4]);
         for (int t = 0; t < Tn; ++t) {
@@ -130,7 +81,7 @@ void tile(const uint8_t * panel, int64_t nb, const uint8_t * const * act, const 
             const __m512 scale = _mm512_mul_ps(dw, broadcast_ps(act[t] + L.dpat() + 32 * q + at));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), scale, acc[t]);
             if constexpr (T::kMin)
-                macc[t] = _mm512_fmadd_ps(_mm512_load_ps(pw + 576), broadcast_ps(act[t] + L.spat() + 32 * q + at), macc[t]);
+                macc[t] = _mm512_fmadd_ps(_mm512_load_ps(pw + Panel<T>::kM), broadcast_ps(act[t] + L.spat() + 32 * q + at), macc[t]);
         }
     }
     for (int t = 0; t < Tn; ++t) _mm512_mask_storeu_ps(y + t * y_stride, mask, T::kMin ? _mm512_add_ps(acc[t], macc[t]) : acc[t]);
@@ -140,7 +91,7 @@ void tile(const uint8_t * panel, int64_t nb, const uint8_t * const * act, const 
 template <class T>
 void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
     uint8_t * panel = scratch;
-    uint8_t * staging = scratch + panel_bytes<T>(job.n_cols);
+    uint8_t * staging = scratch + Panel<T>::panel_bytes(job.n_cols);
     const ActLayout L = act_layout(job.n_cols);
     const int64_t nb = job.n_cols / 32;
     avx2::for_each_lane_panel<kRows, avx512::kTileTokens>(
