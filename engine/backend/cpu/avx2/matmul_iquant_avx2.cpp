@@ -388,9 +388,10 @@ void dot_row_signed_grid(const typename T::Block * w, const uint8_t * const * ac
     for (int t = 0; t < Tn; ++t) y[t * y_stride] = finish<T>(acc[t]);
 }
 
+#include "engine/backend/cpu/avx2/iq4xs_decode.h"  // inside this namespace: it uses Acc and the helpers
+
 // ---- prefill -----------------------------------------------------------------------------------
 #if defined(LONGREAD_IQUANT_VNNI)
-#include "engine/backend/cpu/avx512/iq4xs_decode_vnni.h"    // inside this namespace, as the next
 #include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
 
 // A super-block in the K-quants' common form: levels + 128 as unsigned bytes (IQ1: 8 w +
@@ -524,9 +525,12 @@ void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, int64_t n
     }
 }
 
+// The prefill panel, or decode's regrouped activations of IQ4_XS.
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    return size_t(kPanelRows) * size_t(n_cols / QK_K) * panel_block_bytes<T>();
+    const size_t panel = size_t(kPanelRows) * size_t(n_cols / QK_K) * panel_block_bytes<T>();
+    const size_t act = size_t(kRowByRowTokens) * q8k_act_row_bytes(n_cols);
+    return panel > act ? panel : act;
 }
 
 // Prefill: panels of 16 rows in this form, tiles of 2 rows (1 for IQ1) x 4 tokens.
@@ -554,17 +558,15 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
             });
             return;
         }
-#if defined(LONGREAD_IQUANT_VNNI)
         if constexpr (std::is_same_v<T, IQ4XS>) {
             MatmulJob regrouped = job;
             iq4xs_regroup_act(job, scratch);
             regrouped.act = scratch;
             for_each_row_token_group(regrouped, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
-                dot_row_iq4xs_vnni<Tn>(row(r), act, nsb, y, job.y_stride);
+                dot_row_iq4xs<Tn>(row(r), act, nsb, y, job.y_stride);
             });
             return;
         }
-#endif
         for_each_row_token_group(job, r0, r1, [&]<int Tn>(int64_t r, const uint8_t * const * act, float * y) {
             dot_row<T, Tn>(row(r), act, nsb, y, job.y_stride);
         });
