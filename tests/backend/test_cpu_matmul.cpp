@@ -7,8 +7,8 @@
 //     integer sums are exact; only the order of the float additions differs);
 //   - the AVX-512 kernels' decode equals AVX2's bit for bit (their integer sums are the
 //     same and their float operations too), and so does the prefill of the K-quants and of
-//     the legacy types' unsigned levels (rows in the lanes of a register on both); the other
-//     types' prefill is held to the scalar bound.
+//     the legacy types (rows in the lanes of a register on both); the other types' prefill
+//     is held to the scalar bound.
 
 #include <QtTest>
 
@@ -311,10 +311,9 @@ private slots:
             const DType type = *dtype_from_name(t);
             if (!avx512_matmul_kernel(type)) continue;
             QTest::newRow(qPrintable(QString("decode %1").arg(t))) << QString(t) << false;
-            // Rows in the lanes on both: the K-quants and the legacy types' unsigned levels.
+            // Rows in the lanes on both: the K-quants and the legacy types (blocks of 32).
             const bool lanes = type == DType::Q2_K || type == DType::Q3_K || type == DType::Q4_K || type == DType::Q5_K ||
-                               type == DType::Q6_K || type == DType::Q4_0 || type == DType::Q4_1 || type == DType::Q5_0 ||
-                               type == DType::Q5_1;
+                               type == DType::Q6_K || (!is_float_type(type) && dtype_traits(type).block_elems == 32);
             if (lanes) QTest::newRow(qPrintable(QString("prefill %1").arg(t))) << QString(t) << true;
         }
     }

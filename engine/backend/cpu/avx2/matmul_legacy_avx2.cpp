@@ -14,10 +14,8 @@
 // per register.
 //
 // Decode (a few tokens) reads the blocks straight from the model file, each quad unpacked
-// once for up to 4 tokens. Prefill unpacks panels of rows once into scratch: for unsigned
-// levels 8 rows in a register's lanes (legacy_prefill_avx2.h; 16 with AVX-512 VNNI,
-// legacy_prefill_vnni.h), for signed values rows one after another in tiles of 1 row x 3
-// tokens.
+// once for up to 4 tokens. Prefill unpacks panels of 8 rows in a register's lanes once into
+// scratch (legacy_prefill_avx2.h; 16 rows with AVX-512 VNNI, legacy_prefill_vnni.h).
 
 #include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/avx2/matmul_panels_avx2.h"
@@ -442,28 +440,34 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, const Act
 // ---- prefill: unpacked panels and tiles ----------------------------------------------------
 
 // The lanes = rows panels (Rows weight rows in a register's lanes), with AVX2 (8 rows) or
-// AVX-512 VNNI (16). A panel block: [8 groups][Rows rows][4 bytes] levels, d[Rows], then
-// m[Rows] for the _1 types; group j = 2k + h holds elements 8k + 4h .. 8k + 4h + 3 of the
-// block: the bytes at 32k + 8s + 4h of its quad of activations, s the block's slot. The
-// scratch holds the panel, then the staging rows.
-template <class T, int64_t Rows>
+// AVX-512 VNNI (16). A panel block: [Planes][8 groups][Rows rows][4 bytes] levels, d[Rows],
+// then m[Rows] for the _1 types; group j = 2k + h holds elements 8k + 4h .. 8k + 4h + 3 of
+// the block: the bytes at 32k + 8s + 4h of its quad of activations, s the block's slot. Two
+// planes hold the low and the high nibbles of 8-bit levels (AVX2's signed values + 128).
+// The scratch holds the panel, then the staging rows.
+template <class T, int64_t Rows, int Planes>
 struct LanePanel {
-    static constexpr size_t kD = 32 * Rows, kM = 36 * Rows;
-    static constexpr size_t kBlockBytes = (T::kMin ? 40 : 36) * Rows;
+    static constexpr int64_t kRows = Rows;
+    static constexpr size_t kPlaneBytes = 32 * Rows, kD = Planes * kPlaneBytes, kM = kD + 4 * Rows;
+    static constexpr size_t kBlockBytes = kM + (T::kMin ? 4 * Rows : 0);
     static size_t panel_bytes(int64_t n_cols) { return size_t(n_cols / 32) * kBlockBytes; }
     static size_t scratch_bytes(int64_t n_cols) { return panel_bytes(n_cols) + size_t(Rows) * size_t((n_cols / 32 + 3) / 4) * 128; }
 };
 
-// A panel's first step: rows [r0, r0 + n) of the job (n <= Rows) unpacked whole into
-// `staging` in the quad form (read from memory one row at a time, as the hardware prefetcher
-// likes), signed values offset by 128 where Offset128; each block's d (and m) into lane r of
-// its panel block. Missing rows get zero levels and scales.
-template <class T, int64_t Rows, bool Offset128>
+// The level offset taken out of the lanes panels' integer sums with the activations' cpat:
+// signed values are stored with 128 added.
+template <class T>
+constexpr int level_offset() {
+    return T::kSigned ? 128 : T::kOffset;
+}
+
+template <class T, class Panel>
 void stage_panel_rows(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel, uint8_t * staging) {
     using Block = typename T::Block;
+    constexpr int64_t Rows = Panel::kRows;
     const int64_t nb = job.n_cols / 32, n_quads = (nb + 3) / 4;
-    const size_t staging_row = size_t(n_quads) * 128, block_bytes = LanePanel<T, Rows>::kBlockBytes;
-    constexpr size_t d_at = LanePanel<T, Rows>::kD, m_at = LanePanel<T, Rows>::kM;
+    const size_t staging_row = size_t(n_quads) * 128, block_bytes = Panel::kBlockBytes;
+    constexpr size_t d_at = Panel::kD, m_at = Panel::kM;
     if (n < Rows) {
         std::memset(staging + size_t(n) * staging_row, 0, size_t(Rows - n) * staging_row);
         for (int64_t b = 0; b < nb; ++b) {
@@ -483,7 +487,7 @@ void stage_panel_rows(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * pa
             __m256 dv, mv;
             load_quad<T>(w + 4 * q, nb - 4 * q, wq, dv, mv);
             for (int k = 0; k < 4; ++k) {
-                if constexpr (Offset128) wq[k] = _mm256_xor_si256(wq[k], _mm256_set1_epi8(char(0x80)));
+                if constexpr (T::kSigned) wq[k] = _mm256_xor_si256(wq[k], _mm256_set1_epi8(char(0x80)));
                 _mm256_store_si256(out + k, wq[k]);
             }
             _mm256_store_ps(d, dv);
@@ -502,10 +506,6 @@ void stage_panel_rows(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * pa
 #if defined(LONGREAD_LEGACY_VNNI)
 #include "engine/backend/cpu/avx512/legacy_prefill_vnni.h"  // inside this namespace: it uses the block types
 
-// The level offset the activations carry in cpat (signed types: 128 for the prefill).
-template <class T>
-constexpr int kActOffset = vnni::level_offset<T>();
-
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
     return vnni::Panel<T>::scratch_bytes(n_cols);
@@ -519,90 +519,14 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
 #else
 #include "engine/backend/cpu/avx2/legacy_prefill_avx2.h"  // inside this namespace: it uses the block types
 
-// The signed types' prefill: panels of rows one after another, each row per quad as |w|
-// (4 registers, 128 B), the d pattern (32 B) and w (128 B): maddubs takes |w| and the
-// activations with w's signs, and a row's |w| and w fill the registers (tiles of 1 row x 3
-// tokens).
-constexpr int64_t kSignedPanelRows = 16;
-constexpr int kSignedTileTokens = 3;
-constexpr size_t kSignedQuadBytes = 288;
-
-template <class T>
-void unpack_signed_row(const typename T::Block * w, int64_t nb, int64_t n_quads, uint8_t * out) {
-    for (int64_t q = 0; q < n_quads; ++q, out += kSignedQuadBytes) {
-        __m256i wq[4];
-        __m256 d, m;
-        load_quad<T>(w + 4 * q, nb - 4 * q, wq, d, m);
-        auto * v = reinterpret_cast<__m256i *>(out);
-        for (int k = 0; k < 4; ++k) {
-            _mm256_store_si256(v + k, _mm256_sign_epi8(wq[k], wq[k]));
-            _mm256_store_si256(v + 5 + k, wq[k]);
-        }
-        _mm256_store_ps(reinterpret_cast<float *>(out + 128), d);
-    }
-}
-
-// y[t][r] for one panel row and Tn tokens.
-template <int Tn>
-void signed_tile(const uint8_t * panel_row, const uint8_t * const * act, const ActLayout & L, float * y, int64_t y_stride) {
-    __m256 acc[Tn];
-    for (int t = 0; t < Tn; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t q = 0; q < L.n_quads; ++q) {
-        const uint8_t * pw = panel_row + kSignedQuadBytes * size_t(q);
-        __m256i abs_w[4], w[4];
-        for (int k = 0; k < 4; ++k) {
-            abs_w[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw) + k);
-            w[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(pw) + 5 + k);
-        }
-        const __m256 wd = _mm256_load_ps(reinterpret_cast<const float *>(pw + 128));
-        for (int t = 0; t < Tn; ++t) {
-            const __m256i i = quad_dot_signed(abs_w, w, reinterpret_cast<const __m256i *>(act[t] + L.qs() + 128 * q));
-            const __m256 s = _mm256_mul_ps(wd, _mm256_load_ps(reinterpret_cast<const float *>(act[t] + L.dpat() + 32 * q)));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc[t]);
-        }
-    }
-    for (int t = 0; t < Tn; ++t) y[t * y_stride] = hsum8(acc[t]);
-}
-
-template <class T>
-void signed_prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    const ActLayout L = act_layout(job.n_cols);
-    auto unpack = [&](int64_t r, uint8_t * out) {
-        const auto * w = reinterpret_cast<const typename T::Block *>(job.w + size_t(r) * job.w_row_bytes);
-        unpack_signed_row<T>(w, job.n_cols / 32, L.n_quads, out);
-    };
-    for_each_panel_tile<1>(r0, r1, kSignedPanelRows, size_t(L.n_quads) * kSignedQuadBytes, scratch, unpack,
-                           [&]<int R>(int64_t r, const uint8_t * const * panel) {
-                               const uint8_t * act[kSignedTileTokens];
-                               for (int64_t t = 0; t < job.n_tokens; t += kSignedTileTokens) {
-                                   const int m = int(min_i64(kSignedTileTokens, job.n_tokens - t));
-                                   for (int i = 0; i < m; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-                                   auto tile = [&]<int Tn>() {
-                                       signed_tile<Tn>(panel[0], act, L, job.y + t * job.y_stride + r, job.y_stride);
-                                   };
-                                   tile_of<kSignedTileTokens>(m, tile);
-                               }
-                           });
-}
-
-template <class T>
-constexpr int kActOffset = T::kOffset;
-
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    if constexpr (T::kSigned) return size_t(kSignedPanelRows) * size_t(act_layout(n_cols).n_quads) * kSignedQuadBytes;
     return lanes::Panel<T>::scratch_bytes(n_cols);
 }
 
-// Prefill: unsigned levels with rows in the lanes (legacy_prefill_avx2.h), signed values
-// in row tiles.
 template <class T>
 void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    if constexpr (T::kSigned) {
-        signed_prefill_rows<T>(job, r0, r1, scratch);
-    } else {
-        lanes::prefill_rows<T>(job, r0, r1, scratch);
-    }
+    lanes::prefill_rows<T>(job, r0, r1, scratch);
 }
 #endif
 
@@ -622,7 +546,7 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
 }
 
 template <class T>
-constexpr MatmulKernel kKernel{act_row_bytes, convert_act<kActOffset<T>>, act_to_standard<T::kMin>, scratch_bytes<T>, rows<T>};
+constexpr MatmulKernel kKernel{act_row_bytes, convert_act<level_offset<T>()>, act_to_standard<T::kMin>, scratch_bytes<T>, rows<T>};
 
 }  // namespace
 

@@ -23,21 +23,15 @@ using avx512::transpose16;
 
 constexpr int64_t kRows = avx512::kPanelRows;
 
-// The offset taken out of every block's integer sum with cpat.
 template <class T>
-constexpr int level_offset() {
-    return T::kSigned ? 128 : T::kOffset;
-}
-
-template <class T>
-using Panel = LanePanel<T, kRows>;  // the panel's geometry
+using Panel = LanePanel<T, kRows, 1>;  // the panel's geometry
 
 // Rows [r0, r0 + n) of the job (n <= 16) into a panel (missing rows: zeros): each row
 // unpacked whole into `staging` (stage_panel_rows), then 16 x 16 dwords at a time turned
 // into groups of 16 rows.
 template <class T>
 void unpack_panel(const MatmulJob & job, int64_t r0, int64_t n, uint8_t * panel, uint8_t * staging) {
-    stage_panel_rows<T, kRows, T::kSigned>(job, r0, n, panel, staging);
+    stage_panel_rows<T, Panel<T>>(job, r0, n, panel, staging);
     const int64_t nb = job.n_cols / 32, n_quads = (nb + 3) / 4;
     const size_t staging_row = size_t(n_quads) * 128;
     // Dword i = 8k + 2s + h of a quad is group 2k + h of the block in slot s.
