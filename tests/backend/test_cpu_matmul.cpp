@@ -6,9 +6,8 @@
 //   - quantized results are within a float-accumulation bound of the exact value (the
 //     integer sums are exact; only the order of the float additions differs);
 //   - the AVX-512 kernels' decode equals AVX2's bit for bit (their integer sums are the
-//     same and their float operations too), and so does the prefill of the K-quants and of
-//     the legacy types (rows in the lanes of a register on both); the other types' prefill
-//     is held to the scalar bound.
+//     same and their float operations too), and so does their prefill (rows in the lanes of
+//     a register on both).
 
 #include <QtTest>
 
@@ -302,8 +301,7 @@ private slots:
         }
     }
 
-    // Decode, and the prefill where both run rows in the lanes (the other types' AVX-512
-    // prefill sums its blocks in another order than AVX2's: matchesScalarKernel).
+    // Decode and prefill of the quantized types.
     void avx512EqualsAvx2_data() {
         QTest::addColumn<QString>("type");
         QTest::addColumn<bool>("prefill");
@@ -311,10 +309,8 @@ private slots:
             const DType type = *dtype_from_name(t);
             if (!avx512_matmul_kernel(type)) continue;
             QTest::newRow(qPrintable(QString("decode %1").arg(t))) << QString(t) << false;
-            // Rows in the lanes on both: the K-quants and the legacy types (blocks of 32).
-            const bool lanes = type == DType::Q2_K || type == DType::Q3_K || type == DType::Q4_K || type == DType::Q5_K ||
-                               type == DType::Q6_K || (!is_float_type(type) && dtype_traits(type).block_elems == 32);
-            if (lanes) QTest::newRow(qPrintable(QString("prefill %1").arg(t))) << QString(t) << true;
+            // The quantized types' prefill: rows in the lanes of a register on both.
+            if (!is_float_type(type)) QTest::newRow(qPrintable(QString("prefill %1").arg(t))) << QString(t) << true;
         }
     }
     void avx512EqualsAvx2() {

@@ -12,8 +12,8 @@
 // sum, scaled by 1/8, is accumulated apart, as llama.cpp does. The integer sums are
 // quant::vec_dot's exactly; the float accumulation follows llama.cpp's x86 kernels (one
 // fmadd of the 8 int32 lanes per super-block, a horizontal sum at the end). Decode reads
-// super-blocks from the model file, each unpacked once for up to 4 tokens; prefill unpacks a panel of rows once and runs tiles
-// over it, in the same float order.
+// super-blocks from the model file, each unpacked once for up to 4 tokens. Prefill takes the
+// K-quants' lanes panels (KForm below), whose float order is the AVX-512 VNNI panel's.
 
 #include <type_traits>
 
@@ -391,8 +391,8 @@ void dot_row_signed_grid(const typename T::Block * w, const uint8_t * const * ac
 #include "engine/backend/cpu/avx2/iq4xs_decode.h"  // inside this namespace: it uses Acc and the helpers
 
 // ---- prefill -----------------------------------------------------------------------------------
-#if defined(LONGREAD_IQUANT_VNNI)
-#include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
+// The K-quants' lanes panels (16 rows with AVX-512 VNNI, 8 with AVX2), on each super-block in
+// their common form.
 
 // A super-block in the K-quants' common form: levels + 128 as unsigned bytes (IQ1: 8 w +
 // delta, whose d is then d / 8: the delta term becomes part of the integer sum), and the
@@ -402,6 +402,7 @@ struct KForm {
     using Block = typename T::Block;
     static constexpr bool kCombinedMin = true;
     static constexpr int kScaleElems = 16;
+    static constexpr int kMaxLevel = 255;
     __m256i w[8], sc[8];
     float dw;
     explicit KForm(const Block & b) {
@@ -415,21 +416,23 @@ struct KForm {
     }
     __m256i q(int j) const { return _mm256_xor_si256(w[j], _mm256_set1_epi8(char(0x80))); }
     __m256i scale(int j) const { return sc[j]; }
-    __m256i mn() const {
-        alignas(32) int16_t s[8][16], m[16];
+    __m256i scales() const {  // int16, one per 16 elements: words 0 and 8 of each pattern
+        alignas(32) int16_t s[8][16];
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i *>(s[j]), sc[j]);
-        for (int g = 0; g < 16; ++g) m[g] = int16_t(128 * s[g / 2][8 * (g % 2)]);
-        return _mm256_load_si256(reinterpret_cast<const __m256i *>(m));
+        return _mm256_setr_epi16(s[0][0], s[0][8], s[1][0], s[1][8], s[2][0], s[2][8], s[3][0], s[3][8], s[4][0], s[4][8], s[5][0], s[5][8],
+                                 s[6][0], s[6][8], s[7][0], s[7][8]);
     }
+    __m256i mn() const { return _mm256_slli_epi16(scales(), 7); }  // 128 * scale: the levels' offset
     float d() const { return dw; }
     float dmin() const { return dw; }
 };
 
-// The prefill panel, or decode's regrouped activations of IQ4_XS.
+#if defined(LONGREAD_IQUANT_VNNI)
+#include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
+
 template <class T>
-size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    const size_t panel = vnni::scratch_bytes(n_cols), act = size_t(kRowByRowTokens) * q8k_act_row_bytes(n_cols);
-    return panel > act ? panel : act;
+size_t panel_scratch_bytes(int64_t n_cols) {
+    return vnni::scratch_bytes(n_cols);
 }
 
 template <class T>
@@ -437,114 +440,25 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
     vnni::prefill_rows<KForm<T>>(job, r0, r1, scratch);
 }
 #else
-// A panel row: per super-block, w [8][32 B], sc [8][32 B], dl [8][32 B] (IQ1 only), d (+ pad).
+#include "engine/backend/cpu/avx2/kquant_prefill_avx2.h"  // inside this namespace: it uses the block types
 
 template <class T>
-constexpr size_t panel_block_bytes() {
-    return T::kDelta == kNoDelta ? 544 : 800;
+size_t panel_scratch_bytes(int64_t n_cols) {
+    return lanes::scratch_bytes<KForm<T>>(n_cols);
 }
-constexpr int kTileTokens = 4;
-constexpr int64_t kPanelRows = 16;
-template <class T>
-constexpr int kTileRows = T::kDelta == kNoDelta ? 2 : 1;
 
 template <class T>
-void unpack_row(const typename T::Block * w, int64_t nsb, uint8_t * out) {
-    for (int64_t s = 0; s < nsb; ++s, out += panel_block_bytes<T>()) {
-        auto * v = reinterpret_cast<__m256i *>(out);
-        for (int j = 0; j < 8; ++j) {
-            __m256i wj, sc, dl = _mm256_setzero_si256();
-            T::sub(w[s], j, wj, sc, dl);
-            _mm256_store_si256(v + j, wj);
-            _mm256_store_si256(v + 8 + j, sc);
-            if constexpr (T::kDelta != kNoDelta) _mm256_store_si256(v + 16 + j, dl);
-        }
-        const float d = T::d(w[s]);
-        std::memcpy(out + panel_block_bytes<T>() - 32, &d, sizeof d);
-    }
+void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
+    lanes::prefill_rows<KForm<T>>(job, r0, r1, scratch);
 }
-
-template <class T, int R, int Tn>
-void tile(const uint8_t * const * panel, const uint8_t * const * act, int64_t nsb, float * y, int64_t y_stride) {
-    Acc acc[R][Tn];
-    constexpr size_t pb = panel_block_bytes<T>();
-    for (int64_t s = 0; s < nsb; ++s) {
-        __m256i isum[R][Tn], dsum[R][Tn];
-        for (int r = 0; r < R; ++r) {
-            for (int t = 0; t < Tn; ++t) isum[r][t] = dsum[r][t] = _mm256_setzero_si256();
-        }
-        for (int j = 0; j < 8; ++j) {
-            __m256i aw[R], w[R], sc[R];
-            for (int r = 0; r < R; ++r) {
-                const auto * v = reinterpret_cast<const __m256i *>(panel[r] + size_t(s) * pb);
-                w[r] = _mm256_load_si256(v + j);
-                aw[r] = _mm256_sign_epi8(w[r], w[r]);
-                sc[r] = _mm256_load_si256(v + 8 + j);
-            }
-            for (int t = 0; t < Tn; ++t) {
-                __m256i a = _mm256_load_si256(act_qs(act[t] + size_t(s) * kActBlockBytes) + j);
-                keep_in_register(a);
-                for (int r = 0; r < R; ++r) {
-                    isum[r][t] = _mm256_add_epi32(isum[r][t],
-                                                  _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(a, w[r])), sc[r]));
-                }
-                if constexpr (T::kDelta != kNoDelta) {
-                    for (int r = 0; r < R; ++r) {
-                        const __m256i dl = _mm256_load_si256(reinterpret_cast<const __m256i *>(panel[r] + size_t(s) * pb) + 16 + j);
-                        dsum[r][t] = _mm256_add_epi32(dsum[r][t], scaled_dot(dl, a, sc[r]));
-                    }
-                }
-            }
-        }
-        for (int r = 0; r < R; ++r) {
-            const float dw = load_as<float>(panel[r] + size_t(s) * pb + pb - 32);
-            for (int t = 0; t < Tn; ++t)
-                add_super_block<T>(acc[r][t], dw * act_d(act[t] + size_t(s) * kActBlockBytes), isum[r][t], dsum[r][t]);
-        }
-    }
-    for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < Tn; ++t) y[t * y_stride + r] = finish<T>(acc[r][t]);
-    }
-}
-
-template <class T, int R>
-void tile_tokens(const MatmulJob & job, const uint8_t * const * panel, int64_t nsb, int64_t r) {
-    const uint8_t * act[kTileTokens];
-    int64_t t = 0;
-    for (; t + kTileTokens <= job.n_tokens; t += kTileTokens) {
-        for (int i = 0; i < kTileTokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-        tile<T, R, kTileTokens>(panel, act, nsb, job.y + t * job.y_stride + r, job.y_stride);
-    }
-    for (int i = 0; t + i < job.n_tokens; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
-    float * y = job.y + t * job.y_stride + r;
-    switch (job.n_tokens - t) {
-        case 3: tile<T, R, 3>(panel, act, nsb, y, job.y_stride); break;
-        case 2: tile<T, R, 2>(panel, act, nsb, y, job.y_stride); break;
-        case 1: tile<T, R, 1>(panel, act, nsb, y, job.y_stride); break;
-        default: break;
-    }
-}
+#endif
 
 // The prefill panel, or decode's regrouped activations of IQ4_XS.
 template <class T>
 size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
-    const size_t panel = size_t(kPanelRows) * size_t(n_cols / QK_K) * panel_block_bytes<T>();
-    const size_t act = size_t(kRowByRowTokens) * q8k_act_row_bytes(n_cols);
+    const size_t panel = panel_scratch_bytes<T>(n_cols), act = size_t(kRowByRowTokens) * q8k_act_row_bytes(n_cols);
     return panel > act ? panel : act;
 }
-
-// Prefill: panels of 16 rows in this form, tiles of 2 rows (1 for IQ1) x 4 tokens.
-template <class T>
-void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
-    using Block = typename T::Block;
-    const int64_t nsb = job.n_cols / QK_K;
-    auto row = [&](int64_t r) { return reinterpret_cast<const Block *>(job.w + size_t(r) * job.w_row_bytes); };
-    const size_t panel_row_bytes = size_t(nsb) * panel_block_bytes<T>();
-    for_each_panel_tile<kTileRows<T>>(
-        r0, r1, kPanelRows, panel_row_bytes, scratch, [&](int64_t r, uint8_t * out) { unpack_row<T>(row(r), nsb, out); },
-        [&]<int R>(int64_t r, const uint8_t * const * panel) { tile_tokens<T, R>(job, panel, nsb, r); });
-}
-#endif
 
 template <class T>
 void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {

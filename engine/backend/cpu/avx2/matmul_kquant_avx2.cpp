@@ -272,7 +272,10 @@ void dot_row(const typename T::Block * w, const uint8_t * const * act, int64_t n
 #if defined(LONGREAD_KQUANT_VNNI)
 #include "engine/backend/cpu/avx512/kquant_prefill_vnni.h"  // inside this namespace: it uses the block types
 
-size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return vnni::scratch_bytes(n_cols); }
+template <class T>
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
+    return vnni::scratch_bytes(n_cols);
+}
 
 template <class T>
 void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
@@ -281,7 +284,10 @@ void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scrat
 #else
 #include "engine/backend/cpu/avx2/kquant_prefill_avx2.h"  // inside this namespace: it uses the block types
 
-size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) { return lanes::scratch_bytes(n_cols); }
+template <class T>
+size_t scratch_bytes(int64_t n_cols, int64_t, int64_t) {
+    return lanes::scratch_bytes<T>(n_cols);
+}
 
 template <class T>
 void prefill_rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
@@ -304,7 +310,7 @@ void rows(const MatmulJob & job, int64_t r0, int64_t r1, uint8_t * scratch) {
 }
 
 template <class T>
-constexpr MatmulKernel kKernel{act_row_bytes, q8k_convert_act, q8k_act_to_standard, scratch_bytes, rows<T>};
+constexpr MatmulKernel kKernel{act_row_bytes, q8k_convert_act, q8k_act_to_standard, scratch_bytes<T>, rows<T>};
 
 }  // namespace
 
