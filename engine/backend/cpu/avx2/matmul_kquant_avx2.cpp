@@ -82,21 +82,19 @@ struct Scales16 {
     }
 };
 
-// Bit `bit` of each byte of `bits`, as `value` or 0.
-inline __m256i bit_to(__m256i bits, int bit, int8_t value) {
-    const __m256i m = _mm256_set1_epi8(int8_t(1 << bit));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, m), m), _mm256_set1_epi8(value));
-}
-
-// levels | bit_to(bits, bit, value) for levels below value: with AVX-512 a byte mask and a
-// masked add, two instructions instead of four (Q5_K decode in L2 +20 %, Q3_K +5-10 %;
-// vpdpwssd for the scales' madd + add was slower here: its latency is on the sums' chain).
-inline __m256i or_bit(__m256i levels, __m256i bits, int bit, int8_t value) {
+// levels | (bit `bit` of each byte of `bits` moved to bit `to`), for levels below 1 << to:
+// with AVX-512 a byte mask and a masked add; with AVX2 a 16-bit shift (at most 5 places,
+// so every bit the mask keeps comes from its own byte) and a mask, three instructions where
+// a compare took four. (vpdpwssd for the scales' madd + add was slower here: its latency is
+// on the sums' chain.)
+inline __m256i or_bit(__m256i levels, __m256i bits, int bit, int to) {
+    const __m256i value = _mm256_set1_epi8(int8_t(1 << to));
 #if defined(LONGREAD_KQUANT_VNNI)
     const __mmask32 set = _mm256_test_epi8_mask(bits, _mm256_set1_epi8(int8_t(1 << bit)));
-    return _mm256_mask_add_epi8(levels, set, levels, _mm256_set1_epi8(value));
+    return _mm256_mask_add_epi8(levels, set, levels, value);
 #else
-    return _mm256_or_si256(levels, bit_to(bits, bit, value));
+    const __m256i moved = bit <= to ? _mm256_slli_epi16(bits, to - bit) : _mm256_srli_epi16(bits, bit - to);
+    return _mm256_or_si256(levels, _mm256_and_si256(moved, value));
 #endif
 }
 
@@ -147,7 +145,7 @@ struct Q3K {
     Scales16 sc;
     __m256i hmask;
     explicit Q3K(const Block & blk) : b(blk), sc(q3k_scales(blk.scales)), hmask(load32(blk.hmask)) {}
-    __m256i q(int j) const { return or_bit(two_bits(b.qs, j), hmask, j, 4); }
+    __m256i q(int j) const { return or_bit(two_bits(b.qs, j), hmask, j, 2); }
     __m256i scale(int j) const { return sc.pattern(j); }
     __m256i scales() const { return sc.all(); }                    // int16, one per 16 elements
     __m256i mn() const { return _mm256_slli_epi16(sc.all(), 2); }  // 4 * sc: the offset of q - 4
@@ -195,7 +193,7 @@ struct Q5K {
     explicit Q5K(const Block & blk) : b(blk), mins(0), sc(Q4K::make(blk.scales, mins)), qh(load32(blk.qh)) {}
     __m256i q(int j) const {
         const __m256i v = load32(b.qs + 32 * (j / 2));
-        return or_bit(_mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, nibbles()), qh, j, 16);
+        return or_bit(_mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, nibbles()), qh, j, 4);
     }
     __m256i scale(int j) const { return sc.pattern(j); }
     __m256i scales() const { return sc.all(); }  // int16, one per 16 elements
