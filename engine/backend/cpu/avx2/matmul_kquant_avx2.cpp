@@ -53,16 +53,15 @@ inline void scales_mins_k4(const uint8_t * packed, uint64_t & scales, uint64_t &
     mins = uint64_t(m03) | (uint64_t(u[3]) << 32);
 }
 
+// [v0 v0 v1 v1 ... v7 v7] from 8 int16: a value per 32 elements as one per 16.
+inline __m256i each_twice(__m128i v) { return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v)); }
+
 // [s_j x 16] (16-bit) from 8 byte scales, for registers of one 32-element sub-block each.
 struct Scales8 {
     __m256i s;  // the 8 scales as int16, in both 128-bit lanes
     explicit Scales8(uint64_t bytes) : s(_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(bytes))))) {}
     __m256i pattern(int j) const { return _mm256_shuffle_epi8(s, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8)))); }
-    // The scale of each 16 elements: [s0 s0 s1 s1 ... s7 s7].
-    __m256i all() const {
-        const __m128i v = _mm256_castsi256_si128(s);
-        return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v));
-    }
+    __m256i all() const { return each_twice(_mm256_castsi256_si128(s)); }  // the scale of each 16 elements
 };
 
 // [s_2j x 8 | s_2j+1 x 8] (16-bit) from 16 signed scales, one per 16 elements.
@@ -173,10 +172,7 @@ struct Q4K {
     }
     __m256i scale(int j) const { return sc.pattern(j); }
     __m256i scales() const { return sc.all(); }  // int16, one per 16 elements
-    __m256i mn() const {
-        const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)));
-        return _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
-    }
+    __m256i mn() const { return each_twice(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)))); }
     float d() const { return f16_to_f32(b.d); }
     float dmin() const { return f16_to_f32(b.dmin); }
 };
@@ -197,10 +193,7 @@ struct Q5K {
     }
     __m256i scale(int j) const { return sc.pattern(j); }
     __m256i scales() const { return sc.all(); }  // int16, one per 16 elements
-    __m256i mn() const {
-        const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)));
-        return _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
-    }
+    __m256i mn() const { return each_twice(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mins)))); }
     float d() const { return f16_to_f32(b.d); }
     float dmin() const { return f16_to_f32(b.dmin); }
 };

@@ -1,15 +1,15 @@
 #pragma once
 // The walks shared by the AVX2 and AVX-512 quantized kernels. Decode: rows read from the
-// model file one at a time, for groups of tokens. Prefill: rows [r0, r1) in panels, each
-// unpacked once into scratch, then tiles of rows x tokens over the panel: either rows in
-// the lanes of a register (for_each_lane_panel) or rows one after another
-// (for_each_panel_tile). Include only from AVX2 (or AVX-512) translation units.
+// model file one at a time, for groups of tokens. Prefill: rows [r0, r1) in panels with the
+// rows in a register's lanes, each unpacked once into scratch, then tiles of tokens over
+// the panel. Include only from AVX2 (or AVX-512) translation units.
 
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/backend/cpu/avx2/avx2_util.h"
 #include "engine/backend/cpu/matmul_kernels.h"
 
 namespace lr::cpu::avx2 {
@@ -44,32 +44,13 @@ void tile_of(int m, Tile & tile, Args... args) {
 template <int64_t Rows, int Tokens, class Unpack, class Tile>
 void for_each_lane_panel(const MatmulJob & job, int64_t r0, int64_t r1, Unpack unpack, Tile tile) {
     for (int64_t p0 = r0; p0 < r1; p0 += Rows) {
-        const int n = int(r1 - p0 < Rows ? r1 - p0 : Rows);
+        const int n = int(min_i64(Rows, r1 - p0));
         unpack(p0, int64_t(n));
         const uint8_t * act[Tokens];
         for (int64_t t = 0; t < job.n_tokens; t += Tokens) {
-            const int m = int(job.n_tokens - t < Tokens ? job.n_tokens - t : Tokens);
+            const int m = int(min_i64(Tokens, job.n_tokens - t));
             for (int i = 0; i < m; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
             tile_of<Tokens>(m, tile, static_cast<const uint8_t * const *>(act), job.y + t * job.y_stride + p0, n);
-        }
-    }
-}
-
-template <int R, class Unpack, class Tiles>
-void for_each_panel_tile(int64_t r0, int64_t r1, int64_t panel_rows, size_t panel_row_bytes, uint8_t * scratch, Unpack unpack,
-                         Tiles tiles) {
-    for (int64_t p0 = r0; p0 < r1; p0 += panel_rows) {
-        const int64_t p1 = p0 + panel_rows < r1 ? p0 + panel_rows : r1;
-        for (int64_t r = p0; r < p1; ++r) unpack(r, scratch + size_t(r - p0) * panel_row_bytes);
-        int64_t r = p0;
-        for (; r + R <= p1; r += R) {
-            const uint8_t * panel[R];
-            for (int i = 0; i < R; ++i) panel[i] = scratch + size_t(r - p0 + i) * panel_row_bytes;
-            tiles.template operator()<R>(r, panel);
-        }
-        for (; r < p1; ++r) {
-            const uint8_t * panel[1] = {scratch + size_t(r - p0) * panel_row_bytes};
-            tiles.template operator()<1>(r, panel);
         }
     }
 }
@@ -81,7 +62,7 @@ void for_each_row_token_group(const MatmulJob & job, int64_t r0, int64_t r1, Gro
     for (int64_t r = r0; r < r1; ++r) {
         for (int64_t t = 0; t < job.n_tokens; t += 4) {
             const uint8_t * act[4];
-            const int64_t n = job.n_tokens - t < 4 ? job.n_tokens - t : 4;
+            const int64_t n = min_i64(4, job.n_tokens - t);
             for (int64_t i = 0; i < n; ++i) act[i] = job.act + size_t(t + i) * job.act_row_bytes;
             float * y = job.y + t * job.y_stride + r;
             switch (n) {
