@@ -6,6 +6,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -170,9 +171,19 @@ Outputs run(const World & w, const Case & c, Path path, int n_threads, bool mass
 
 bool all_f16(const Case & c) { return c.codecs.count('h') == c.codecs.size(); }
 
+// A row of d values as the q8 codec rounds it.
+std::vector<float> q8_rounded(const float * x, uint32_t d) {
+    std::vector<uint8_t> row(kv_codec_row_bytes(KvCodec::q8, d));
+    std::vector<float> y(d);
+    kv_encode_row(KvCodec::q8, x, row.data(), d);
+    kv_decode_row(KvCodec::q8, row.data(), y.data(), d);
+    return y;
+}
+
 // The formula, in double, over the decoded rows: each query's softmax of scale * q.k over
 // the keys it sees and its head's sink, the weights times V; the mass adds the weights.
-Outputs naive(const World & w, const Case & c) {
+// q8_queries: q8 K rows meet the query as the q8 codec rounds it (the flash driver's q.k).
+Outputs naive(const World & w, const Case & c, bool q8_queries = false) {
     const uint32_t d = c.head_dim, bt = c.block_tokens;
     const PagedKvView view = w.view(nullptr);
     Outputs r;
@@ -183,6 +194,7 @@ Outputs naive(const World & w, const Case & c) {
         for (int32_t h = 0; h < w.params.n_head; ++h) {
             const uint32_t g = uint32_t(h / c.group);
             const float * q = w.q.data() + (size_t(t) * size_t(w.params.n_head) + size_t(h)) * d;
+            const std::vector<float> q_rounded = q8_rounded(q, d);
             std::vector<double> logits;
             std::vector<size_t> seen;
             for (uint32_t b = 0; b < c.n_blocks; ++b) {
@@ -192,8 +204,9 @@ Outputs naive(const World & w, const Case & c) {
                     const int32_t p = reinterpret_cast<const int32_t *>(data + L.pos_offset())[L.pos_index(g, s)];
                     if (p == kInvalidPos || !view.reads(b, g, s) || p > w.pos[t] || (c.window > 0 && w.pos[t] - p >= c.window)) continue;
                     kv_decode_row(L.k_codec, data + L.k_row_offset(g, s), k.data(), d);
+                    const float * qk = q8_queries && L.k_codec == KvCodec::q8 ? q_rounded.data() : q;
                     double dot = 0;
-                    for (uint32_t i = 0; i < d; ++i) dot += double(q[i]) * double(k[i]);
+                    for (uint32_t i = 0; i < d; ++i) dot += double(qk[i]) * double(k[i]);
                     logits.push_back(dot * double(w.params.scale));
                     seen.push_back((size_t(b) * c.n_head_kv + g) * bt + s);
                 }
@@ -359,10 +372,16 @@ private slots:
         // An all-f16 cache rounds the weights to f16: an exp that differs in the last bit can
         // move a weight by one f16 step (2^-11 relative). Other codecs keep float weights.
         const double tol = (all_f16(c) ? 2e-3 : 2e-5) * double(w.max_abs_v);
+        // The flash driver scores q8 K rows against the queries rounded to q8: where the view
+        // holds such rows, it is held to the formula with those queries.
+        const bool q8_keys = c.codecs.contains('8');
         for (bool mass : {false, true}) {
-            const Outputs ref = run(w, c, Path::reference, 2, mass);
+            const Outputs reference = run(w, c, Path::reference, 2, mass);
+            Outputs q8_formula = q8_keys ? naive(w, c, true) : Outputs{};
+            if (!mass) q8_formula.mass = reference.mass;  // untouched
             for (Path path : kEveryPath) {
                 if (path == Path::reference || !runs(path)) continue;
+                const Outputs & ref = q8_keys && is_flash(path) ? q8_formula : reference;
                 for (int threads : {1, 2, 3}) {
                     const Outputs got = run(w, c, path, threads, mass);
                     const QString where = QString("%1, %2 threads, mass %3").arg(path_name(path)).arg(threads).arg(mass);
@@ -381,6 +400,48 @@ private slots:
                 // Same input, any thread count: the same bits.
                 const Outputs one = run(w, c, path, 1, mass), three = run(w, c, path, 3, mass);
                 QVERIFY(one.out == three.out && one.mass == three.mass);
+            }
+        }
+    }
+
+    // On q8 K rows the flash driver scores the queries as the q8 codec rounds them: the
+    // reference attention of those rounded queries, to float's round-off.
+    void flashOnQ8KeysIsRoundedQueries_data() {
+        QTest::addColumn<Case>("c");
+        QTest::newRow("decode") << Case{32, 4, 64, 20, 8, 1, "8", false};
+        QTest::newRow("decode-chunked-holes") << Case{32, 1, 64, 24, 8, 1, "8", true};
+        QTest::newRow("decode-d80-group16") << Case{8, 2, 80, 7, 3, 1, "8", true};
+        QTest::newRow("decode-d8") << Case{32, 4, 8, 5, 2, 1, "8", false};
+        QTest::newRow("prefill-odd-blocks") << Case{5, 3, 48, 23, 2, 41, "8", true};
+        QTest::newRow("prefill-d128") << Case{32, 2, 128, 9, 4, 19, "8", false};
+        QTest::newRow("decode-pages-window-sinks") << Case{16, 1, 64, 24, 4, 1, "8", true, 4, 64, true};
+        QTest::newRow("prefill-window-sinks") << Case{5, 3, 48, 23, 2, 41, "8", true, 0, 8, true};
+    }
+    void flashOnQ8KeysIsRoundedQueries() {
+        QFETCH(Case, c);
+        const World w = make_world(c, 42);
+        World rounded = w;
+        for (size_t at = 0; at < rounded.q.size(); at += c.head_dim) {
+            const std::vector<float> row = q8_rounded(w.q.data() + at, c.head_dim);
+            std::copy(row.begin(), row.end(), rounded.q.begin() + ptrdiff_t(at));
+        }
+        QVERIFY(rounded.q != w.q);
+        const double tol = 2e-5 * double(w.max_abs_v);
+        for (bool mass : {false, true}) {
+            const Outputs ref = run(rounded, c, Path::reference, 2, mass);
+            for (Path path : {Path::flash_scalar, Path::flash_avx2, Path::flash_avx512}) {
+                if (!runs(path)) continue;
+                for (int threads : {1, 3}) {
+                    const Outputs got = run(w, c, path, threads, mass);
+                    const QString where = QString("%1, %2 threads, mass %3").arg(path_name(path)).arg(threads).arg(mass);
+                    for (size_t i = 0; i < ref.out.size(); ++i) {
+                        QVERIFY2(std::fabs(double(got.out[i]) - ref.out[i]) <= tol,
+                                 qPrintable(where + QString(": %1 vs %2 at %3").arg(got.out[i]).arg(ref.out[i]).arg(i)));
+                    }
+                    for (size_t i = 0; i < ref.mass.size(); ++i) {
+                        QVERIFY2(std::fabs(double(got.mass[i]) - ref.mass[i]) <= 1e-5 * double(c.n_tokens * c.group), qPrintable(where));
+                    }
+                }
             }
         }
     }
@@ -423,6 +484,38 @@ private slots:
                 QVERIFY2(got.out == expected.out && got.mass == expected.mass,
                          qPrintable(QString("%1 blocks, mass %2").arg(n_blocks).arg(mass)));
                 if (long_view) QVERIFY(got.out != run(w, c, Path::fused_scalar, 2, mass).out);
+            }
+        }
+    }
+
+    // The queries are quantized as the q8 codec quantizes a row: the same values and scales.
+    void queriesQ8AreCodecRows() {
+        test::Rng rng(8);
+        for (uint32_t d : {8u, 16u, 24u, 64u, 80u, 128u}) {
+            const uint32_t n_q = 11, g = kv_codec_group(d);
+            std::vector<float> q(size_t(n_q) * d);
+            for (float & e : q) e = rng.normal(3.0f);
+            std::fill_n(q.begin() + d, d, 0.0f);  // a query of zeros: scale 0, values 0
+            QueriesQ8 qq;
+            qq.quantize(q.data(), n_q, d);
+            QCOMPARE(qq.lanes, 16u);
+            QCOMPARE(qq.group, g);
+            std::vector<uint8_t> row(kv_codec_row_bytes(KvCodec::q8, d));
+            for (uint32_t i = 0; i < qq.lanes; ++i) {
+                if (i < n_q) kv_encode_row(KvCodec::q8, q.data() + size_t(i) * d, row.data(), d);
+                for (uint32_t grp = 0; grp < d / g; ++grp) {
+                    const uint8_t * group = row.data() + grp * (2 + g);
+                    uint16_t scale;
+                    std::memcpy(&scale, group, 2);
+                    int32_t sum = 0;
+                    for (uint32_t c = 0; c < g; ++c) {
+                        const int8_t want = i < n_q ? static_cast<int8_t>(group[2 + c]) : 0;  // padding lanes: zeros
+                        QCOMPARE(qq.value(i, grp * g + c), want);
+                        sum += want;
+                    }
+                    QCOMPARE(qq.scale(i, grp), i < n_q ? fp16_to_fp32(scale) : 0.0f);
+                    QCOMPARE(qq.sums[grp * qq.lanes + i], sum);
+                }
             }
         }
     }
@@ -497,6 +590,20 @@ private slots:
             s.weighted_sum(vh.data(), KvCodec::f16, d * 2, n_k, wts.data(), n_k, n_q, d, acc_sh.data());
             v.weighted_sum(vh.data(), KvCodec::f16, d * 2, n_k, wts.data(), n_k, n_q, d, acc_vh.data());
             QVERIFY2(acc_sh == acc_f32 && acc_vh == acc_f32, qPrintable(QString("f16 weighted_sum d %1").arg(d)));
+            // So are q8 rows.
+            if (kv_codec_supports(KvCodec::q8, d)) {
+                const size_t rb = kv_codec_row_bytes(KvCodec::q8, d);
+                std::vector<uint8_t> v8(rb * n_k);
+                for (uint32_t j = 0; j < n_k; ++j) {
+                    kv_encode_row(KvCodec::q8, k.data() + size_t(j) * d, v8.data() + j * rb, d);
+                    kv_decode_row(KvCodec::q8, v8.data() + j * rb, kw.data() + size_t(j) * d, d);
+                }
+                std::vector<float> acc8_f32(acc_a.size(), 0.25f), acc8_s = acc8_f32, acc8_v = acc8_f32;
+                s.weighted_sum(kw.data(), KvCodec::f32, d * sizeof(float), n_k, wts.data(), n_k, n_q, d, acc8_f32.data());
+                s.weighted_sum(v8.data(), KvCodec::q8, rb, n_k, wts.data(), n_k, n_q, d, acc8_s.data());
+                v.weighted_sum(v8.data(), KvCodec::q8, rb, n_k, wts.data(), n_k, n_q, d, acc8_v.data());
+                QVERIFY2(acc8_s == acc8_f32 && acc8_v == acc8_f32, qPrintable(QString("q8 weighted_sum d %1").arg(d)));
+            }
             QCOMPARE(v.max(k.data(), n_k * d), s.max(k.data(), n_k * d));
         }
         // flash_scores: every head size (tails of 1..7 lanes), key and query count, the same bits.
@@ -529,6 +636,48 @@ private slots:
                         QCOMPARE(sa[i * 40 + n_k], 7.0f);
                     }
                     QVERIFY2(worst <= 1e-5 * std::sqrt(double(d)), qPrintable(QString::number(worst)));
+                }
+            }
+        }
+        // flash_scores_q8: every group size (8, 16, 32), key and query count (lane tails), the
+        // same bits; and the scores of the rows and queries as the codec decodes them.
+        for (uint32_t d : {8u, 16u, 24u, 48u, 64u, 80u, 128u, 256u}) {
+            const size_t rb = kv_codec_row_bytes(KvCodec::q8, d);
+            for (uint32_t n_k : {1u, 3u, 4u, 7u, 8u, 9u, 32u}) {
+                for (uint32_t n_q : {1u, 2u, 3u, 8u, 9u, 17u}) {
+                    std::vector<float> x(d), q(size_t(n_q) * d);
+                    std::vector<uint8_t> k(rb * n_k);
+                    for (uint32_t j = 0; j < n_k; ++j) {
+                        for (float & e : x) e = rng.normal(1.0f);
+                        if (j == 2) x[d / 2] = 40.0f;  // one group's scale far above the others
+                        kv_encode_row(KvCodec::q8, x.data(), k.data() + j * rb, d);
+                    }
+                    // A -128, which the codec never writes, against a negative query value:
+                    // every kernel still takes it as -128.
+                    k[std::min(1u, n_k - 1) * rb + 2] = 0x80;
+                    for (float & e : q) e = rng.normal(1.0f);
+                    q[0] = -9.0f;
+                    QueriesQ8 qq;
+                    qq.quantize(q.data(), n_q, d);
+                    std::vector<float> sa(size_t(n_q) * 40, 7.0f), sb = sa;
+                    s.flash_scores_q8(k.data(), rb, n_k, qq, 0.125f, sa.data(), 40);
+                    v.flash_scores_q8(k.data(), rb, n_k, qq, 0.125f, sb.data(), 40);
+                    QVERIFY2(sa == sb, qPrintable(QString("flash_scores_q8 d %1 n_k %2 n_q %3").arg(d).arg(n_k).arg(n_q)));
+                    std::vector<float> kj(d);
+                    for (uint32_t i = 0; i < n_q; ++i) {
+                        const std::vector<float> qi = q8_rounded(q.data() + size_t(i) * d, d);
+                        for (uint32_t j = 0; j < n_k; ++j) {
+                            kv_decode_row(KvCodec::q8, k.data() + j * rb, kj.data(), d);
+                            double dot = 0, mag = 0;
+                            for (uint32_t c = 0; c < d; ++c) {
+                                dot += double(qi[c]) * kj[c];
+                                mag += std::fabs(double(qi[c]) * kj[c]);
+                            }
+                            QVERIFY2(std::fabs(sa[i * 40 + j] - 0.125 * dot) <= 1e-6 * 0.125 * mag,
+                                     qPrintable(QString("q8 score %1 vs %2").arg(sa[i * 40 + j]).arg(0.125 * dot)));
+                        }
+                        QCOMPARE(sa[i * 40 + n_k], 7.0f);
+                    }
                 }
             }
         }

@@ -29,7 +29,11 @@
 // tile, and decode is one job. Its own float order (flash_scores) and float weights, as
 // llama.cpp's flash attention keeps them: within round-off of the reference, not its
 // bits. With the attention mass, each item keeps its exps (one pass over K and V still)
-// and weighs them once its max and sum are final.
+// and weighs them once its max and sum are final. Blocks whose K rows are q8 are scored
+// in integers against the queries quantized to q8 once per KV head and query tile
+// (queries_q8.h), as llama.cpp does for a q8_0 K cache: one vpdpbusd does the work of four
+// FMAs, and the queries' rounding (steps of 1/127 of each group's largest value, as the
+// K rows have) is the only change from scoring the decoded rows.
 //
 // attention: what a backend runs. The exact driver while the view is short, so that
 // short contexts keep llama.cpp's non-flash bits (the reference-logit oracles); the flash
@@ -42,6 +46,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_isa.h"
+#include "engine/backend/cpu/queries_q8.h"
 #include "engine/backend/cpu/thread_pool.h"
 
 namespace lr::cpu {
@@ -83,7 +88,8 @@ struct AttentionKernels {
     void (*normalize)(float * x, uint32_t n, float inv_sum, bool round_f16, float * mass);
     // acc[i][0..d) += w[i][s] * v[s][0..d) for i < n_q, s < n, one fused multiply-add per
     // term, s in order (v must be finite: zero weights are not skipped). Row s of v is at
-    // v + s * v_row_bytes in v_codec: f32 or f16 (other codecs are decoded to f32 first).
+    // v + s * v_row_bytes in v_codec: f32, f16 or q8, widened as kv_decode_row does (q4 rows
+    // are decoded to f32 first).
     void (*weighted_sum)(const void * v, KvCodec v_codec, size_t v_row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q,
                          uint32_t d, float * acc);
     // s[i][j] = scale * q[i] . k[j] for i < n_q, j < n_k, row j of k at k + j * row_bytes in
@@ -91,6 +97,11 @@ struct AttentionKernels {
     // in order, then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), every ISA the same bits.
     void (*flash_scores)(const void * k, KvCodec k_codec, size_t k_row_bytes, uint32_t n_k, const float * q, uint32_t n_q, uint32_t d,
                          float scale, float * s, size_t stride);
+    // s[i][j] = scale * q[i] . k[j] for i < q.n_q, j < n_k, row j of k a q8 row at
+    // k + j * row_bytes: per group, the integer sum of the values exactly, then
+    // acc = fma(float(sum), k_scale * q_scale, acc) over the groups in order; every ISA the
+    // same bits.
+    void (*flash_scores_q8)(const uint8_t * k, size_t row_bytes, uint32_t n_k, const QueriesQ8 & q, float scale, float * s, size_t stride);
 };
 
 const AttentionKernels & scalar_attention_kernels();
@@ -101,6 +112,7 @@ const AttentionKernels & attention_kernels(CpuIsa isa);
 // Scratch the fused kernel reuses between calls.
 struct AttentionScratch {
     std::vector<std::vector<float>> per_thread;  // [n_threads]
+    std::vector<QueriesQ8> queries_q8;           // flash, q8 K rows: [n_head_kv][n_tiles]
     std::vector<float> scores;                   // decode chunks: [n_head_kv][n_q][n_slots]; flash: kept weights
     std::vector<float> block_max;                // flash, chunks, mass: [item][block][n_q]
     std::vector<float> chunk_stats;              // [n_head_kv][n_chunks][n_q] max, then sum

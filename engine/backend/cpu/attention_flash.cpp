@@ -73,9 +73,9 @@ void scale_row(float * x, uint32_t n, float f) {
 }
 
 // One item, from the sink (first chunk) or nothing, over its blocks. scratch: q [max_q][d],
-// K and V rows [2][bt][d].
+// K and V rows [2][bt][d]; q8: its queries quantized (null when no K rows are q8).
 void run_item(const AttentionKernels & k, const AttentionSlots & v, const AttentionItem & it, float * scratch, uint32_t max_q,
-              const Running & r, const Weights & W) {
+              const Running & r, const Weights & W, const QueriesQ8 * q8) {
     const AttentionArgs & a = v.args();
     const uint32_t d = v.d(), bt = v.bt(), group = uint32_t(v.group());
     const uint32_t n_q = it.n_tokens() * group;
@@ -99,13 +99,15 @@ void run_item(const AttentionKernels & k, const AttentionSlots & v, const Attent
             v.prefetch_rows(b + 1, it.g, false);
             v.prefetch_rows(b + 1, it.g, true);
         }
-        // f32 and f16 K rows are scored in place, the others decoded first. Every slot is
-        // scored: those without a position are masked below (the K rows of a decoded block
-        // keep what the buffer held: finite), and their V rows are skipped.
+        // f32 and f16 K rows are scored in place, q8 rows in integers, the others decoded
+        // first. Every slot is scored: those without a position are masked below (whatever
+        // their score was) and their V rows are skipped.
         const KvBlockLayout L = v.view().layout(b);
+        const uint8_t * k_rows_in_place = v.view().blocks[b].data + L.k_row_offset(it.g, 0);
         if (L.k_codec == KvCodec::f32 || L.k_codec == KvCodec::f16) {
-            k.flash_scores(v.view().blocks[b].data + L.k_row_offset(it.g, 0), L.k_codec, L.k_row_bytes(), bt, q, n_q, d, a.params.scale, s,
-                           W.stride);
+            k.flash_scores(k_rows_in_place, L.k_codec, L.k_row_bytes(), bt, q, n_q, d, a.params.scale, s, W.stride);
+        } else if (L.k_codec == KvCodec::q8) {
+            k.flash_scores_q8(k_rows_in_place, L.k_row_bytes(), bt, *q8, a.params.scale, s, W.stride);
         } else {
             v.decode_keys(b, it.g, k, k_rows);
             k.flash_scores(k_rows, KvCodec::f32, d * sizeof(float), bt, q, n_q, d, a.params.scale, s, W.stride);
@@ -219,11 +221,23 @@ void attention_flash(ThreadPool & pool, const AttentionKernels & k, const Attent
     auto tile_mass = [&](const AttentionItem & it) {
         return scratch.mass.data() + (size_t(it.g) * size_t(p.n_tiles) + size_t(it.t0 / p.tile_tokens)) * v.n_slots();
     };
+    // The queries for q8 K rows, quantized once per head and tile (its chunks share them).
+    const bool q8_keys = std::any_of(view.blocks.begin(), view.blocks.end(), [](const KvBlockRef & b) { return b.k_codec == KvCodec::q8; });
+    if (q8_keys) {
+        scratch.queries_q8.resize(size_t(n_head_kv) * size_t(p.n_tiles));
+        pool.run(int64_t(n_head_kv) * p.n_tiles, [&](int64_t head_tile, int ith) {
+            const AttentionItem it = item_of(size_t(head_tile) * p.n_chunks);
+            float * q = scratch.per_thread[size_t(ith)].data();
+            v.load_queries(it, k, q);
+            scratch.queries_q8[size_t(head_tile)].quantize(q, it.n_tokens() * uint32_t(v.group()), d);
+        });
+    }
     pool.run(int64_t(n_items), [&](int64_t job, int ith) {
         const AttentionItem it = item_of(size_t(job));
         const Running r = running(size_t(job));
         const Weights W = weights(size_t(job), ith);
-        run_item(k, v, it, scratch.per_thread[size_t(ith)].data(), p.max_q, r, W);
+        const QueriesQ8 * q8 = q8_keys ? &scratch.queries_q8[size_t(job) / p.n_chunks] : nullptr;
+        run_item(k, v, it, scratch.per_thread[size_t(ith)].data(), p.max_q, r, W, q8);
         if (thread_keeps) add_item_mass(v, it, W, r.m, r.l, tile_mass(it));  // one chunk: m and l are final
     });
 

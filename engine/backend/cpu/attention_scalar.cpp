@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "engine/backend/cpu/attention.h"
@@ -85,11 +86,31 @@ void flash_scores_scalar(const void * k, KvCodec codec, size_t row_bytes, uint32
     }
 }
 
+void flash_scores_q8_scalar(const uint8_t * k, size_t row_bytes, uint32_t n_k, const QueriesQ8 & q, float scale, float * s, size_t stride) {
+    const uint32_t g = q.group;
+    for (uint32_t j = 0; j < n_k; ++j) {
+        const uint8_t * row = k + j * row_bytes;
+        for (uint32_t i = 0; i < q.n_q; ++i) {
+            float acc = 0.0f;
+            for (uint32_t grp = 0; grp * g < q.d; ++grp) {
+                const uint8_t * group = row + size_t(grp) * (2 + g);
+                uint16_t k_scale;
+                std::memcpy(&k_scale, group, 2);
+                int32_t sum = 0;
+                for (uint32_t c = 0; c < g; ++c) sum += int32_t(static_cast<int8_t>(group[2 + c])) * q.value(i, grp * g + c);
+                acc = std::fma(float(sum), fp16_to_fp32(k_scale) * q.scale(i, grp), acc);
+            }
+            s[size_t(i) * stride + j] = acc * scale;
+        }
+    }
+}
+
 }  // namespace
 
 const AttentionKernels & scalar_attention_kernels() {
-    static const AttentionKernels k{copy_scalar,    decode_rows_scalar, scores_scalar,       max_scalar,
-                                    exp_sum_scalar, normalize_scalar,   weighted_sum_scalar, flash_scores_scalar};
+    static const AttentionKernels k{copy_scalar,         decode_rows_scalar,  scores_scalar,
+                                    max_scalar,          exp_sum_scalar,      normalize_scalar,
+                                    weighted_sum_scalar, flash_scores_scalar, flash_scores_q8_scalar};
     return k;
 }
 

@@ -114,7 +114,9 @@ void AttentionSlots::add_weighted_values(uint32_t b, uint32_t g, const Attention
     const KvBlockLayout L = view_.layout(b);
     const size_t row_bytes = L.v_row_bytes();
     const uint8_t * first = view_.blocks[b].data + L.v_row_offset(g, 0);
-    const bool in_place = L.v_codec == KvCodec::f32 || L.v_codec == KvCodec::f16;
+    // A q8 row widens at three instructions per 8 values, once per 4 queries in place: for
+    // more than two such passes (prefill tiles) decoding the rows once is cheaper.
+    const bool in_place = L.v_codec == KvCodec::f32 || L.v_codec == KvCodec::f16 || (L.v_codec == KvCodec::q8 && n_q <= kQ8InPlaceQueries);
     for_slot_runs(b, g, [&](uint32_t s, uint32_t e) {
         const uint8_t * run = first + s * row_bytes;
         if (in_place) return k.weighted_sum(run, L.v_codec, row_bytes, e - s, w + s, w_stride, n_q, d_, acc);

@@ -16,6 +16,8 @@ namespace lr::cpu {
 
 // The most queries one item holds (tile tokens x group).
 inline constexpr uint32_t kMaxItemQueries = 256;
+// The most queries whose weighted sum reads q8 V rows in place (docs/BENCHMARKS.md).
+inline constexpr uint32_t kQ8InPlaceQueries = 8;
 
 struct AttentionItem {
     uint32_t g;
@@ -91,8 +93,9 @@ public:
     // are left as they were).
     void decode_keys(uint32_t b, uint32_t g, const AttentionKernels & k, float * rows) const;
     // acc[i] += w[i * w_stride + s] * V row s of block b for head g, for i < n_q and the slots
-    // s that hold a position, in order. f32 and f16 rows are read in place; the others are
-    // decoded into rows [bt][d] first.
+    // s that hold a position, in order. f32 and f16 rows are read in place, q8 rows too for
+    // at most kQ8InPlaceQueries queries; the others are decoded into rows [bt][d] first (the
+    // same bits).
     void add_weighted_values(uint32_t b, uint32_t g, const AttentionKernels & k, const float * w, size_t w_stride, uint32_t n_q,
                              float * acc, float * rows) const;
     // Asks L2 for head g's K or V rows of block b: one head's rows of a block are a page or

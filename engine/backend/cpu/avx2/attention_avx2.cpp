@@ -27,6 +27,8 @@ using namespace avx2;
 // dims (registers of 8) per 4 queries.
 constexpr int kScoreTileQueries = LONGREAD_ATTENTION_REGISTERS >= 32 ? 4 : 2;
 constexpr int kValueTileRegisters = LONGREAD_ATTENTION_REGISTERS >= 32 ? 4 : 2;
+// flash_scores_q8's keys per step: one int32 and one float sum per key.
+constexpr int kQ8Keys = LONGREAD_ATTENTION_REGISTERS >= 32 ? 8 : 4;
 
 void copy(const float * src, float * dst, uint32_t n, bool to_f16) {
     uint32_t i = 0;
@@ -364,25 +366,64 @@ inline __m256 row_lanes(const uint8_t * row, uint32_t c) {
     return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c);
 }
 
-template <bool F16>
-inline float v_at(const uint8_t * row, uint32_t c) {
-    if constexpr (F16) return f16_to_f32(reinterpret_cast<const uint16_t *>(row)[c]);
-    return reinterpret_cast<const float *>(row)[c];
-}
+// Where values c, c + 1 ... of a row in codec C lie (f32, f16, or q8 in groups of g, a
+// multiple of 8), and how they widen to floats: as kv_decode_row does, so that rows read in
+// place give the bits of rows decoded first.
+template <KvCodec C>
+struct ValueAt {
+    size_t at = 0, scale_at = 0;  // bytes into the row: the value c, its group's scale
+    ValueAt() = default;
+    ValueAt(uint32_t c, uint32_t g) {
+        if constexpr (C == KvCodec::q8) {
+            scale_at = size_t(c / g) * (2 + g);
+            at = scale_at + 2 + c % g;
+        } else {
+            at = size_t(c) * (C == KvCodec::f16 ? 2 : 4);
+        }
+    }
+    // q8: the group's scale in every lane (zeros otherwise).
+    __m256 scale(const uint8_t * row) const {
+        if constexpr (C != KvCodec::q8) return _mm256_setzero_ps();
+        return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(load_as<uint16_t>(row + scale_at))));
+    }
+    // Eight values at p (c % 8 == 0 for q8, whose group's scale is `scale`).
+    static __m256 lanes_at(const uint8_t * p, __m256 scale) {
+        if constexpr (C == KvCodec::f32) return _mm256_loadu_ps(reinterpret_cast<const float *>(p));
+        if constexpr (C == KvCodec::f16) return load_f16x8(reinterpret_cast<const uint16_t *>(p));
+        if constexpr (C == KvCodec::q8) {
+            const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+            return _mm256_mul_ps(scale, _mm256_cvtepi32_ps(q));
+        }
+    }
+    float one(const uint8_t * row) const {
+        if constexpr (C == KvCodec::f32) return load_as<float>(row + at);
+        if constexpr (C == KvCodec::f16) return f16_to_f32(load_as<uint16_t>(row + at));
+        if constexpr (C == KvCodec::q8) return f16_to_f32(load_as<uint16_t>(row + scale_at)) * float(static_cast<int8_t>(row[at]));
+    }
+};
 
 // acc_i[0..8*M) += w_i[s] * v[s][c0..c0+8*M) for queries i < Q, the slots in order (a zero
-// weight adds a zero, as in the scalar kernel); f16 rows are widened as they are read.
-template <int Q, int M, bool F16>
-void accumulate(const uint8_t * v, size_t row_bytes, uint32_t n, uint32_t c0, const float * const * w, float * const * acc) {
+// weight adds a zero, as in the scalar kernel); rows are widened as they are read. Packed:
+// the 8 * M values lie together (f32, f16, or q8 within one group, whose scale is read once).
+template <int Q, int M, KvCodec C, bool Packed>
+void accumulate(const uint8_t * v, size_t row_bytes, uint32_t n, uint32_t c0, uint32_t g, const float * const * w, float * const * acc) {
     __m256 a[Q][M];
     for (int i = 0; i < Q; ++i) {
         for (int m = 0; m < M; ++m) a[i][m] = _mm256_loadu_ps(acc[i] + 8 * m);
     }
+    constexpr size_t kStep = C == KvCodec::f32 ? 32 : C == KvCodec::f16 ? 16 : 8;  // bytes of 8 values
+    ValueAt<C> at[M];
+    for (int m = 0; m < M; ++m) at[m] = ValueAt<C>(c0 + 8 * uint32_t(m), g);
     for (uint32_t s = 0; s < n; ++s) {
         const uint8_t * vs = v + s * row_bytes;
         __m256 vr[M];
+        __m256 scale = C == KvCodec::q8 && Packed ? at[0].scale(vs) : _mm256_setzero_ps();
         for (int m = 0; m < M; ++m) {
-            vr[m] = row_lanes<F16>(vs, c0 + 8 * uint32_t(m));
+            if constexpr (Packed) {
+                vr[m] = ValueAt<C>::lanes_at(vs + at[0].at + size_t(m) * kStep, scale);
+            } else {
+                vr[m] = ValueAt<C>::lanes_at(vs + at[m].at, at[m].scale(vs));
+            }
             keep_in_register(vr[m]);
         }
         for (int i = 0; i < Q; ++i) {
@@ -395,45 +436,58 @@ void accumulate(const uint8_t * v, size_t row_bytes, uint32_t n, uint32_t c0, co
     }
 }
 
+// The dims [c0, c0 + 8 * M) of queries wi[0..Q) into ai[0..Q).
+template <int Q, int M, KvCodec C>
+void accumulate_piece(const uint8_t * v, size_t row_bytes, uint32_t n, uint32_t c0, uint32_t g, const float * const * w,
+                      float * const * acc) {
+    if (C != KvCodec::q8 || g % (8 * M) == 0) return accumulate<Q, M, C, true>(v, row_bytes, n, c0, g, w, acc);
+    accumulate<Q, M, C, false>(v, row_bytes, n, c0, g, w, acc);
+}
+
 // Queries [i, i + Q) over all of d: pieces of 8 * M dims, then single registers.
-template <int Q, int M, bool F16>
+template <int Q, int M, KvCodec C>
 void accumulate_queries(const uint8_t * v, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t i, uint32_t d,
                         float * acc) {
+    const uint32_t g = kv_codec_group(d);
     const float * wi[Q];
     for (int k = 0; k < Q; ++k) wi[k] = w + (i + uint32_t(k)) * w_stride;
     uint32_t c = 0;
     for (; c + 8 * M <= d; c += 8 * M) {
         float * ai[Q];
         for (int k = 0; k < Q; ++k) ai[k] = acc + size_t(i + uint32_t(k)) * d + c;
-        accumulate<Q, M, F16>(v, row_bytes, n, c, wi, ai);
+        accumulate_piece<Q, M, C>(v, row_bytes, n, c, g, wi, ai);
     }
     for (; c + 8 <= d; c += 8) {
         float * ai[Q];
         for (int k = 0; k < Q; ++k) ai[k] = acc + size_t(i + uint32_t(k)) * d + c;
-        accumulate<Q, 1, F16>(v, row_bytes, n, c, wi, ai);
+        accumulate_piece<Q, 1, C>(v, row_bytes, n, c, g, wi, ai);
     }
     for (; c < d; ++c) {
+        const ValueAt<C> at(c, g);
         for (int k = 0; k < Q; ++k) {
             float & a = acc[size_t(i + uint32_t(k)) * d + c];
             for (uint32_t s = 0; s < n; ++s)
-                a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(v_at<F16>(v + s * row_bytes, c)), _mm_set_ss(a)));
+                a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(wi[k][s]), _mm_set_ss(at.one(v + s * row_bytes)), _mm_set_ss(a)));
         }
     }
 }
 
-template <bool F16>
+template <KvCodec C>
 void weighted_sum_rows(const uint8_t * v, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d,
                        float * acc) {
     uint32_t i = 0;
-    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, kValueTileRegisters, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
-    for (; i < n_q; ++i) accumulate_queries<1, 4, F16>(v, row_bytes, n, w, w_stride, i, d, acc);
+    for (; i + 4 <= n_q; i += 4) accumulate_queries<4, kValueTileRegisters, C>(v, row_bytes, n, w, w_stride, i, d, acc);
+    for (; i < n_q; ++i) accumulate_queries<1, 4, C>(v, row_bytes, n, w, w_stride, i, d, acc);
 }
 
 void weighted_sum(const void * v, KvCodec codec, size_t row_bytes, uint32_t n, const float * w, size_t w_stride, uint32_t n_q, uint32_t d,
                   float * acc) {
     const auto * rows = static_cast<const uint8_t *>(v);
-    if (codec == KvCodec::f16) return weighted_sum_rows<true>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
-    weighted_sum_rows<false>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
+    switch (codec) {
+        case KvCodec::f16: return weighted_sum_rows<KvCodec::f16>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
+        case KvCodec::q8: return weighted_sum_rows<KvCodec::q8>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
+        default: return weighted_sum_rows<KvCodec::f32>(rows, row_bytes, n, w, w_stride, n_q, d, acc);
+    }
 }
 
 // ---- flash q.k ---------------------------------------------------------------------------------
@@ -601,10 +655,94 @@ void flash_scores(const void * k, KvCodec codec, size_t row_bytes, uint32_t n_k,
     flash_scores_of<false>(rows, row_bytes, n_k, q, n_q, d, scale, s, stride);
 }
 
+// ---- q8 q.k ------------------------------------------------------------------------------------
+
+// R q8 keys against eight queries held in lanes (queries_q8.h): each key's next four values
+// broadcast to every lane, one multiply for 8 queries x 4 dims, a group's sums exact in
+// int32, then the scalar kernel's float steps. AVX2 multiplies |k| by q carrying k's sign
+// (maddubs: a pair sums to at most 2 x 128 x 127, never saturating; exact for any k, -128
+// too) and adds pairs with madd; VNNI's vpdpbusd takes unsigned bytes: (k + 128) . q, less
+// 128 x the group's sum of q.
+// G: the group size when known (0: q.group). out[r]: the scores of key r, query lanes.
+template <int R, uint32_t G>
+inline void q8_keys(const uint8_t * k, size_t row_bytes, const QueriesQ8 & q, uint32_t lane0, __m256 scale, __m256 * out) {
+    const uint32_t g = G ? G : q.group, lanes = q.lanes, d = q.d;
+    const size_t chunk_step = size_t(lanes) * 4;
+    const int8_t * qv = q.values.data() + size_t(lane0) * 4;
+    const float * q_scales = q.scales.data() + lane0;
+    const int32_t * q_sums = q.sums.data() + lane0;
+    const uint8_t * rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = k + size_t(r) * row_bytes;
+    __m256 acc[R];
+    for (__m256 & a : acc) a = _mm256_setzero_ps();
+    for (uint32_t at = 0; at < d; at += g, qv += (g / 4) * chunk_step, q_scales += lanes, q_sums += lanes) {
+        const size_t group = size_t(at / g) * (2 + g);
+        __m256i sum[R];
+        for (__m256i & x : sum) x = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (uint32_t c = 0; c < g; c += 4) {
+            const __m256i qc = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qv + (c / 4) * chunk_step));
+            for (int r = 0; r < R; ++r) {
+                const __m256i kc = _mm256_set1_epi32(load_as<int32_t>(rows[r] + group + 2 + c));
+#if defined(__AVX512VNNI__)
+                sum[r] = _mm256_dpbusd_epi32(sum[r], _mm256_xor_si256(kc, _mm256_set1_epi8(char(0x80))), qc);
+#else
+                const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(kc), _mm256_sign_epi8(qc, kc));
+                sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+                keep_in_register(sum[r]);  // else GCC regroups the adds into a tree and spills the products
+#endif
+            }
+        }
+#if defined(__AVX512VNNI__)
+        const __m256i bias = _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(q_sums)), 7);
+        for (__m256i & x : sum) x = _mm256_sub_epi32(x, bias);
+#endif
+        const __m256 q_scale = _mm256_loadu_ps(q_scales);
+        for (int r = 0; r < R; ++r) {
+            const __m256 k_scale = _mm256_set1_ps(f16_to_f32(load_as<uint16_t>(rows[r] + group)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_mul_ps(k_scale, q_scale), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) out[r] = _mm256_mul_ps(acc[r], scale);
+}
+
+// The scores of R keys (out[r], query lanes) into rows s[i * stride] of n queries.
+template <int R>
+inline void store_q8_scores(const __m256 * out, uint32_t n, float * s, size_t stride) {
+    __m256i t[8];
+    for (int r = 0; r < 8; ++r) t[r] = r < R ? _mm256_castps_si256(out[r]) : _mm256_setzero_si256();
+    transpose8(t);
+    for (uint32_t i = 0; i < n; ++i) store_lanes(s + i * stride, _mm256_castsi256_ps(t[i]), R);
+}
+
+template <uint32_t G>
+void flash_scores_q8_of(const uint8_t * k, size_t row_bytes, uint32_t n_k, const QueriesQ8 & q, float scale, float * s, size_t stride) {
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (uint32_t lane0 = 0; lane0 < q.n_q; lane0 += 8) {
+        const uint32_t n = q.n_q - lane0 < 8 ? q.n_q - lane0 : 8;
+        float * rows = s + size_t(lane0) * stride;
+        uint32_t j = 0;
+        __m256 out[kQ8Keys];
+        for (; j + kQ8Keys <= n_k; j += kQ8Keys) {
+            q8_keys<kQ8Keys, G>(k + j * row_bytes, row_bytes, q, lane0, sc, out);
+            store_q8_scores<kQ8Keys>(out, n, rows + j, stride);
+        }
+        for (; j < n_k; ++j) {
+            q8_keys<1, G>(k + j * row_bytes, row_bytes, q, lane0, sc, out);
+            store_q8_scores<1>(out, n, rows + j, stride);
+        }
+    }
+}
+
+void flash_scores_q8(const uint8_t * k, size_t row_bytes, uint32_t n_k, const QueriesQ8 & q, float scale, float * s, size_t stride) {
+    if (q.group == 32) return flash_scores_q8_of<32>(k, row_bytes, n_k, q, scale, s, stride);  // every head size divisible by 32
+    flash_scores_q8_of<0>(k, row_bytes, n_k, q, scale, s, stride);
+}
+
 }  // namespace
 
 const AttentionKernels & LONGREAD_ATTENTION_KERNEL_TABLE() {
-    static const AttentionKernels k{copy, decode_rows, scores, max, exp_sum, normalize, weighted_sum, flash_scores};
+    static const AttentionKernels k{copy, decode_rows, scores, max, exp_sum, normalize, weighted_sum, flash_scores, flash_scores_q8};
     return k;
 }
 
