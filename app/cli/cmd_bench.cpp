@@ -3,6 +3,10 @@
 // bandwidth measured in the same run and the decode roofline it implies.
 //
 //   longread-cli bench -m M -p 512 -n 64 -t 2 [--depth 512,2048,4096] [-r 5] [--json]
+//                      [--kv-k-bits 8 --kv-v-bits 8 [--kv-residual 128]]
+//
+// The KV cache is the full one, in memory; its codecs as the flags say (llama-bench's
+// -ctk / -ctv), blocks re-encoded once they leave the full-precision window.
 //
 // Every figure is the median of -r repeats. The bandwidth is measured by streaming the
 // weights decode reads (the model's own mapping, so no extra memory), between repeats.
@@ -94,12 +98,11 @@ std::vector<int32_t> bench_tokens(size_t n, uint32_t n_vocab, uint64_t seed) {
 
 class Runner {
 public:
-    Runner(const Model & model, LlamaGraph & graph, uint32_t max_tokens) : model_(model), graph_(graph), max_tokens_(max_tokens) {}
+    Runner(const Model & model, LlamaGraph & graph, KvCacheConfig config) : model_(model), graph_(graph), config_(std::move(config)) {}
 
     // A fresh cache holding `depth` tokens (prefilled in ubatches), or an error.
     Result<std::unique_ptr<KvCache>> cache_at(uint32_t depth, double * prefill_seconds) {
-        KvCacheConfig config;
-        config.max_tokens = max_tokens_;
+        const KvCacheConfig & config = config_;
         LR_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::create(config, model_.kv_shape(), model_.backend()));
         const auto t0 = std::chrono::steady_clock::now();
         LR_RETURN_IF_ERROR(feed(*kv, bench_tokens(depth, model_.hparams().n_vocab, 17 + depth)));
@@ -128,7 +131,7 @@ private:
 
     const Model & model_;
     LlamaGraph & graph_;
-    uint32_t max_tokens_;
+    KvCacheConfig config_;
     std::vector<float> logits_;
 };
 
@@ -170,6 +173,9 @@ int run_bench(const Argv & argv) {
              {"-r", "--repetitions", true, false, "repeats; figures are medians (default 5)"},
              {"-b", "--ubatch", true, false, "prefill ubatch in tokens (default: -p, at most 512)"},
              {"--depth", "", true, false, "also decode after prefilling these context sizes, e.g. 512,2048,4096"},
+             {"--kv-k-bits", "", true, false, "K precision: 16, 8 or 4 (default 16)"},
+             {"--kv-v-bits", "", true, false, "V precision: 16, 8 or 4 (default 16)"},
+             {"--kv-residual", "", true, false, "recent tokens kept in full precision (default 128)"},
              {"--json", "", false, false, "print one JSON object"},
              {"-h", "--help", false, false, "this help"},
          }});
@@ -201,7 +207,19 @@ int run_bench(const Argv & argv) {
     const uint32_t max_tokens = max_depth + uint32_t(*n_gen);
     auto graph = LlamaGraph::create(model, uint32_t(*ubatch));
     if (!graph.ok()) return fail(graph.status().message());
-    Runner runner(model, *graph, max_tokens);
+    KvCacheConfig config;
+    config.max_tokens = max_tokens;
+    auto k_bits = args->get_int("--kv-k-bits", config.settings.k_bits, 4, 32);
+    auto v_bits = args->get_int("--kv-v-bits", config.settings.v_bits, 4, 32);
+    auto residual = args->get_int("--kv-residual", config.settings.residual_tokens, 0, 1 << 20);
+    for (const auto * r : {&k_bits, &v_bits, &residual}) {
+        if (!r->ok()) return fail(r->status().message());
+    }
+    config.settings.k_bits = uint32_t(*k_bits);
+    config.settings.v_bits = uint32_t(*v_bits);
+    config.settings.residual_tokens = uint32_t(*residual);
+    if (Status s = validate(config, model.kv_shape()); !s.ok()) return fail(s.message());
+    Runner runner(model, *graph, config);
 
     const std::vector<MemoryRegion> weights = decode_weights(model.weights(), model.hparams().n_expert_used);
 
@@ -251,7 +269,9 @@ int run_bench(const Argv & argv) {
         std::string out = "{\"model\":" + json_string(model.file().path()) + ",\"backend\":" + json_string(backend_name) +
                           ",\"threads\":" + std::to_string(n_threads) + ",\"n_prompt\":" + std::to_string(*n_prompt) +
                           ",\"n_gen\":" + std::to_string(*n_gen) + ",\"ubatch\":" + std::to_string(*ubatch) +
-                          ",\"repetitions\":" + std::to_string(*reps);
+                          ",\"repetitions\":" + std::to_string(*reps) +
+                          ",\"kv_k\":" + json_string(std::string(kv_codec_name(config.settings.k_codec()))) +
+                          ",\"kv_v\":" + json_string(std::string(kv_codec_name(config.settings.v_codec())));
         char buf[512];
         std::snprintf(buf, sizeof buf,
                       ",\"pp_tok_s\":%.3f,\"tg_tok_s\":%.3f,\"weight_bytes\":%llu,\"bytes_read_per_token\":%llu,\"bandwidth_gb_s\":%.3f,"
@@ -282,6 +302,12 @@ int run_bench(const Argv & argv) {
         return std::string(buf);
     };
     std::printf("model      %s\nbackend    %s\n", model.file().path().c_str(), backend_name.c_str());
+    std::printf("KV cache   K %s, V %s", std::string(kv_codec_name(config.settings.k_codec())).c_str(),
+                std::string(kv_codec_name(config.settings.v_codec())).c_str());
+    if (kv_codec_bits(config.settings.k_codec()) < 16 || kv_codec_bits(config.settings.v_codec()) < 16) {
+        std::printf(" (the last %u tokens in f16)", config.settings.residual_tokens);
+    }
+    std::printf("\n");
     std::printf("weights    %.1f MiB read per decoded token, of %.1f MiB%s\n", double(bytes_per_token) / (1 << 20),
                 double(model.weights().n_bytes) / (1 << 20), model.hparams().is_moe() ? " (of the experts, the chosen ones)" : "");
     std::printf("pp%-6lld   %8.1f tok/s  %s\n", *n_prompt, median(pp), spread(pp).c_str());

@@ -193,6 +193,33 @@ private slots:
         QCOMPARE(per_token, weights - experts * 6 / 8 - embd + 128 * 4);
     }
 
+    // bench's cache takes the codecs of the flags (llama-bench's -ctk / -ctv): q8 rows past
+    // the full-precision window hold about half the bytes of f16 ones; a width the cache
+    // has not is an error.
+    void benchTakesTheKvCodecs() {
+        auto kv_bytes = [](const QJsonObject & o) {
+            double bytes = 0;
+            for (const QJsonValue & kind : o["depths"].toArray()[0].toObject()["kv_by_kind"].toArray()) bytes += kind["bytes"].toDouble();
+            return bytes;
+        };
+        const QString model = shared_path("models/tiny/tiny-llama-Q4_0.gguf");
+        const Run f16 = run_cli({"bench", "-m", model, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "--depth", "256", "--json"});
+        const Run q8 = run_cli({"bench", "-m",    model,     "-p",  "8",           "-n", "2",           "-r", "1",
+                                "-t",    "1",     "--depth", "256", "--kv-k-bits", "8",  "--kv-v-bits", "8",  "--kv-residual",
+                                "0",     "--json"});
+        QCOMPARE(f16.exit_code, 0);
+        QCOMPARE(q8.exit_code, 0);
+        const QJsonObject a = QJsonDocument::fromJson(f16.out).object(), b = QJsonDocument::fromJson(q8.out).object();
+        QCOMPARE(a["kv_k"].toString(), QString("f16"));
+        QCOMPARE(b["kv_k"].toString(), QString("q8"));
+        QCOMPARE(b["kv_v"].toString(), QString("q8"));
+        qInfo("KV at depth 256: f16 %.0f bytes, q8 %.0f", kv_bytes(a), kv_bytes(b));
+        QVERIFY(kv_bytes(b) > 0.4 * kv_bytes(a) && kv_bytes(b) < 0.65 * kv_bytes(a));
+        const Run bad = run_cli({"bench", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--kv-k-bits", "5"});
+        QVERIFY(bad.exit_code != 0);
+        QVERIFY2(bad.err.contains("KV bits must be 16, 8 or 4"), bad.err.constData());
+    }
+
     // The rope's scaling and the sliding layers as each family's file sets them.
     void infoNamesRopeScalingAndLayerKinds_data() {
         QTest::addColumn<QString>("model");
