@@ -3,11 +3,12 @@
 //                                  [2048 x 5632] with /down, [96 x 2048] with /l2, which
 //                                  stays in L2); decode reports the weight bytes streamed
 //                                  per second, prefill the multiply-adds;
-//   attention/<isa>/<depth>/<tokens>/<window>/<mass> one layer's attention (32 query
-//                                  heads, 4 KV heads, head_dim 64, f16 cache) after `depth`
+//   attention/<isa>/<depth>/<tokens>/<window>/<mass>/<bits> one layer's attention (32
+//                                  query heads, 4 KV heads, head_dim 64) after `depth`
 //                                  cached tokens; window > 0: a sliding layer (gemma3's);
-//                                  mass 1: collecting the attention mass; the exact driver
-//                                  (scalar: the reference), attention-flash/ the one-pass one;
+//                                  mass 1: collecting the attention mass; bits: K and V in
+//                                  f16 (16) or q8 (8); the exact driver (scalar: the
+//                                  reference), attention-flash/ the one-pass one;
 //   geglu/<isa>/<n>                GELU-tanh (ggml's f16 table) times up over n values.
 // Run: build/tests/bench/bench_cpu_kernels [--benchmark_filter=matmul/Q4_0]
 
@@ -83,10 +84,11 @@ void bench_attention(benchmark::State & state, CpuIsa isa, bool flash) {
     const int64_t n_tokens = state.range(1);
     const int32_t window = int32_t(state.range(2));
     const bool collect_mass = state.range(3) != 0;
+    const KvCodec codec = state.range(4) == 8 ? KvCodec::q8 : KvCodec::f16;
     const KvBlockShape shape{32, 4, 64};
     const uint32_t n_pos = depth + uint32_t(n_tokens);
     const uint32_t n_blocks = (n_pos + shape.block_tokens - 1) / shape.block_tokens;
-    const KvBlockLayout L{shape, KvCodec::f16, KvCodec::f16};
+    const KvBlockLayout L{shape, codec, codec};
     std::vector<std::vector<uint8_t>> storage;
     std::vector<KvBlockRef> blocks;
     Rng rng{2};
@@ -100,11 +102,11 @@ void bench_attention(benchmark::State & state, CpuIsa isa, bool flash) {
                 const uint32_t p = b * shape.block_tokens + s;
                 pos[L.pos_index(g, s)] = p < n_pos ? int32_t(p) : kInvalidPos;
                 for (float & e : v) e = rng.normal();
-                kv_encode_row(KvCodec::f16, v.data(), data + L.k_row_offset(g, s), shape.head_dim);
-                kv_encode_row(KvCodec::f16, v.data(), data + L.v_row_offset(g, s), shape.head_dim);
+                kv_encode_row(codec, v.data(), data + L.k_row_offset(g, s), shape.head_dim);
+                kv_encode_row(codec, v.data(), data + L.v_row_offset(g, s), shape.head_dim);
             }
         }
-        blocks.push_back({data, KvCodec::f16, KvCodec::f16});
+        blocks.push_back({data, codec, codec});
     }
     PagedKvView view;
     view.shape = shape;
@@ -181,18 +183,21 @@ void register_all() {
         for (bool flash : {false, true}) {
             const std::string name = std::string(flash ? "attention-flash/" : "attention/") + std::string(cpu_isa_name(isa));
             benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State & s) { bench_attention(s, isa, flash); })
-                ->Args({512, 1, 0, 0})
-                ->Args({2048, 1, 0, 0})
-                ->Args({4096, 1, 0, 0})
-                ->Args({16384, 1, 0, 0})
-                ->Args({16384, 1, 0, 1})
-                ->Args({4096, 1, 1024, 0})
-                ->Args({0, 512, 0, 0})
-                ->Args({2048, 64, 0, 0})
-                ->Args({4096, 64, 0, 0})
-                ->Args({16384, 64, 0, 0})
-                ->Args({16384, 64, 0, 1})
-                ->Args({4096, 64, 1024, 0})
+                ->Args({512, 1, 0, 0, 16})
+                ->Args({2048, 1, 0, 0, 16})
+                ->Args({4096, 1, 0, 0, 16})
+                ->Args({16384, 1, 0, 0, 16})
+                ->Args({16384, 1, 0, 1, 16})
+                ->Args({4096, 1, 1024, 0, 16})
+                ->Args({0, 512, 0, 0, 16})
+                ->Args({2048, 64, 0, 0, 16})
+                ->Args({4096, 64, 0, 0, 16})
+                ->Args({16384, 64, 0, 0, 16})
+                ->Args({16384, 64, 0, 1, 16})
+                ->Args({4096, 64, 1024, 0, 16})
+                ->Args({2048, 1, 0, 0, 8})
+                ->Args({16384, 1, 0, 0, 8})
+                ->Args({16384, 64, 0, 0, 8})
                 ->Unit(benchmark::kMicrosecond);
         }
         if (isa == CpuIsa::avx512) continue;  // AVX2's activations
