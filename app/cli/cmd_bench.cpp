@@ -135,6 +135,15 @@ private:
     std::vector<float> logits_;
 };
 
+// The cache flags bench takes: the codecs and their full-precision window.
+std::vector<FlagSpec> kv_codec_flags() {
+    std::vector<FlagSpec> out;
+    for (const FlagSpec & f : kv_flags()) {
+        if (f.name == "--kv-k-bits" || f.name == "--kv-v-bits" || f.name == "--kv-residual") out.push_back(f);
+    }
+    return out;
+}
+
 struct DepthResult {
     uint32_t depth;
     std::vector<double> pp, tg;                // tok/s per repeat
@@ -173,12 +182,10 @@ int run_bench(const Argv & argv) {
              {"-r", "--repetitions", true, false, "repeats; figures are medians (default 5)"},
              {"-b", "--ubatch", true, false, "prefill ubatch in tokens (default: -p, at most 512)"},
              {"--depth", "", true, false, "also decode after prefilling these context sizes, e.g. 512,2048,4096"},
-             {"--kv-k-bits", "", true, false, "K precision: 16, 8 or 4 (default 16)"},
-             {"--kv-v-bits", "", true, false, "V precision: 16, 8 or 4 (default 16)"},
-             {"--kv-residual", "", true, false, "recent tokens kept in full precision (default 128)"},
              {"--json", "", false, false, "print one JSON object"},
              {"-h", "--help", false, false, "this help"},
-         }});
+         },
+         kv_codec_flags()});
     int exit_code = 0;
     auto args = parse_flags(argv, specs, "bench [-m MODEL] [-p 512] [-n 64] [-t THREADS] [--depth 512,2048] [--json]", exit_code);
     if (!args) return exit_code;
@@ -207,17 +214,11 @@ int run_bench(const Argv & argv) {
     const uint32_t max_tokens = max_depth + uint32_t(*n_gen);
     auto graph = LlamaGraph::create(model, uint32_t(*ubatch));
     if (!graph.ok()) return fail(graph.status().message());
+    auto settings = kv_settings(*args);  // of its flags, only the codecs' are bench's
+    if (!settings.ok()) return fail(settings.status().message());
     KvCacheConfig config;
+    config.settings = *settings;
     config.max_tokens = max_tokens;
-    auto k_bits = args->get_int("--kv-k-bits", config.settings.k_bits, 4, 32);
-    auto v_bits = args->get_int("--kv-v-bits", config.settings.v_bits, 4, 32);
-    auto residual = args->get_int("--kv-residual", config.settings.residual_tokens, 0, 1 << 20);
-    for (const auto * r : {&k_bits, &v_bits, &residual}) {
-        if (!r->ok()) return fail(r->status().message());
-    }
-    config.settings.k_bits = uint32_t(*k_bits);
-    config.settings.v_bits = uint32_t(*v_bits);
-    config.settings.residual_tokens = uint32_t(*residual);
     if (Status s = validate(config, model.kv_shape()); !s.ok()) return fail(s.message());
     Runner runner(model, *graph, config);
 
