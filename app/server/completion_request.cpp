@@ -140,6 +140,60 @@ std::optional<ApiError> read_stop(const json & body, CompletionRequest & out) {
     return invalid_request("stop must be a string or an array of strings", "stop");
 }
 
+// Fields that would change what a reply is, which Longread does not do: a 400 naming them
+// rather than a reply that quietly ignores them (as OpenAI's own API refuses what a model
+// cannot do).
+std::optional<ApiError> refuse_unsupported(const json & body, CompletionKind kind) {
+    auto present = [&](const char * name) {
+        const auto it = body.find(name);
+        return it != body.end() && !it->is_null() && !(it->is_array() && it->empty()) && !(it->is_object() && it->empty()) &&
+               !(it->is_string() && it->get_ref<const std::string &>().empty());
+    };
+    if (present("response_format")) {
+        const json & f = body["response_format"];
+        if (!f.is_object() || !f.contains("type") || f["type"] != "text") {
+            return invalid_request(
+                "response_format other than {\"type\": \"text\"} is not supported: Longread does not constrain its "
+                "output to JSON (ask for JSON in the messages instead)",
+                "response_format");
+        }
+    }
+    const auto choice = body.find("tool_choice");
+    const bool no_tools = choice != body.end() && choice->is_string() && *choice == "none";
+    for (const char * name : {"tools", "functions"}) {
+        if (present(name) && !no_tools)
+            return invalid_request(std::string(name) + " (function calling) are not supported by this server", name);
+    }
+    if (present("logit_bias")) return invalid_request("logit_bias is not supported by this server", "logit_bias");
+    if (kind == CompletionKind::text) {
+        if (present("suffix")) return invalid_request("suffix (insertion) is not supported by this server", "suffix");
+        const auto echo = body.find("echo");
+        if (echo != body.end() && echo->is_boolean() && echo->get<bool>()) {
+            return invalid_request("echo is not supported by this server (the reply holds only the generated text)", "echo");
+        }
+        const auto best_of = body.find("best_of");
+        if (best_of != body.end() && best_of->is_number_integer() && best_of->get<long long>() > 1) {
+            return invalid_request("only best_of = 1 is supported", "best_of");
+        }
+    }
+    return std::nullopt;
+}
+
+// Chat: logprobs (true or false) and top_logprobs; completions: logprobs, the alternatives'
+// count. Either way GenerateParams::logprobs.
+std::optional<ApiError> read_logprobs(FieldReader & r, CompletionKind kind, GenerateParams & out) {
+    if (kind == CompletionKind::text) {
+        if (auto v = r.integer("logprobs", 0, kMaxTopLogprobs)) out.logprobs = int32_t(*v);
+        return r.error;
+    }
+    const std::optional<bool> wanted = r.boolean("logprobs");
+    const std::optional<long long> top = r.integer("top_logprobs", 0, kMaxTopLogprobs);
+    if (r.error) return r.error;
+    if (top && !wanted.value_or(false)) return invalid_request("top_logprobs needs logprobs to be true", "top_logprobs");
+    if (wanted.value_or(false)) out.logprobs = int32_t(top.value_or(0));
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKind kind, std::string_view body_text,
@@ -161,6 +215,11 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKin
     if (auto v = r.number("presence_penalty", -2, 2)) s.presence_penalty = float(*v);
     if (auto v = r.number("frequency_penalty", -2, 2)) s.frequency_penalty = float(*v);
     if (auto v = r.integer("seed", INT64_MIN, INT64_MAX)) s.seed = uint64_t(*v);
+    // llama.cpp's server's sampling fields beside OpenAI's; their ranges are the sampler's.
+    if (auto v = r.integer("top_k", INT32_MIN, INT32_MAX)) s.top_k = int32_t(*v);
+    if (auto v = r.number("min_p", -1e9, 1e9)) s.min_p = float(*v);
+    if (auto v = r.number("repeat_penalty", -1e9, 1e9)) s.repeat_penalty = float(*v);
+    if (auto v = r.integer("repeat_last_n", INT32_MIN, INT32_MAX)) s.repeat_last_n = int32_t(*v);
     // OpenAI's defaults: a chat reply runs to its end, a text completion takes 16 tokens.
     out.generate.max_tokens = kind == CompletionKind::chat ? 0 : 16;
     const char * const length_field = r.find("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
@@ -168,6 +227,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKin
     if (auto v = r.integer("n", 1, 1 << 20); v && *v != 1) return invalid_request("only n = 1 is supported", "n");
     if (auto v = r.boolean("stream")) out.stream = *v;
     if (r.error) return *r.error;
+    if (auto e = read_logprobs(r, kind, out.generate)) return *e;
+    if (auto e = refuse_unsupported(body, kind)) return *e;
     if (const json * options = r.find("stream_options")) {
         if (!options->is_object()) return invalid_request("stream_options must be an object", "stream_options");
         FieldReader o{*options, std::nullopt};

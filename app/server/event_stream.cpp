@@ -20,11 +20,13 @@ bool write_event_stream(Job & job, const ReplyIdentity & who, std::chrono::milli
             continue;
         }
         switch (e->kind) {
-            case JobEvent::Kind::answer:
-                if (!write(
-                        sse_event(chat ? chat_chunk(who, {{"content", e->text}}, std::nullopt) : text_chunk(who, e->text, std::nullopt))))
+            case JobEvent::Kind::answer: {
+                const std::vector<LogprobEntry> * asked = job.request.generate.logprobs >= 0 ? &e->logprobs : nullptr;
+                if (!write(sse_event(chat ? chat_chunk(who, {{"content", e->text}}, std::nullopt, chat_logprobs(asked))
+                                          : text_chunk(who, e->text, std::nullopt, text_logprobs(asked)))))
                     return false;
                 break;
+            }
             case JobEvent::Kind::thinking:
                 if (!write(sse_event(chat_chunk(who, {{"reasoning_content", e->text}}, std::nullopt)))) return false;
                 break;

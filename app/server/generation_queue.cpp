@@ -27,22 +27,33 @@ const char * finish_reason(StopReason reason) {
     return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
 }
 
-// Streams generated text to a job: stop strings held back, latencies recorded.
+// Streams generated text to a job: stop strings held back, latencies recorded, and each
+// token's log-probabilities (when asked for) sent with the answer text it starts in, so
+// that a token after a stop string is never reported.
 class ReplyStream {
 public:
     ReplyStream(Job & job, ServerMetrics & metrics) : job_(job), metrics_(metrics), stops_(job.request.stop) {}
 
+    // The log-probabilities of the token whose answer text answer() gets next.
+    void logprob(LogprobEntry entry) {
+        entry.text_offset = fed_;
+        pending_.push_back(std::move(entry));
+    }
     bool answer(std::string_view text) {
         token_arrived();
-        send(JobEvent::Kind::answer, stops_.feed(text));
+        fed_ += text.size();
+        send_answer(stops_.feed(text));
         return !stops_.stopped();
     }
     void thinking(std::string_view text) {
         token_arrived();
-        send(JobEvent::Kind::thinking, std::string(text));
+        job_.channel.push({.kind = JobEvent::Kind::thinking, .text = std::string(text)});
     }
     void finish(const GenerateResult & result, uint64_t prompt_tokens) {
-        send(JobEvent::Kind::answer, stops_.flush());
+        send_answer(stops_.flush());
+        if (!stops_.stopped() && !pending_.empty()) {  // tokens without text of their own at the end
+            job_.channel.push({.kind = JobEvent::Kind::answer, .logprobs = {pending_.begin(), pending_.end()}});
+        }
         const Usage usage{prompt_tokens, result.tokens.size()};
         metrics_.add_tokens(usage.prompt_tokens, usage.completion_tokens);
         job_.channel.push(
@@ -57,8 +68,14 @@ private:
         first_ = true;
         last_ = now;
     }
-    void send(JobEvent::Kind kind, std::string text) {
-        if (!text.empty()) job_.channel.push({.kind = kind, .text = std::move(text)});
+    void send_answer(std::string text) {
+        sent_ += text.size();
+        JobEvent e{.kind = JobEvent::Kind::answer, .text = std::move(text)};
+        while (!pending_.empty() && pending_.front().text_offset < sent_) {
+            e.logprobs.push_back(std::move(pending_.front()));
+            pending_.pop_front();
+        }
+        if (!e.text.empty() || !e.logprobs.empty()) job_.channel.push(std::move(e));
     }
 
     Job & job_;
@@ -66,7 +83,18 @@ private:
     StopMatcher stops_;
     bool first_ = false;
     Clock::time_point last_;
+    uint64_t fed_ = 0;   // answer bytes given to the stop strings' matcher
+    uint64_t sent_ = 0;  // of them, sent
+    std::deque<LogprobEntry> pending_;
 };
+
+// A token's log-probabilities with the tokens' texts.
+LogprobEntry logprob_entry(const Tokenizer & tokenizer, const TokenLogprobs & lp) {
+    LogprobEntry e{.token = tokenizer.token_to_piece(lp.token, true), .logprob = lp.logprob};
+    e.top.reserve(lp.top.size());
+    for (const auto & [token, logprob] : lp.top) e.top.emplace_back(tokenizer.token_to_piece(token, true), logprob);
+    return e;
+}
 
 // An engine error as the API tells it: bad settings and a prompt that does not fit (the
 // measure leaves out the few tokens of the generation prompt) are the client's.
@@ -108,11 +136,19 @@ struct GenerationQueue::Running {
     std::optional<chat::ThinkingSplitter> splitter;  // a chat reply's
     uint64_t prompt_tokens = 0;
     bool cancel_sent = false;
+    std::optional<LogprobEntry> logprob;  // of the token deliver() gets next
 
-    // A generated piece: the thinking apart from the answer; false when a stop string ended it.
+    // A generated piece: the thinking apart from the answer; false when a stop string ended
+    // it. A token's log-probabilities go with the answer, not with the thinking.
     bool deliver(std::string_view piece) {
-        if (!splitter) return stream.answer(piece);
+        if (!splitter) {
+            if (logprob) stream.logprob(std::move(*logprob));
+            logprob.reset();
+            return stream.answer(piece);
+        }
         const chat::ThinkingSplit split = splitter->push(piece);
+        if (logprob && !(split.answer.empty() && (!split.thinking.empty() || splitter->in_thinking()))) stream.logprob(std::move(*logprob));
+        logprob.reset();
         if (!split.thinking.empty()) stream.thinking(split.thinking);
         return stream.answer(split.answer);
     }
@@ -282,6 +318,11 @@ bool GenerationQueue::try_start(const std::shared_ptr<Job> & job) {
     auto running = std::make_unique<Running>(Running{.job = job, .stream = ReplyStream(*job, metrics_), .prompt_tokens = prompt.size()});
     if (chat) running->splitter = reply_splitter(*model_, prompt);
     request.sink = [r = running.get()](int32_t, std::string_view piece) { return r->deliver(piece); };
+    if (r.generate.logprobs >= 0) {
+        request.logprob_sink = [run = running.get(), &tokenizer = model_->tokenizer()](const TokenLogprobs & lp) {
+            run->logprob = logprob_entry(tokenizer, lp);
+        };
+    }
     const Result<uint64_t> id = batch_->add(std::move(request), *reservation);
     if (!id.ok()) {
         fail(*job, false, id.status());

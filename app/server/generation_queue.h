@@ -36,10 +36,11 @@ namespace lr::server {
 struct JobEvent {
     enum class Kind { admitted, rejected, answer, thinking, finished, failed };
     Kind kind = Kind::answer;
-    std::string text;           // answer, thinking
-    std::string finish_reason;  // finished: "stop" or "length"
-    Usage usage;                // admitted (prompt tokens), finished
-    ApiError error;             // rejected, failed
+    std::string text;                    // answer, thinking
+    std::vector<LogprobEntry> logprobs;  // answer, when asked for: the tokens whose text starts in it (or, at the end, none)
+    std::string finish_reason;           // finished: "stop" or "length"
+    Usage usage;                         // admitted (prompt tokens), finished
+    ApiError error;                      // rejected, failed
 };
 
 // Events from the engine thread to one HTTP thread.

@@ -123,19 +123,25 @@ void HttpRoutes::complete(CompletionKind kind, const httplib::Request & req, htt
 
 void HttpRoutes::wait_reply(const std::shared_ptr<Job> & job, const ReplyIdentity & who, httplib::Response & res) {
     std::string text, thinking;
+    std::vector<LogprobEntry> logprobs;
+    const bool chat = job->request.kind == CompletionKind::chat;
     for (;;) {
         const std::optional<JobEvent> e = job->channel.next(std::chrono::hours(1));
         if (!e) continue;
         switch (e->kind) {
-            case JobEvent::Kind::answer: text += e->text; break;
+            case JobEvent::Kind::answer:
+                text += e->text;
+                logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
+                break;
             case JobEvent::Kind::thinking: thinking += e->text; break;
             case JobEvent::Kind::failed: return send_error(res, e->error);
-            case JobEvent::Kind::finished:
-                res.set_content(dump(job->request.kind == CompletionKind::chat
-                                         ? chat_completion(who, text, thinking, e->finish_reason, e->usage)
-                                         : text_completion(who, text, e->finish_reason, e->usage)),
+            case JobEvent::Kind::finished: {
+                const std::vector<LogprobEntry> * asked = job->request.generate.logprobs >= 0 ? &logprobs : nullptr;
+                res.set_content(dump(chat ? chat_completion(who, text, thinking, e->finish_reason, e->usage, chat_logprobs(asked))
+                                          : text_completion(who, text, e->finish_reason, e->usage, text_logprobs(asked))),
                                 kJson);
                 return;
+            }
             default: break;
         }
     }

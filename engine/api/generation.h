@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/api/sampling.h"
@@ -20,9 +21,15 @@ struct PrefillProgress {
 };
 using ProgressFn = std::function<void(const PrefillProgress &)>;
 
+// The most alternatives a token's log-probabilities list (OpenAI's top_logprobs limit).
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
 struct GenerateParams {
     int32_t max_tokens = 512;  // tokens to generate at most; <= 0: until the context is full
     SamplerParams sampler;
+    // Each generated token's log-probability and this many alternatives at its place
+    // (0..kMaxTopLogprobs); -1: none.
+    int32_t logprobs = -1;
 };
 
 // Checks the parameters; messages name the setting.
@@ -44,6 +51,17 @@ struct GenerateResult {
     StopReason reason = StopReason::max_tokens;
     double decode_ms = 0;  // time spent evaluating the generated tokens
 };
+
+// A generated token's log-probability and the most likely tokens at its place, from the
+// model's own distribution (the softmax of the logits, before penalties, temperature or
+// any cut of the sampler), as OpenAI's logprobs report it.
+struct TokenLogprobs {
+    int32_t token = -1;
+    float logprob = 0;
+    std::vector<std::pair<int32_t, float>> top;  // (token, logprob), most likely first
+};
+// Receives each generated token's log-probabilities, just before the TokenSink gets its text.
+using LogprobSink = std::function<void(const TokenLogprobs &)>;
 
 // Receives each generated token with the text it completes (may be empty while a
 // multi-byte character is incomplete). Returns whether to keep going.

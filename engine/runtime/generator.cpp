@@ -6,7 +6,13 @@
 
 namespace lr {
 
-Status validate(const GenerateParams & params) { return validate_sampler_params(params.sampler); }
+Status validate(const GenerateParams & params) {
+    if (params.logprobs < -1 || params.logprobs > kMaxTopLogprobs) {
+        return error(StatusCode::invalid_argument,
+                     "logprobs must be -1 (none) or 0 to " + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(params.logprobs));
+    }
+    return validate_sampler_params(params.sampler);
+}
 
 const char * stop_reason_name(StopReason reason) {
     switch (reason) {

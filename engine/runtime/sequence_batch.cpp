@@ -68,7 +68,8 @@ Result<uint64_t> SequenceBatch::add(BatchSequenceRequest request, uint64_t reser
     s.restored = kv_->restore_prefix(seq, s.tokens, 1);
     s.in_cache = s.restored;
     s.selection = request.selection;
-    s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.tokens, std::move(request.sink));
+    s.generation = std::make_unique<TokenGeneration>(model_->tokenizer(), request.params, s.tokens, std::move(request.sink),
+                                                     std::move(request.logprob_sink));
     s.reservation = reservation;
     reserved_ += reservation;
     sequences_.push_back(std::move(s));

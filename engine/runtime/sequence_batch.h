@@ -33,8 +33,9 @@ namespace lr {
 struct BatchSequenceRequest {
     std::vector<int32_t> prompt;  // not empty
     GenerateParams params;
-    KvSettings selection;  // this sequence's policy; its codecs, blocks and tiers must be the batch's
-    TokenSink sink;        // every generated token with its text, on the thread that runs step()
+    KvSettings selection;      // this sequence's policy; its codecs, blocks and tiers must be the batch's
+    TokenSink sink;            // every generated token with its text, on the thread that runs step()
+    LogprobSink logprob_sink;  // with params.logprobs: each token's log-probabilities, just before sink
 };
 
 class SequenceBatch {

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 
+#include "engine/sampling/logprobs.h"
+
 namespace lr {
 
 TokenGeneration::TokenGeneration(const Tokenizer & tokenizer, const GenerateParams & params, std::span<const int32_t> history,
-                                 TokenSink sink)
+                                 TokenSink sink, LogprobSink logprob_sink)
     : tokenizer_(tokenizer), params_(params), sampler_(params.sampler),
-      decoder_(tokenizer, DecodeOptions{.strip_space_prefix = history.empty()}), sink_(std::move(sink)) {
+      decoder_(tokenizer, DecodeOptions{.strip_space_prefix = history.empty()}), sink_(std::move(sink)),
+      logprob_sink_(std::move(logprob_sink)) {
     const size_t n_recent = std::min<size_t>(history.size(), size_t(std::max(params.sampler.repeat_last_n, 0)));
     for (size_t i = history.size() - n_recent; i < history.size(); ++i) sampler_.accept(history[i]);
 }
@@ -31,6 +34,9 @@ std::optional<int32_t> TokenGeneration::next(std::span<const float> logits, uint
     if (room == 0) {
         finish(StopReason::context_full);
         return std::nullopt;
+    }
+    if (params_.logprobs >= 0 && logprob_sink_) {
+        logprob_sink_(token_logprobs(logits, token, std::min<int32_t>(params_.logprobs, int32_t(logits.size()))));
     }
     result_.tokens.push_back(token);
     const std::string piece = decoder_.push(token);

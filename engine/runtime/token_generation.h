@@ -18,8 +18,10 @@ class TokenGeneration {
 public:
     // `history`: the tokens before the generation (the penalties see its end, as
     // llama.cpp's do; empty: the text starts without a space prefix). `params` must pass
-    // validate(); the tokenizer must outlive this.
-    TokenGeneration(const Tokenizer & tokenizer, const GenerateParams & params, std::span<const int32_t> history, TokenSink sink);
+    // validate(); the tokenizer must outlive this. `logprob_sink` gets each generated
+    // token's log-probabilities when params.logprobs asks for them.
+    TokenGeneration(const Tokenizer & tokenizer, const GenerateParams & params, std::span<const int32_t> history, TokenSink sink,
+                    LogprobSink logprob_sink = {});
 
     // The token to evaluate next, given the logits after the last one and the room the
     // context has left; nothing when the generation ends here (result().reason says why; the
@@ -38,6 +40,7 @@ private:
     Sampler sampler_;
     StreamingDecoder decoder_;
     TokenSink sink_;
+    LogprobSink logprob_sink_;
     GenerateResult result_;
     bool finished_ = false;
     bool sink_done_ = false;  // the sink asked to stop after the last token

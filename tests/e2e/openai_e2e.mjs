@@ -190,6 +190,42 @@ check('GET /v1/models', async () => {
   assert.equal(models[0].owned_by, 'longread');
 });
 
+check('logprobs: chat and completions, streaming and not', async () => {
+  const r = await client.chat.completions.create(chat('Once upon a time', 8, { logprobs: true, top_logprobs: 2 }));
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  assert.equal(content.map((t) => t.token).join(''), r.choices[0].message.content);
+  for (const t of content) {
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 2);
+    assert.equal(t.top_logprobs[0].token, t.token);  // greedy
+    assert.deepEqual(t.bytes, [...Buffer.from(t.token)]);
+  }
+  const s = await collect(await client.chat.completions.create(chat('Once upon a time', 8, { logprobs: true, stream: true })));
+  const streamed = s.chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? []);
+  assert.deepEqual(streamed.map((t) => t.logprob), content.map((t) => t.logprob));
+  const c = await client.completions.create(completion('Once upon a time', 6, { logprobs: 3 }));
+  const lp = c.choices[0].logprobs;
+  assert.equal(lp.tokens.join(''), c.choices[0].text);
+  assert.equal(lp.token_logprobs.length, 6);
+  assert.equal(Object.keys(lp.top_logprobs[0]).length, 3);
+  assert.equal(lp.text_offset[0], 0);
+});
+
+check('what the server cannot do is a 400 naming the field', async () => {
+  const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+  await assert.rejects(client.chat.completions.create(chat('hi', 4, { tools })), (e) => {
+    assert.equal(e.status, 400);
+    assert.equal(e.param, 'tools');
+    return true;
+  });
+  await assert.rejects(client.chat.completions.create(chat('hi', 4, { response_format: { type: 'json_object' } })), (e) => {
+    assert.equal(e.status, 400);
+    assert.equal(e.param, 'response_format');
+    return true;
+  });
+});
+
 check('POST /v1/chat/completions', async () => {
   const r = await client.chat.completions.create(chat('Once upon a time', 40));
   assert.equal(r.object, 'chat.completion');

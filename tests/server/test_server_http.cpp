@@ -1,6 +1,7 @@
 // The server end to end over loopback HTTP with the bundled model: every endpoint,
-// streaming against non-streaming, stop strings, context overflow, bad input, the API
-// key, an aborted stream, keep-alive after a stream, and /metrics.
+// streaming against non-streaming, stop strings, logprobs against a Session's logits,
+// context overflow, bad input, the API key, an aborted stream, keep-alive after a stream,
+// and /metrics.
 #include <QtTest>
 
 #include <arpa/inet.h>
@@ -8,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <memory>
 #include <sstream>
@@ -18,6 +21,7 @@
 #include "app/server/generation_queue.h"
 #include "app/server/http_routes.h"
 #include "engine/runtime/engine.h"
+#include "engine/runtime/session.h"
 
 using namespace lr;
 using namespace lr::server;
@@ -261,6 +265,118 @@ private slots:
             const StreamResult s = post_stream("/v1/completions", with_stop);
             QCOMPARE(streamed_text(s), text.substr(0, text.find(stop)));
         }
+    }
+
+    // Each token's logprob is the log softmax of the model's logits at its place (a Session
+    // evaluates them again, greedily), the top list leads with the greedy choice, the tokens
+    // spell the text at their offsets, streaming sends the same entries, and a stop string
+    // drops the tokens after it.
+    void logprobsAreTheModelsDistribution() {
+        const std::string prompt = "Once upon a time";
+        const json body = {{"prompt", prompt}, {"temperature", 0}, {"max_tokens", 12}, {"logprobs", 3}};
+        const auto [status, whole] = post("/v1/completions", body);
+        QCOMPARE(status, 200);
+        const json lp = whole["choices"][0]["logprobs"];
+        const std::string text = whole["choices"][0]["text"];
+        QCOMPARE(lp["tokens"].size(), size_t(12));
+
+        SessionConfig config{.n_ctx = kContext, .chunk_tokens = 64};
+        config.kv.prefix_cache = false;
+        auto session = Session::create(m_engine.model(), config);
+        QVERIFY(session.ok());
+        const Tokenizer & tokenizer = m_engine.model()->tokenizer();
+        std::vector<int32_t> next = tokenizer.encode(prompt, true, false);
+        std::string spelled;
+        for (size_t i = 0; i < 12; ++i) {
+            QVERIFY((*session)->append(next).ok());
+            const std::span<const float> logits = (*session)->logits();
+            const int32_t greedy = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            const float max = logits[size_t(greedy)];
+            double sum = 0;
+            for (const float x : logits) sum += std::exp(double(x - max));
+            const double expected = -std::log(sum);  // log softmax of the greedy token
+            const std::string token = lp["tokens"][i];
+            QCOMPARE(token, tokenizer.token_to_piece(greedy, true));
+            QVERIFY2(std::abs(lp["token_logprobs"][i].get<double>() - expected) < 1e-4,
+                     qPrintable(QString("token %1: %2 vs %3").arg(i).arg(lp["token_logprobs"][i].get<double>()).arg(expected)));
+            QCOMPARE(lp["top_logprobs"][i].size(), size_t(3));
+            for (const auto & [alternative, logprob] : lp["top_logprobs"][i].items())
+                QVERIFY(logprob.get<double>() <= lp["token_logprobs"][i].get<double>());
+            QCOMPARE(lp["text_offset"][i].get<size_t>(), spelled.size());
+            spelled += token;
+            next = {greedy};
+        }
+        QCOMPARE(spelled, text);
+
+        const StreamResult s = post_stream("/v1/completions", body);
+        json streamed = json::array();
+        for (const json & c : s.chunks) {
+            const json & l = c["choices"][0]["logprobs"];
+            if (!l.is_null()) {
+                for (const json & t : l["tokens"]) streamed.push_back(t);
+            }
+        }
+        QCOMPARE(streamed, lp["tokens"]);
+
+        // A stop string: the tokens whose text starts before it, and none after.
+        const size_t cut = text.find(' ', 3);
+        QVERIFY(cut != std::string::npos);
+        json with_stop = body;
+        with_stop["stop"] = text.substr(cut, 3);
+        const json stopped = post("/v1/completions", with_stop).second["choices"][0];
+        QCOMPARE(stopped["text"].get<std::string>(), text.substr(0, cut));
+        size_t before = 0;
+        while (before < 12 && lp["text_offset"][before].get<size_t>() < cut) ++before;
+        QCOMPARE(stopped["logprobs"]["tokens"].size(), before);
+
+        // Chat: one entry per generated token, spelling the content.
+        json chat = chat_body(prompt, 6);
+        chat["logprobs"] = true;
+        chat["top_logprobs"] = 2;
+        const json reply = post("/v1/chat/completions", chat).second["choices"][0];
+        std::string content;
+        for (const json & t : reply["logprobs"]["content"]) {
+            content += t["token"].get<std::string>();
+            QCOMPARE(t["top_logprobs"].size(), size_t(2));
+            QCOMPARE(t["top_logprobs"][0]["token"], t["token"]);  // greedy
+        }
+        QCOMPARE(reply["logprobs"]["content"].size(), size_t(6));
+        QCOMPARE(content, reply["message"]["content"].get<std::string>());
+        QVERIFY(post("/v1/chat/completions", chat_body(prompt, 2)).second["choices"][0]["logprobs"].is_null());  // not asked for
+    }
+
+    // A thinking model's thinking tokens carry no logprobs (they are not the content):
+    // tiny-qwen35's template opens the thinking, and its random weights never close it.
+    void thinkingTokensHaveNoLogprobs() {
+        Engine engine;
+        QVERIFY(
+            engine
+                .load(
+                    {.path = std::string(LONGREAD_SHARED_DIR) + "/models/tiny-2026/tiny-qwen35-f32.gguf", .backend = "cpu", .n_threads = 1})
+                .ok());
+        ServerMetrics metrics;
+        SessionOptions options{.n_ctx = kContext, .chunk_tokens = 64};
+        options.kv.prefix_cache = false;
+        auto queue = GenerationQueue::create(engine.model(), options, 1, metrics);
+        QVERIFY(queue.ok());
+        auto request = parse_completion_request(CompletionKind::chat, chat_body("Hi", 10).dump(), {});
+        std::get<CompletionRequest>(request).generate.logprobs = 1;
+        const std::shared_ptr<Job> job = (*queue)->submit(std::get<CompletionRequest>(request));
+        std::string thinking;
+        size_t entries = 0;
+        for (;;) {
+            const std::optional<JobEvent> e = job->channel.next(std::chrono::minutes(5));
+            QVERIFY(e);
+            QVERIFY(e->kind != JobEvent::Kind::failed && e->kind != JobEvent::Kind::rejected);
+            if (e->kind == JobEvent::Kind::thinking) thinking += e->text;
+            entries += e->logprobs.size();
+            if (e->kind == JobEvent::Kind::finished) {
+                QCOMPARE(e->usage.completion_tokens, uint64_t(10));
+                break;
+            }
+        }
+        QVERIFY(!thinking.empty());
+        QCOMPARE(entries, size_t(0));
     }
 
     void aPromptOverTheContextIs400() {

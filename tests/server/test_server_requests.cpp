@@ -112,8 +112,57 @@ private slots:
 
     void unknownFieldsAreIgnored() {
         const CompletionRequest r = ok(
-            chat(R"({)" + kHello + R"(,"logit_bias":{"1":2},"user":"u","tools":[],"response_format":{"type":"text"},"whatever":null})"));
+            chat(R"({)" + kHello + R"(,"logit_bias":{},"user":"u","tools":[],"response_format":{"type":"text"},"whatever":null})"));
         QCOMPARE(r.user_text, std::string("hello"));
+    }
+
+    // Fields that would change what the reply is, which the server does not do, are 400s
+    // naming them: a client must not get a reply that quietly ignored them.
+    void whatTheServerCannotDoIsRefused() {
+        const std::string tool = R"([{"type":"function","function":{"name":"f","parameters":{}}}])";
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":)" + tool + "}")).param, std::string("tools"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"auto"})")).param, std::string("tools"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"functions":[{"name":"f"}]})")).param, std::string("functions"));
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"none"})")).user_text, std::string("hello"));
+        for (const char * format : {R"({"type":"json_object"})", R"({"type":"json_schema","json_schema":{"name":"x","schema":{}}})", "5"}) {
+            const ApiError e = refused(chat(R"({)" + kHello + R"(,"response_format":)" + format + "}"));
+            QCOMPARE(e.param, std::string("response_format"));
+            QCOMPARE(e.http_status, 400);
+        }
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"logit_bias":{"1":2}})")).param, std::string("logit_bias"));
+        QCOMPARE(refused(text(R"({"prompt":"x","echo":true})")).param, std::string("echo"));
+        QCOMPARE(refused(text(R"({"prompt":"x","suffix":"end"})")).param, std::string("suffix"));
+        QCOMPARE(refused(text(R"({"prompt":"x","best_of":3})")).param, std::string("best_of"));
+        ok(text(R"({"prompt":"x","echo":false,"suffix":"","best_of":1})"));
+    }
+
+    void logprobsFields() {
+        QCOMPARE(ok(chat(R"({)" + kHello + "}")).generate.logprobs, -1);
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"logprobs":false})")).generate.logprobs, -1);
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"logprobs":true})")).generate.logprobs, 0);
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"logprobs":true,"top_logprobs":20})")).generate.logprobs, 20);
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"top_logprobs":2})")).param, std::string("top_logprobs"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"logprobs":true,"top_logprobs":21})")).param, std::string("top_logprobs"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"logprobs":3})")).param, std::string("logprobs"));  // chat's is true or false
+        QCOMPARE(ok(text(R"({"prompt":"x","logprobs":3})")).generate.logprobs, 3);                      // the completions API's is a count
+        QCOMPARE(ok(text(R"({"prompt":"x","logprobs":0})")).generate.logprobs, 0);
+        QCOMPARE(refused(text(R"({"prompt":"x","logprobs":true})")).param, std::string("logprobs"));
+        QCOMPARE(refused(text(R"({"prompt":"x","logprobs":-1})")).param, std::string("logprobs"));
+    }
+
+    void llamaCppsSamplingFields() {
+        const CompletionRequest r = ok(chat(R"({)" + kHello + R"(,"top_k":5,"min_p":0.1,"repeat_penalty":1.1,"repeat_last_n":32})"));
+        QCOMPARE(r.generate.sampler.top_k, 5);
+        QCOMPARE(r.generate.sampler.min_p, 0.1f);
+        QCOMPARE(r.generate.sampler.repeat_penalty, 1.1f);
+        QCOMPARE(r.generate.sampler.repeat_last_n, 32);
+        for (const char * bad : {R"("top_k":-1)", R"("min_p":2)", R"("repeat_penalty":0)", R"("repeat_last_n":-5)"}) {
+            const ApiError e = refused(chat(R"({)" + kHello + "," + bad + "}"));
+            QCOMPARE(e.http_status, 400);
+            const std::string field = std::string(bad).substr(1, std::string(bad).find('"', 1) - 1);
+            QVERIFY2(e.message.find(field) != std::string::npos, e.message.c_str());
+        }
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"top_k":"many"})")).param, std::string("top_k"));
     }
 
     void streamStopAndUsage() {

@@ -2,6 +2,7 @@
 // Prometheus text of /metrics.
 #include <QtTest>
 
+#include <limits>
 #include <sstream>
 
 #include "app/server/api_error.h"
@@ -52,6 +53,41 @@ private slots:
         QCOMPARE(j["usage"]["total_tokens"], 7);
         const json thinking = chat_completion(kWho, "4", "2+2", "length", {});
         QCOMPARE(thinking["choices"][0]["message"]["reasoning_content"], "2+2");
+    }
+
+    void logprobsInBothApisShapes() {
+        const float inf = std::numeric_limits<float>::infinity();
+        const std::vector<LogprobEntry> entries = {{" A", -0.5f, {{" A", -0.5f}, {" B", -1.5f}}, 0}, {"\xe2", -inf, {}, 2}};
+        QVERIFY(chat_logprobs(nullptr).is_null());
+        QVERIFY(text_logprobs(nullptr).is_null());
+
+        const json chat = chat_logprobs(&entries);
+        QCOMPARE(chat["content"].size(), size_t(2));
+        QVERIFY(chat["refusal"].is_null());
+        const json & a = chat["content"][0];
+        QCOMPARE(a["token"], " A");
+        QCOMPARE(a["logprob"], -0.5);
+        QCOMPARE(a["bytes"], json::array({32, 65}));
+        QCOMPARE(a["top_logprobs"].size(), size_t(2));
+        QCOMPARE(a["top_logprobs"][1]["token"], " B");
+        QCOMPARE(a["top_logprobs"][1]["logprob"], -1.5);
+        QCOMPARE(a["top_logprobs"][1]["bytes"], json::array({32, 66}));
+        QCOMPARE(chat["content"][1]["logprob"], -9999.0);  // JSON has no -inf: OpenAI's floor
+        QCOMPARE(chat["content"][1]["bytes"], json::array({0xe2}));
+        QVERIFY(dump(chat).find("\"token\":\"\xef\xbf\xbd\"") != std::string::npos);  // a lone byte as U+FFFD, no throw
+
+        const json text = text_logprobs(&entries);
+        QCOMPARE(text["tokens"], json::array({" A", "\xe2"}));
+        QCOMPARE(text["token_logprobs"], json::array({-0.5, -9999.0}));
+        QCOMPARE(text["top_logprobs"][0], json({{" A", -0.5}, {" B", -1.5}}));
+        QCOMPARE(text["top_logprobs"][1], json::object());
+        QCOMPARE(text["text_offset"], json::array({0, 2}));
+
+        QCOMPARE(chat_completion(kWho, " A", "", "stop", {}, chat)["choices"][0]["logprobs"], chat);
+        QCOMPARE(text_completion(kWho, " A", "stop", {}, text)["choices"][0]["logprobs"], text);
+        QCOMPARE(chat_chunk(kWho, {{"content", " A"}}, std::nullopt, chat)["choices"][0]["logprobs"], chat);
+        QCOMPARE(text_chunk(kWho, " A", std::nullopt, text)["choices"][0]["logprobs"], text);
+        QVERIFY(chat_completion(kWho, " A", "", "stop", {})["choices"][0]["logprobs"].is_null());
     }
 
     void chunks() {
