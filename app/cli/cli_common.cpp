@@ -56,7 +56,7 @@ std::vector<FlagSpec> kv_flags() {
         {"--then", "", true, false, "snapkv: during decode, none (keep growing) or h2o"},
         {"--quest-pages", "", true, false, "quest: pages each KV head reads per layer (default: from the budget)"},
         {"--quest-blocks", "", true, false, "same as --quest-pages"},
-        {"--quest-page", "", true, false, "quest: tokens per page, the unit it ranks and reads (default 16)"},
+        {"--quest-page", "", true, false, "quest: tokens per page, the unit it ranks and reads (default 8)"},
         {"--kv-k-bits", "", true, false, "K precision: 16, 8 or 4 (default 16)"},
         {"--kv-v-bits", "", true, false, "V precision: 16, 8 or 4 (default 16)"},
         {"--kv-residual", "", true, false, "recent tokens kept in full precision (default 128)"},
