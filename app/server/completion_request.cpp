@@ -1,5 +1,6 @@
 #include "completion_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -194,6 +195,40 @@ std::optional<ApiError> read_logprobs(FieldReader & r, CompletionKind kind, Gene
     return std::nullopt;
 }
 
+// Chat: OpenAI's reasoning_effort ("none" turns thinking off where the template can; gpt-oss
+// cannot, and gets "low", as it does for "minimal") and llama.cpp's chat_template_kwargs
+// (enable_thinking, reasoning_effort).
+std::optional<ApiError> read_thinking(const json & body, ThinkingChoice & out) {
+    const auto effort_of = [&](const json & v, const std::string & param) -> std::optional<ApiError> {
+        static const char * const kEfforts[] = {"none", "minimal", "low", "medium", "high"};
+        if (!v.is_string() || std::find(std::begin(kEfforts), std::end(kEfforts), v.get<std::string>()) == std::end(kEfforts)) {
+            return invalid_request(param + " must be one of none, minimal, low, medium, high", param);
+        }
+        const std::string effort = v.get<std::string>();
+        out.effort = effort == "none" || effort == "minimal" ? "low" : effort;
+        if (effort == "none") out.enabled = false;
+        return std::nullopt;
+    };
+    if (const auto it = body.find("reasoning_effort"); it != body.end() && !it->is_null()) {
+        if (auto e = effort_of(*it, "reasoning_effort")) return e;
+    }
+    const auto kwargs = body.find("chat_template_kwargs");
+    if (kwargs == body.end() || kwargs->is_null()) return std::nullopt;
+    if (!kwargs->is_object()) return invalid_request("chat_template_kwargs must be an object", "chat_template_kwargs");
+    for (const auto & [key, value] : kwargs->items()) {
+        const std::string param = "chat_template_kwargs." + key;
+        if (key == "enable_thinking") {
+            if (!value.is_boolean()) return invalid_request(param + " must be true or false", param);
+            out.enabled = value.get<bool>();
+        } else if (key == "reasoning_effort") {
+            if (auto e = effort_of(value, param)) return e;
+        } else {
+            return invalid_request(param + " is not supported (enable_thinking, reasoning_effort)", param);
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKind kind, std::string_view body_text,
@@ -205,6 +240,9 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKin
     CompletionRequest out;
     out.kind = kind;
     if (auto e = kind == CompletionKind::chat ? read_messages(body, out) : read_prompt(body, out)) return *e;
+    if (kind == CompletionKind::chat) {
+        if (auto e = read_thinking(body, out.conversation.thinking)) return *e;
+    }
     if (auto e = read_stop(body, out)) return *e;
 
     FieldReader r{body, std::nullopt};

@@ -1,6 +1,7 @@
 #pragma once
 // A request to /v1/chat/completions or /v1/completions, read and checked: the OpenAI
-// fields Longread honours (and llama.cpp's top_k, min_p, repeat_penalty, repeat_last_n),
+// fields Longread honours (and llama.cpp's top_k, min_p, repeat_penalty, repeat_last_n,
+// chat_template_kwargs' enable_thinking and reasoning_effort),
 // the `longread` object's cache settings, and an OpenAI-style 400 naming the field for
 // anything wrong or for a feature it does not have (tools, response_format, logit_bias,
 // echo, suffix). Unknown fields are ignored, as OpenAI's clients expect.

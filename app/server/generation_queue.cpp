@@ -298,7 +298,8 @@ bool GenerationQueue::try_start(const std::shared_ptr<Job> & job) {
         batch_ = std::move(*rebuilt);
     }
     const bool chat = r.kind == CompletionKind::chat;
-    const std::vector<int32_t> prompt = chat ? render_chat_tokens(*model_, conversation_messages(r.conversation, r.user_text), true)
+    const std::vector<int32_t> prompt = chat ? render_chat_tokens(*model_, conversation_messages(r.conversation, r.user_text), true,
+                                                                  r.conversation.thinking)
                                              : model_->tokenizer().encode(r.prompt, true, false);
     const uint32_t n_ctx = batch_->config().n_ctx;
     if (r.kv.policy != KvPolicy::streaming && prompt.size() >= n_ctx) {

@@ -4,6 +4,7 @@
 // it takes. Plain values: the engine keeps no conversation of its own besides its KV cache.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,20 @@ struct ChatTurn {
     std::string thinking;
 };
 
+// Whether the model thinks before it answers, where its chat template lets the caller
+// choose; unset or empty: the template's default.
+struct ThinkingChoice {
+    std::optional<bool> enabled;  // the template's enable_thinking (Qwen3, Qwen3.5 / 3.6, Gemma 4)
+    std::string effort;           // its reasoning_effort (gpt-oss: "low", "medium", "high")
+
+    bool operator==(const ThinkingChoice &) const = default;
+};
+
 struct Conversation {
     std::string document_title;  // its name in the prompt ("report.pdf"); may be empty
     std::string document_text;   // empty: no document in the context
     std::vector<ChatTurn> turns;
+    ThinkingChoice thinking;  // for the reply to come
 
     bool has_document() const { return !document_text.empty(); }
 };

@@ -20,17 +20,21 @@ std::vector<chat::ChatMessage> conversation_messages(const Conversation & conver
     return messages;
 }
 
-std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt) {
+std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
+                             const ThinkingChoice & thinking) {
     const Tokenizer & tok = model.tokenizer();
-    chat::ChatRenderOptions options{.add_generation_prompt = add_generation_prompt};
+    chat::ChatRenderOptions options{.add_generation_prompt = add_generation_prompt,
+                                    .enable_thinking = thinking.enabled,
+                                    .reasoning_effort = thinking.effort};
     if (tok.bos() >= 0) options.bos_token = tok.token_to_piece(tok.bos(), true);
     if (tok.eos() >= 0) options.eos_token = tok.token_to_piece(tok.eos(), true);
     return model.chat_template().render_or_fallback(messages, options);
 }
 
-std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt) {
+std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
+                                        const ThinkingChoice & thinking) {
     const Tokenizer & tok = model.tokenizer();
-    std::vector<int32_t> tokens = tok.encode(render_chat_text(model, messages, add_generation_prompt), true, true);
+    std::vector<int32_t> tokens = tok.encode(render_chat_text(model, messages, add_generation_prompt, thinking), true, true);
     if (tokens.size() >= 2 && tokens[0] == tok.bos() && tokens[1] == tok.bos()) tokens.erase(tokens.begin());
     return tokens;
 }

@@ -22,11 +22,14 @@ std::string document_context(std::string_view title, std::string_view text);
 // then its turns, then `user_text` as the last user turn when not empty.
 std::vector<chat::ChatMessage> conversation_messages(const Conversation & conversation, std::string_view user_text = {});
 
-// The model's template applied to `messages` (the model's BOS and EOS texts defined).
-std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt);
+// The model's template applied to `messages` (the model's BOS and EOS texts defined, and
+// `thinking` as the template's enable_thinking and reasoning_effort when set).
+std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
+                             const ThinkingChoice & thinking = {});
 
 // render_chat_text tokenized with special tokens parsed and a single BOS (templates that
 // write the BOS text themselves do not get a second one).
-std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt);
+std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
+                                        const ThinkingChoice & thinking = {});
 
 }  // namespace lr

@@ -69,16 +69,20 @@ const PromptMemo::Entry & PromptMemo::entry_for(const Model & model, const Conve
     const chat::ChatTemplate & tmpl = model.chat_template();
     const auto same = [&](const Entry & e) {
         return e.content_hash == hash && e.model_identity == model.identity() && e.family == tmpl.family() &&
-               e.builtin_template == tmpl.is_builtin();
+               e.builtin_template == tmpl.is_builtin() && e.thinking == conversation.thinking;
     };
     if (auto it = std::find_if(entries_.begin(), entries_.end(), same); it != entries_.end()) {
         entries_.splice(entries_.begin(), entries_, it);
         return entries_.front();
     }
-    Entry e{.content_hash = hash, .model_identity = model.identity(), .family = tmpl.family(), .builtin_template = tmpl.is_builtin()};
+    Entry e{.content_hash = hash,
+            .model_identity = model.identity(),
+            .family = tmpl.family(),
+            .builtin_template = tmpl.is_builtin(),
+            .thinking = conversation.thinking};
     const std::vector<chat::ChatMessage> system = conversation_messages(
         {.document_title = conversation.document_title, .document_text = conversation.document_text});
-    e.text = render_chat_text(model, system, false);
+    e.text = render_chat_text(model, system, false, conversation.thinking);  // gpt-oss says its effort before the document
     e.encoded = model.tokenizer().encode_with_offsets(e.text, true, true);
     ++n_tokenized_;
     n_bytes_tokenized_ += e.text.size();
@@ -90,7 +94,8 @@ const PromptMemo::Entry & PromptMemo::entry_for(const Model & model, const Conve
 PromptTokens PromptMemo::tokens(const Model & model, const Conversation & conversation, std::string_view user_text,
                                 bool add_generation_prompt) {
     const Tokenizer & tok = model.tokenizer();
-    const std::string text = render_chat_text(model, conversation_messages(conversation, user_text), add_generation_prompt);
+    const std::string text = render_chat_text(model, conversation_messages(conversation, user_text), add_generation_prompt,
+                                              conversation.thinking);
     PromptTokens p;
     if (!conversation.has_document()) {
         n_bytes_tokenized_ += text.size();

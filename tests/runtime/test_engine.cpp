@@ -333,6 +333,31 @@ private slots:
         const std::string rendered = render_chat_text(*engine.model(), conversation_messages(c), false);
         QVERIFY2(rendered.find("Hello.[thought: greet back]") != std::string::npos, rendered.c_str());
     }
+
+    // The thinking choice reaches the template (Qwen3's enable_thinking, gpt-oss's effort,
+    // before its document), and the memo's tokens are still the whole render with it.
+    void theThinkingChoiceReachesTheTemplate() {
+        const std::string dir = std::string(LONGREAD_SHARED_DIR) + "/models/tiny-2026/";
+        Engine qwen3, oss;
+        QVERIFY(qwen3.load({.path = dir + "tiny-qwen3-f32.gguf", .backend = "cpu", .n_threads = 1}).ok());
+        QVERIFY(oss.load({.path = dir + "tiny-gpt-oss-f32.gguf", .backend = "cpu", .n_threads = 1}).ok());
+        Conversation c{.document_title = "story", .document_text = m_long_story.substr(0, 2000), .turns = {}};
+        const std::vector<chat::ChatMessage> messages = conversation_messages(c, "Who?");
+        const std::string off = render_chat_text(*qwen3.model(), messages, true, {.enabled = false});
+        QVERIFY2(off.ends_with("<think>\n\n</think>\n\n"), off.c_str());
+        QVERIFY(!render_chat_text(*qwen3.model(), messages, true).ends_with("</think>\n\n"));
+        QVERIFY(render_chat_text(*oss.model(), messages, true).find("Reasoning: medium") != std::string::npos);
+        const std::string high = render_chat_text(*oss.model(), messages, true, {.effort = "high"});
+        QVERIFY(high.find("Reasoning: high") != std::string::npos && high.find("Reasoning: high") < high.find("Document: story"));
+
+        PromptMemo memo;
+        for (const ThinkingChoice & choice : {ThinkingChoice{}, ThinkingChoice{.enabled = false, .effort = "low"}, ThinkingChoice{}}) {
+            c.thinking = choice;
+            for (Engine * e : {&qwen3, &oss}) {
+                QCOMPARE(memo.tokens(*e->model(), c, "Who?", true).encoded.tokens, render_chat_tokens(*e->model(), messages, true, choice));
+            }
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestEngine)

@@ -346,8 +346,9 @@ private slots:
     }
 
     // A thinking model's thinking tokens carry no logprobs (they are not the content):
-    // tiny-qwen35's template opens the thinking, and its random weights never close it.
-    void thinkingTokensHaveNoLogprobs() {
+    // tiny-qwen35's template opens the thinking, and its random weights never close it;
+    // chat_template_kwargs.enable_thinking false turns it off.
+    void thinkingTokensHaveNoLogprobsAndCanBeOff() {
         Engine engine;
         QVERIFY(
             engine
@@ -377,6 +378,21 @@ private slots:
         }
         QVERIFY(!thinking.empty());
         QCOMPARE(entries, size_t(0));
+
+        // With its thinking turned off, the same model answers at once.
+        json off = chat_body("Hi", 10);
+        off["chat_template_kwargs"] = {{"enable_thinking", false}};
+        const std::shared_ptr<Job> direct = (*queue)->submit(
+            std::get<CompletionRequest>(parse_completion_request(CompletionKind::chat, off.dump(), {})));
+        std::string answer;
+        for (;;) {
+            const std::optional<JobEvent> e = direct->channel.next(std::chrono::minutes(5));
+            QVERIFY(e);
+            QVERIFY(e->kind != JobEvent::Kind::thinking && e->kind != JobEvent::Kind::failed && e->kind != JobEvent::Kind::rejected);
+            if (e->kind == JobEvent::Kind::answer) answer += e->text;
+            if (e->kind == JobEvent::Kind::finished) break;
+        }
+        QVERIFY(!answer.empty());
     }
 
     void aPromptOverTheContextIs400() {

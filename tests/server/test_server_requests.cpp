@@ -150,6 +150,25 @@ private slots:
         QCOMPARE(refused(text(R"({"prompt":"x","logprobs":-1})")).param, std::string("logprobs"));
     }
 
+    void theThinkingChoice() {
+        QCOMPARE(ok(chat(R"({)" + kHello + "}")).conversation.thinking, ThinkingChoice{});
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"reasoning_effort":"high"})")).conversation.thinking, (ThinkingChoice{.effort = "high"}));
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"reasoning_effort":"minimal"})")).conversation.thinking, (ThinkingChoice{.effort = "low"}));
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"reasoning_effort":"none"})")).conversation.thinking,
+                 (ThinkingChoice{.enabled = false, .effort = "low"}));
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"enable_thinking":false}})")).conversation.thinking,
+                 (ThinkingChoice{.enabled = false}));
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"enable_thinking":true,"reasoning_effort":"medium"}})"))
+                     .conversation.thinking,
+                 (ThinkingChoice{.enabled = true, .effort = "medium"}));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"reasoning_effort":"max"})")).param, std::string("reasoning_effort"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"enable_thinking":"no"}})")).param,
+                 std::string("chat_template_kwargs.enable_thinking"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"tools_in_user":true}})")).param,
+                 std::string("chat_template_kwargs.tools_in_user"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"chat_template_kwargs":[1]})")).param, std::string("chat_template_kwargs"));
+    }
+
     void llamaCppsSamplingFields() {
         const CompletionRequest r = ok(chat(R"({)" + kHello + R"(,"top_k":5,"min_p":0.1,"repeat_penalty":1.1,"repeat_last_n":32})"));
         QCOMPARE(r.generate.sampler.top_k, 5);
