@@ -70,6 +70,19 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->setVerticalSpacing(theme::kGap);
 
+    m_thinking = new QComboBox(this);
+    m_thinking->addItem(tr("model's default"), -1);
+    m_thinking->addItem(tr("on"), 1);
+    m_thinking->addItem(tr("off"), 0);
+    form->addRow(tr("Thinking"), m_thinking);
+    m_effort = new QComboBox(this);
+    m_effort->addItem(tr("model's default"), QString());
+    m_effort->addItem(tr("low"), QStringLiteral("low"));
+    m_effort->addItem(tr("medium"), QStringLiteral("medium"));
+    m_effort->addItem(tr("high"), QStringLiteral("high"));
+    form->addRow(tr("Reasoning effort"), m_effort);
+    updateThinkingTips();
+
     m_context = new QSpinBox(this);
     m_context->setRange(0, 1 << 24);
     m_context->setSingleStep(512);
@@ -244,7 +257,8 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     });
     for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk, m_warmup})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
-    for (QComboBox * b : {m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch, m_layerBudget})
+    for (QComboBox * b :
+         {m_thinking, m_effort, m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch, m_layerBudget})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
@@ -255,6 +269,8 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
 void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_loading = true;
     m_base = s;
+    m_thinking->setCurrentIndex(m_thinking->findData(s.thinking.enabled ? int(*s.thinking.enabled) : -1));
+    m_effort->setCurrentIndex(std::max(0, m_effort->findData(QString::fromStdString(s.thinking.effort))));
     m_context->setValue(int(s.contextTokens));
     m_chunk->setValue(int(s.chunkTokens));
     m_policy->setCurrentIndex(m_policy->findData(int(s.kv.policy)));
@@ -289,11 +305,27 @@ void CacheSettingsPanel::setModel(const app::ModelInfo & model) {
     m_model = model;
     m_machine = app::probeMachine(settings());
     m_hasModel = true;
+    updateThinkingTips();
     updatePrediction();
+}
+
+void CacheSettingsPanel::updateThinkingTips() {
+    m_thinking->setEnabled(m_hasModel && m_model.thinkingSwitch);
+    m_effort->setEnabled(m_hasModel && m_model.reasoningEffort);
+    const QString none = m_hasModel ? tr(" This model's chat template has no such choice.")
+                                    : tr(" Load a model to see whether it has one.");
+    setTip(m_thinking, tr("Thinking"),
+           tr("Whether the model thinks before it answers (Qwen3, Qwen3.5, Gemma 4): off answers sooner.") +
+               (m_thinking->isEnabled() ? QString() : none));
+    setTip(m_effort, tr("Reasoning effort"),
+           tr("How long the model thinks before it answers (gpt-oss).") + (m_effort->isEnabled() ? QString() : none));
 }
 
 app::EngineSettings CacheSettingsPanel::settings() const {
     app::EngineSettings s = m_base;
+    const int thinking = m_thinking->currentData().toInt();
+    s.thinking.enabled = thinking < 0 ? std::nullopt : std::optional<bool>(thinking == 1);
+    s.thinking.effort = m_effort->currentData().toString().toStdString();
     s.contextTokens = uint32_t(m_context->value());
     s.chunkTokens = uint32_t(m_chunk->value());
     s.kv.policy = KvPolicy(m_policy->currentData().toInt());

@@ -1,5 +1,7 @@
 #pragma once
-// The cache sliders: context, prefill chunk (or automatic), policy, keep ratio, recent window,
+// The conversation's settings: thinking (on, off, the reasoning effort: enabled where the
+// loaded model's template offers them), then the cache sliders: context, prefill chunk (or
+// automatic), policy, keep ratio, recent window,
 // sink tokens, K/V bits, tier budgets, warm-up, the layer budget's shape, and placement
 // (tier management, demotion order, prefetch). Each has a one-sentence tooltip; the
 // planner's prediction for the loaded model updates as they move; changes apply to the
@@ -48,6 +50,8 @@ public:
     QComboBox * adaptBox() const { return m_adapt; }
     QSpinBox * warmupBox() const { return m_warmup; }
     QComboBox * layerBudgetBox() const { return m_layerBudget; }
+    QComboBox * thinkingBox() const { return m_thinking; }
+    QComboBox * effortBox() const { return m_effort; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -62,6 +66,8 @@ private:
     void edited();
     void updatePrediction();
     void updateLabels();
+    // Enables the thinking choices the loaded model's template offers; the tooltips say why not.
+    void updateThinkingTips();
 
     app::EngineSettings m_base;  // what the panel does not edit is kept from here
     app::ModelInfo m_model;
@@ -71,6 +77,8 @@ private:
     bool m_hasModel = false;
     bool m_loading = false;
     QTimer m_debounce;
+    QComboBox * m_thinking;
+    QComboBox * m_effort;
     QSpinBox * m_context;
     QSpinBox * m_chunk;
     QComboBox * m_policy;

@@ -19,13 +19,15 @@ class Model;
 namespace lr::app {
 
 struct ModelInfo {
-    QString path;          // as requested (kBundledModelPath for the bundled model)
-    QString name;          // general.name, or the file name
-    QString architecture;  // "llama", "qwen2"
-    QString quantization;  // "Q4_K_M", "F16", ...
-    QString chatTemplate;  // the template family, and whether it is the model's own
-    QString backend;       // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
-    QString backendNote;   // why a CUDA device was not used, or empty
+    QString path;                  // as requested (kBundledModelPath for the bundled model)
+    QString name;                  // general.name, or the file name
+    QString architecture;          // "llama", "qwen2"
+    QString quantization;          // "Q4_K_M", "F16", ...
+    QString chatTemplate;          // the template family, and whether it is the model's own
+    bool thinkingSwitch = false;   // its template turns thinking on and off (EngineSettings::thinking)
+    bool reasoningEffort = false;  // its template takes a reasoning effort
+    QString backend;               // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
+    QString backendNote;           // why a CUDA device was not used, or empty
     quint64 fileBytes = 0;
     uint32_t nCtxTrain = 0;
     uint32_t nLayer = 0;

@@ -103,6 +103,9 @@ QJsonObject toJson(const EngineSettings & s) {
         // Per-layer budgets.
         {"layerBudget",
          QString::fromLatin1(kv_layer_budget_name(s.kv.layer_budget).data(), qsizetype(kv_layer_budget_name(s.kv.layer_budget).size()))},
+        // Thinking: "on" / "off" (absent: the template's default); an effort (absent: its default).
+        {"thinking", s.thinking.enabled ? QJsonValue(*s.thinking.enabled ? "on" : "off") : QJsonValue()},
+        {"reasoningEffort", s.thinking.effort.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(s.thinking.effort))},
     };
 }
 
@@ -143,6 +146,12 @@ EngineSettings engineSettingsFromJson(const QJsonObject & json, const EngineSett
     if (json.value("layerBudget").isString()) {
         if (auto shape = kv_layer_budget_from_name(json.value("layerBudget").toString().toStdString())) s.kv.layer_budget = *shape;
     }
+    const QString thinking = json.value("thinking").toString();
+    if (thinking == "on" || thinking == "off") s.thinking.enabled = thinking == "on";
+    if (json.value("thinking").isNull()) s.thinking.enabled.reset();
+    const QString effort = json.value("reasoningEffort").toString();
+    if (effort == "low" || effort == "medium" || effort == "high") s.thinking.effort = effort.toStdString();
+    if (json.value("reasoningEffort").isNull()) s.thinking.effort.clear();
     // A stored value out of range (an older or hand-edited file) falls back as a whole.
     return validationError(s).isEmpty() ? s : defaults;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The settings one engine request runs with: the KV cache's knobs, the context and prefill
-// chunk, sampling. Snapshotted into every request (the engine thread never reads settings
+// chunk, sampling, thinking. Snapshotted into every request (the engine thread never reads settings
 // objects), stored per conversation as JSON, defaults kept by AppSettings.
 //
 // sessionOptions() is the one place that maps these settings onto the engine's session.
@@ -14,6 +14,7 @@
 #include "engine/api/prefill_chunk.h"
 #include "engine/api/sampling.h"
 #include "engine/api/session_options.h"
+#include "engine/api/thinking_choice.h"
 
 namespace lr::app {
 
@@ -35,6 +36,7 @@ struct EngineSettings {
     int32_t maxReplyTokens = 1024;  // <= 0: until the context is full
     uint32_t summaryTokens = 384;   // length of each summary pass at most
     SamplerParams sampler;
+    ThinkingChoice thinking;  // where the model's template lets one choose (ModelInfo says)
 };
 
 // Ranges and combinations, with a message naming the setting (empty when valid).

@@ -11,8 +11,10 @@ static_assert(std::string_view(kBundledModelPath) == kBundledModelName, "the app
 
 std::string utf8(const QString & s) { return s.toStdString(); }
 
-Conversation conversationOf(const ConversationContext & context) {
-    Conversation c{.document_title = utf8(context.documentTitle), .document_text = utf8(context.documentText)};
+Conversation conversationOf(const ConversationContext & context, const EngineSettings & settings) {
+    Conversation c{.document_title = utf8(context.documentTitle),
+                   .document_text = utf8(context.documentText),
+                   .thinking = settings.thinking};
     c.turns.reserve(context.turns.size());
     for (const ChatTurn & t : context.turns) c.turns.push_back({utf8(t.role), utf8(t.text), utf8(t.thinking)});
     return c;
@@ -50,6 +52,8 @@ Result<ModelInfo> LlmEngine::loadModel(const LoadModelRequest & request, std::st
     info.quantization = QString::fromStdString(loaded.quantization);
     info.chatTemplate = QString::fromStdString(loaded.chat_template) +
                         (loaded.chat_template_builtin ? QStringLiteral(" (built in)") : QStringLiteral(" (the model's own)"));
+    info.thinkingSwitch = loaded.thinking_switch;
+    info.reasoningEffort = loaded.reasoning_effort;
     info.backend = QString::fromStdString(loaded.backend);
     info.backendNote = QString::fromStdString(loaded.backend_note);
     info.fileBytes = loaded.file_bytes;
@@ -74,7 +78,7 @@ Status LlmEngine::useSession(const EngineSettings & settings) {
 
 Result<ContextMeasure> LlmEngine::measure(const ConversationContext & context, const EngineSettings & settings) {
     LR_RETURN_IF_ERROR(useSession(settings));
-    LR_ASSIGN_OR_RETURN(const lr::ContextMeasure m, m_engine->measure(conversationOf(context)));
+    LR_ASSIGN_OR_RETURN(const lr::ContextMeasure m, m_engine->measure(conversationOf(context, settings)));
     return ContextMeasure{.documentTokens = m.document_tokens,
                           .promptTokens = m.prompt_tokens,
                           .contextLimit = m.context_limit,
@@ -85,7 +89,7 @@ Result<ContextMeasure> LlmEngine::measure(const ConversationContext & context, c
 Status LlmEngine::prefill(const ConversationContext & context, const EngineSettings & settings, const ProgressFn & progress,
                           std::stop_token stop) {
     LR_RETURN_IF_ERROR(useSession(settings));
-    return m_engine->prefill(conversationOf(context), progress, stop);
+    return m_engine->prefill(conversationOf(context, settings), progress, stop);
 }
 
 Result<GenerateResult> LlmEngine::reply(const ConversationContext & context, const QString & userText, const EngineSettings & settings,
@@ -95,7 +99,7 @@ Result<GenerateResult> LlmEngine::reply(const ConversationContext & context, con
     const ReplyParams params{.generate = {.max_tokens = settings.maxReplyTokens, .sampler = settings.sampler},
                              .when_full = "start a new conversation, raise the context in the cache settings, or summarize the document",
                              .thinking_sink = thinkingSink};
-    return m_engine->reply(conversationOf(context), utf8(userText), params, progress, sink, stop);
+    return m_engine->reply(conversationOf(context, settings), utf8(userText), params, progress, sink, stop);
 }
 
 Result<SummaryResult> LlmEngine::summarize(const SummarizeRequest & request, const SummaryProgressFn & progress, const TokenSink & sink,
@@ -129,7 +133,7 @@ RetentionSnapshot LlmEngine::retention(const ConversationContext & context) cons
     r.documentText = context.documentText;
     if (!m_engine->has_model() || !context.hasDocument()) return r;
     r.policy = policyDescription(m_settings.kv);
-    const Conversation conversation = conversationOf(context);
+    const Conversation conversation = conversationOf(context, m_settings);
     const DocumentRetention kept = m_engine->retention(conversation);
     r.inContext = kept.in_context;
     r.perPosition = kept.per_position;

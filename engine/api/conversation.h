@@ -4,9 +4,10 @@
 // it takes. Plain values: the engine keeps no conversation of its own besides its KV cache.
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/api/thinking_choice.h"
 
 namespace lr {
 
@@ -16,15 +17,6 @@ struct ChatTurn {
     // An assistant reply's thinking, apart from its text (the answer). The chat template
     // decides whether a later prompt shows it (Qwen3 and gpt-oss drop it from past turns).
     std::string thinking;
-};
-
-// Whether the model thinks before it answers, where its chat template lets the caller
-// choose; unset or empty: the template's default.
-struct ThinkingChoice {
-    std::optional<bool> enabled;  // the template's enable_thinking (Qwen3, Qwen3.5 / 3.6, Gemma 4)
-    std::string effort;           // its reasoning_effort (gpt-oss: "low", "medium", "high")
-
-    bool operator==(const ThinkingChoice &) const = default;
 };
 
 struct Conversation {

@@ -20,8 +20,11 @@ struct ModelInfo {
     std::string quantization;            // "Q4_K_M", "F16", ...
     std::string chat_template;           // the template's family: "chatml", "llama3", "plain", ...
     bool chat_template_builtin = false;  // true: Longread's renderer of that family, not the model's own
-    std::string backend;                 // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
-    std::string backend_note;            // why a CUDA device was not used, or empty
+    // Which ThinkingChoice the template reacts to: thinking on / off, the reasoning effort.
+    bool thinking_switch = false;
+    bool reasoning_effort = false;
+    std::string backend;       // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
+    std::string backend_note;  // why a CUDA device was not used, or empty
     uint64_t file_bytes = 0;
     uint32_t n_ctx_train = 0;
     uint32_t n_layer = 0;

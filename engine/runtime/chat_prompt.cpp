@@ -31,6 +31,11 @@ std::string render_chat_text(const Model & model, std::span<const chat::ChatMess
     return model.chat_template().render_or_fallback(messages, options);
 }
 
+bool thinking_choice_matters(const Model & model, const ThinkingChoice & a, const ThinkingChoice & b) {
+    const chat::ChatMessage probe[] = {{"user", "Hi", ""}};
+    return render_chat_text(model, probe, true, a) != render_chat_text(model, probe, true, b);
+}
+
 std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
                                         const ThinkingChoice & thinking) {
     const Tokenizer & tok = model.tokenizer();

@@ -27,6 +27,10 @@ std::vector<chat::ChatMessage> conversation_messages(const Conversation & conver
 std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
                              const ThinkingChoice & thinking = {});
 
+// Whether the model's template renders a reply's prompt differently under `a` and `b`
+// (a choice is offered only where it changes something).
+bool thinking_choice_matters(const Model & model, const ThinkingChoice & a, const ThinkingChoice & b);
+
 // render_chat_text tokenized with special tokens parsed and a single BOS (templates that
 // write the BOS text themselves do not get a second one).
 std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,

@@ -9,6 +9,7 @@
 #include "engine/common/assert.h"
 #include "engine/model/layer_weight_bytes.h"
 #include "engine/model/model.h"
+#include "engine/runtime/chat_prompt.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/model_file_summary.h"
 #include "engine/runtime/prompt_memo.h"
@@ -35,6 +36,8 @@ ModelInfo describe(const Model & model, const Backend & backend, const std::stri
             .quantization = quantization_name(model.file()),
             .chat_template = std::string(chat::chat_family_name(model.chat_template().family())),
             .chat_template_builtin = model.chat_template().is_builtin(),
+            .thinking_switch = thinking_choice_matters(model, {.enabled = true}, {.enabled = false}),
+            .reasoning_effort = thinking_choice_matters(model, {.effort = "low"}, {.effort = "high"}),
             .backend = backend_description(backend),
             .file_bytes = model.file().file_size(),
             .n_ctx_train = hp.n_ctx_train,

@@ -67,6 +67,7 @@ private slots:
         s.maxReplyTokens = 300;
         s.summaryTokens = 200;
         s.sampler.temperature = 0.5f;
+        s.thinking = {.enabled = false, .effort = "high"};
         const EngineSettings back = engineSettingsFromJson(toJson(s), EngineSettings{});
         QCOMPARE(back.kv.policy, KvPolicy::h2o);
         QCOMPARE(back.kv.keep_ratio, 0.3);
@@ -87,6 +88,13 @@ private slots:
         QCOMPARE(back.maxReplyTokens, 300);
         QCOMPARE(back.summaryTokens, 200u);
         QCOMPARE(back.sampler.temperature, 0.5f);
+        QCOMPARE(back.thinking, (ThinkingChoice{.enabled = false, .effort = "high"}));
+        // The model's default is stored as such; a file from before the setting keeps the defaults'.
+        EngineSettings defaults;
+        defaults.thinking.enabled = true;
+        QCOMPARE(engineSettingsFromJson(toJson(EngineSettings{}), defaults).thinking, ThinkingChoice{});
+        QCOMPARE(engineSettingsFromJson(QJsonObject{{"temperature", 0.5}}, defaults).thinking, defaults.thinking);
+        QCOMPARE(engineSettingsFromJson(QJsonObject{{"thinking", "maybe"}, {"reasoningEffort", 3}}, defaults).thinking, defaults.thinking);
     }
 
     void badStoredValuesFallBack() {

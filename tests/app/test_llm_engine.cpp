@@ -29,6 +29,16 @@ class TestLlmEngine : public QObject {
     QString m_text;
     QTemporaryDir m_cacheDir;
 
+    // The bundled model under another chat template, written in `dir`.
+    static QString withTemplate(const QTemporaryDir & dir, const std::string & jinja) {
+        const QString path = dir.filePath(QStringLiteral("templated.gguf"));
+        const Status copied =
+            lr::test::copy_gguf_with_string(lr::test::shared_path(QStringLiteral("models/stories260K.gguf")).toStdString(),
+                                            path.toStdString(), "tokenizer.chat_template", jinja);
+        if (!copied.ok()) qFatal("%s", copied.message().c_str());
+        return path;
+    }
+
     ConversationContext withDocument(const QString & text) const {
         ConversationContext c;
         c.documentTitle = QStringLiteral("stories.txt");
@@ -223,13 +233,11 @@ private slots:
     // thinking reaches the template, which here shows it.
     void aThinkingModelsReplyStreamsApart() {
         QTemporaryDir dir;
-        const QString path = dir.filePath(QStringLiteral("thinking.gguf"));
-        const Status copied = lr::test::copy_gguf_with_string(
-            lr::test::shared_path(QStringLiteral("models/stories260K.gguf")).toStdString(), path.toStdString(), "tokenizer.chat_template",
-            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
-            "{% if m.reasoning_content %}[thought: {{ m.reasoning_content }}]{% endif %}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
-        QVERIFY2(copied.ok(), copied.message().c_str());
+        const QString path =
+            withTemplate(dir,
+                         "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                         "{% if m.reasoning_content %}[thought: {{ m.reasoning_content }}]{% endif %}<|im_end|>\n{% endfor %}"
+                         "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
         EngineSettings settings = m_settings;
         settings.maxReplyTokens = 12;
         settings.kv.prefix_cache = false;
@@ -265,6 +273,40 @@ private slots:
         QVERIFY(withThinking.ok() && without.ok());
         QVERIFY2(withThinking->promptTokens > without->promptTokens + 3,
                  qPrintable(QStringLiteral("%1 vs %2").arg(withThinking->promptTokens).arg(without->promptTokens)));
+    }
+
+    // A template with enable_thinking: the model info says so, and the setting's "off"
+    // reaches it (the reply is all answer where by default it is all thinking).
+    void theThinkingSettingReachesTheTemplate() {
+        QTemporaryDir dir;
+        const QString path = withTemplate(
+            dir,
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n"
+            "{% if enable_thinking is defined and enable_thinking is false %}<think></think>{% else %}<think>\n{% endif %}{% endif %}");
+        EngineHost host([] { return std::make_unique<LlmEngine>(); });
+        QSignalSpy loaded(host.loadModel({.path = path, .threads = 1}), &EngineJob::finished);
+        QVERIFY(loaded.wait(kEventuallyMs));
+        const ModelInfo info = loaded.first().at(0).value<JobResult>().model;
+        QVERIFY(info.thinkingSwitch);
+        QVERIFY(!info.reasoningEffort);
+        const Result<ModelInfo> bundled = LlmEngine().loadModel({.path = QString::fromLatin1(kBundledModelPath), .threads = 1}, {});
+        QVERIFY(bundled.ok() && !bundled->thinkingSwitch && !bundled->reasoningEffort);  // its plain template has neither
+
+        for (const bool thinking : {true, false}) {
+            EngineSettings settings = m_settings;
+            settings.maxReplyTokens = 8;
+            settings.kv.prefix_cache = false;
+            if (!thinking) settings.thinking.enabled = false;
+            EngineJob * job = host.chat({.conversationId = 1, .userText = QStringLiteral("Once upon a time"), .settings = settings});
+            QSignalSpy finished(job, &EngineJob::finished);
+            QSignalSpy failed(job, &EngineJob::failed);
+            QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, kEventuallyMs);
+            QVERIFY(failed.isEmpty());
+            const JobResult result = finished.first().at(0).value<JobResult>();
+            QCOMPARE(result.thinking.isEmpty(), !thinking);
+            QCOMPARE(result.text.isEmpty(), thinking);
+        }
     }
 
     void settingsAreAppliedAtTheNextTurn() {

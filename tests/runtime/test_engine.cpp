@@ -341,6 +341,8 @@ private slots:
         Engine qwen3, oss;
         QVERIFY(qwen3.load({.path = dir + "tiny-qwen3-f32.gguf", .backend = "cpu", .n_threads = 1}).ok());
         QVERIFY(oss.load({.path = dir + "tiny-gpt-oss-f32.gguf", .backend = "cpu", .n_threads = 1}).ok());
+        QVERIFY(qwen3.model_info().thinking_switch && !qwen3.model_info().reasoning_effort);
+        QVERIFY(!oss.model_info().thinking_switch && oss.model_info().reasoning_effort);
         Conversation c{.document_title = "story", .document_text = m_long_story.substr(0, 2000), .turns = {}};
         const std::vector<chat::ChatMessage> messages = conversation_messages(c, "Who?");
         const std::string off = render_chat_text(*qwen3.model(), messages, true, {.enabled = false});
