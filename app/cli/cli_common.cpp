@@ -45,6 +45,14 @@ std::vector<FlagSpec> sampling_flags() {
     };
 }
 
+std::vector<FlagSpec> thinking_flags() {
+    return {
+        {"--thinking", "", true, false,
+         "on or off: whether the model thinks before it answers, where its template can choose (Qwen3, Gemma 4)"},
+        {"--reasoning-effort", "", true, false, "low, medium or high, where the template takes one (gpt-oss)"},
+    };
+}
+
 std::vector<FlagSpec> kv_flags() {
     return {
         {"--kv-policy", "", true, false, "cache policy: none, h2o, snapkv, streaming, quest (default none)"},
@@ -178,6 +186,21 @@ Result<SamplerParams> sampler_params(const Args & args) {
     p.frequency_penalty = float(frequency);
     LR_RETURN_IF_ERROR(validate_sampler_params(p));
     return p;
+}
+
+Result<ThinkingChoice> thinking_choice(const Args & args) {
+    ThinkingChoice out;
+    if (const auto v = args.get("--thinking")) {
+        if (*v != "on" && *v != "off") return error(StatusCode::invalid_argument, "--thinking must be on or off, got '" + *v + "'");
+        out.enabled = *v == "on";
+    }
+    if (const auto v = args.get("--reasoning-effort")) {
+        if (*v != "low" && *v != "medium" && *v != "high") {
+            return error(StatusCode::invalid_argument, "--reasoning-effort must be low, medium or high, got '" + *v + "'");
+        }
+        out.effort = *v;
+    }
+    return out;
 }
 
 Result<KvSettings> kv_settings(const Args & args) {

@@ -20,6 +20,7 @@ std::vector<FlagSpec> model_flags();     // -m -t --backend --gpu-layers
 std::vector<FlagSpec> session_flags();   // -c --chunk
 std::vector<FlagSpec> sampling_flags();  // --temp --seed --top-k --top-p --min-p --repeat-penalty ...
 std::vector<FlagSpec> kv_flags();        // --kv-policy --keep-ratio ... --kv-device-mib ... --kv-stats
+std::vector<FlagSpec> thinking_flags();  // --thinking --reasoning-effort
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
 
 // A command's flags, or nothing when the command should return `exit_code` now: a flag
@@ -37,6 +38,8 @@ SessionConfig session_config(const SessionOptions & options);
 // --chunk: 1 to 8192 tokens, or auto (kAutoChunk); 256 when not given.
 Result<uint32_t> chunk_tokens(const Args & args);
 Result<SamplerParams> sampler_params(const Args & args);
+// --thinking on|off and --reasoning-effort low|medium|high (unset: the template's default).
+Result<ThinkingChoice> thinking_choice(const Args & args);
 Result<KvSettings> kv_settings(const Args & args);
 // --kv-stats prints the cache's stats to stderr; --kv-stats-json FILE writes them as JSON.
 Status report_kv_stats(const Args & args, const KvStats & stats);

@@ -16,6 +16,7 @@ int run_chat(const Argv & argv) {
         {model_flags(),
          session_flags(),
          sampling_flags(),
+         thinking_flags(),
          kv_flags(),
          {
              {"-s", "--system", true, false, "a system message"},
@@ -28,6 +29,8 @@ int run_chat(const Argv & argv) {
     if (!args) return exit_code;
     auto sampler = sampler_params(*args);
     if (!sampler.ok()) return fail(sampler.status().message());
+    auto thinking = thinking_choice(*args);
+    if (!thinking.ok()) return fail(thinking.status().message());
     auto n_predict = args->get_int("-n", -1, -1, 1 << 24);
     if (!n_predict.ok()) return fail(n_predict.status().message());
     Engine engine;
@@ -36,7 +39,7 @@ int run_chat(const Argv & argv) {
     if (!options.ok()) return fail(options.status().message());
     if (Status s = engine.use_session(*options); !s.ok()) return fail(s.message());
 
-    Conversation chat;
+    Conversation chat{.thinking = *thinking};
     if (args->has("-s")) chat.turns.push_back({"system", *args->get("-s")});
     const bool tty = isatty(STDIN_FILENO);
     std::fprintf(stderr, "Longread chat with %s (context %u tokens, template %s). Ctrl-C stops a reply; /reset starts over; /exit quits.\n",

@@ -57,6 +57,7 @@ int run_serve(const Argv & argv) {
         {model_flags(),
          session_flags(),
          sampling_flags(),
+         thinking_flags(),
          kv_flags(),
          {
              {"--kv-cache-policy", "", true, false, "same as --kv-policy"},
@@ -87,6 +88,8 @@ int run_serve(const Argv & argv) {
     }
     auto sampler = sampler_params(*args);
     if (!sampler.ok()) return fail(sampler.status().message());
+    auto thinking = thinking_choice(*args);
+    if (!thinking.ok()) return fail(thinking.status().message());
     auto flags = server_kv_flags(*args);
     if (!flags.ok()) return fail(flags.status().message());
     // The requests' defaults, checked now through the same path as a request's settings.
@@ -117,7 +120,8 @@ int run_serve(const Argv & argv) {
                                                                .api_key = *key,
                                                                .cors_origin = args->get_or("--cors", ""),
                                                                .sampler = *sampler,
-                                                               .kv_flags = *flags});
+                                                               .kv_flags = *flags,
+                                                               .thinking = *thinking});
     if (!started.ok()) return fail(started.status().message());
     server::LocalServer & server = **started;
     std::fprintf(stderr, "Longread serving %s on http://%s:%d/v1 (context %u tokens, %lld at once)%s. Ctrl-C stops.\n", model_id.c_str(),

@@ -241,6 +241,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKin
     out.kind = kind;
     if (auto e = kind == CompletionKind::chat ? read_messages(body, out) : read_prompt(body, out)) return *e;
     if (kind == CompletionKind::chat) {
+        out.conversation.thinking = defaults.thinking;
         if (auto e = read_thinking(body, out.conversation.thinking)) return *e;
     }
     if (auto e = read_stop(body, out)) return *e;

@@ -39,6 +39,7 @@ struct CompletionRequest {
 struct RequestDefaults {
     SamplerParams sampler;
     KvFlags kv_flags;
+    ThinkingChoice thinking;  // chat requests'
 };
 
 // Parses a body; malformed JSON and bad fields are 400s.

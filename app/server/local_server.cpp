@@ -36,8 +36,8 @@ Result<std::unique_ptr<LocalServer>> LocalServer::start(std::shared_ptr<const Mo
                         GenerationQueue::create(std::move(model), server->options_.session, server->options_.parallel, server->metrics_));
     const LocalServerOptions & o = server->options_;
     server->routes_ = std::make_unique<HttpRoutes>(HttpOptions{.model_id = o.model_id, .api_key = o.api_key, .cors_origin = o.cors_origin},
-                                                   RequestDefaults{.sampler = o.sampler, .kv_flags = o.kv_flags}, *server->queue_,
-                                                   server->metrics_);
+                                                   RequestDefaults{.sampler = o.sampler, .kv_flags = o.kv_flags, .thinking = o.thinking},
+                                                   *server->queue_, server->metrics_);
     errno = 0;
     if (o.port == 0) {
         server->port_ = server->routes_->bind_to_any_port(o.host);

@@ -21,6 +21,7 @@
 #include "engine/api/sampling.h"
 #include "engine/api/sequence_stats.h"
 #include "engine/api/session_options.h"
+#include "engine/api/thinking_choice.h"
 #include "engine/common/status.h"
 
 namespace lr {
@@ -42,6 +43,7 @@ struct LocalServerOptions {
     std::string cors_origin;  // empty: no CORS headers
     SamplerParams sampler;    // a request's sampling before its own fields
     KvFlags kv_flags;         // a request's cache settings before its `longread` object (kv_flags_for)
+    ThinkingChoice thinking;  // a chat request's before its reasoning_effort and chat_template_kwargs
 };
 
 // What the server is doing, for a panel polling it: every figure is the engine thread's

@@ -364,13 +364,15 @@ private slots:
     }
 
     // A thinking model's thinking is printed only with --show-thinking (the template leaves
-    // stories260K's reply inside "<think>", which it never closes: all thinking).
+    // stories260K's reply inside "<think>", which it never closes: all thinking), and
+    // --thinking off reaches the template (which then closes the thinking at once).
     void chatShowsThinkingOnlyWhenAsked() {
         QTemporaryDir dir;
         const std::string path = dir.filePath("thinking.gguf").toStdString();
         const lr::Status s = copy_gguf_with_string(
             shared_path("models/stories260K.gguf").toStdString(), path, "tokenizer.chat_template",
-            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n<think>\n");
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
+            "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% else %}<think>\n{% endif %}");
         QVERIFY2(s.ok(), s.message().c_str());
         const QStringList args{"chat", "-m", QString::fromStdString(path), "--temp", "0", "-n", "12"};
         const Run hidden = run_cli(args, "Once upon a time\n/exit\n");
@@ -379,6 +381,9 @@ private slots:
         const Run shown = run_cli(args + QStringList{"--show-thinking"}, "Once upon a time\n/exit\n");
         QCOMPARE(shown.exit_code, 0);
         QVERIFY2(shown.out.startsWith("Thinking: ") && shown.out.trimmed().size() > 20, shown.out.constData());
+        const Run off = run_cli(args + QStringList{"--show-thinking", "--thinking", "off"}, "Once upon a time\n/exit\n");
+        QCOMPARE(off.exit_code, 0);
+        QVERIFY2(!off.out.contains("Thinking") && !off.out.trimmed().isEmpty(), off.out.constData());  // an answer, at once
     }
 
     // The issue's --quest-blocks is --quest-pages; both reach the cache, with --quest-page.
@@ -439,6 +444,8 @@ private slots:
         QTest::newRow("missing model") << QStringList{"generate", "-m", "/nonexistent.gguf", "-p", "x"} << "/nonexistent.gguf: cannot open";
         QTest::newRow("not a gguf") << QStringList{"info", "-m", shared_path("data/text/tinystories_style_eval.txt")} << "not a GGUF file";
         QTest::newRow("vocab only") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-qwen2.gguf")} << "is missing";
+        QTest::newRow("thinking") << QStringList{"chat", "--thinking", "maybe"} << "--thinking must be on or off, got 'maybe'";
+        QTest::newRow("effort") << QStringList{"serve", "--reasoning-effort", "max"} << "--reasoning-effort must be low, medium or high";
         QTest::newRow("unknown arch") << QStringList{"info", "-m", shared_path("data/tokenizer/ggml-vocab-gpt-2.gguf")}
                                       << "architecture 'gpt2' is not supported";
         QTest::newRow("context too big") << QStringList{"generate", "-p", "x", "-c", "100000"} << "trained for";

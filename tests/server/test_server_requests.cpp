@@ -162,6 +162,11 @@ private slots:
                      .conversation.thinking,
                  (ThinkingChoice{.enabled = true, .effort = "medium"}));
         QCOMPARE(refused(chat(R"({)" + kHello + R"(,"reasoning_effort":"max"})")).param, std::string("reasoning_effort"));
+        // The server's flags (serve --thinking, --reasoning-effort) are the defaults a request overrides.
+        const RequestDefaults defaults{.thinking = {.enabled = false, .effort = "high"}};
+        QCOMPARE(ok(chat(R"({)" + kHello + "}", defaults)).conversation.thinking, defaults.thinking);
+        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"enable_thinking":true}})", defaults)).conversation.thinking,
+                 (ThinkingChoice{.enabled = true, .effort = "high"}));
         QCOMPARE(refused(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"enable_thinking":"no"}})")).param,
                  std::string("chat_template_kwargs.enable_thinking"));
         QCOMPARE(refused(chat(R"({)" + kHello + R"(,"chat_template_kwargs":{"tools_in_user":true}})")).param,
