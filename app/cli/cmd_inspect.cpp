@@ -7,6 +7,7 @@
 #include "app/cli/commands.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/runtime/chat_prompt.h"
 #include "engine/tokenizer/vocab.h"
 #include "resources/bundled_model.h"
 
@@ -153,6 +154,9 @@ int run_info(const Argv & argv) {
     std::printf("\nchat template: %s%s\n", std::string(chat::chat_family_name(model.chat_template().family())).c_str(),
                 model.chat_template().is_builtin() ? " (built in)" : " (the model's own)");
     if (!model.chat_template_note().empty()) std::printf("               note: %s\n", model.chat_template_note().c_str());
+    const std::string_view calls = chat::tool_call_format_name(tool_call_format(model));
+    std::printf("tool calls:    %s\n",
+                calls.empty() ? "none (its template shows no tools in a format Longread reads)" : std::string(calls).c_str());
     for (const std::string & note : model.tokenizer().vocab().notes) std::printf("tokenizer note: %s\n", note.c_str());
 
     // The backends of this build, the GPUs found, and where the weights went.

@@ -81,6 +81,28 @@ std::optional<std::string> message_text(const json & content, std::string & prob
     return text;
 }
 
+// An assistant message's tool_calls as the template reads them: each call's arguments (JSON
+// text in the API) as an object, which templates iterate.
+std::variant<std::string, ApiError> assistant_tool_calls(const json & calls, const std::string & param) {
+    if (!calls.is_array()) return invalid_request(param + " must be an array", param);
+    json out = json::array();
+    for (const json & call : calls) {
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object() || !call["function"].contains("name") ||
+            !call["function"]["name"].is_string()) {
+            return invalid_request(param + " must hold {\"function\": {\"name\", \"arguments\"}} objects", param);
+        }
+        json c = call;
+        json & f = c["function"];
+        if (f.contains("arguments") && f["arguments"].is_string()) {
+            const json parsed = json::parse(f["arguments"].get<std::string>(), nullptr, false);
+            if (!parsed.is_discarded()) f["arguments"] = parsed;
+        }
+        if (!f.contains("arguments") || f["arguments"].is_null()) f["arguments"] = json::object();
+        out.push_back(std::move(c));
+    }
+    return out.dump();
+}
+
 std::optional<ApiError> read_messages(const json & body, CompletionRequest & out) {
     const auto it = body.find("messages");
     if (it == body.end() || !it->is_array() || it->empty()) return invalid_request("messages must be a non-empty array", "messages");
@@ -93,19 +115,28 @@ std::optional<ApiError> read_messages(const json & body, CompletionRequest & out
         }
         std::string role = m["role"].get<std::string>();
         if (role == "developer") role = "system";
-        if (role != "system" && role != "user" && role != "assistant") {
-            return invalid_request(param + ".role '" + role + "' is not supported (system, developer, user, assistant)", param + ".role");
+        if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+            return invalid_request(param + ".role '" + role + "' is not supported (system, developer, user, assistant, tool)",
+                                   param + ".role");
         }
         std::string problem;
         const std::optional<std::string> text = message_text(m.contains("content") ? m["content"] : json(), problem);
         if (!text) return invalid_request(param + ".content " + problem, param + ".content");
-        std::string thinking;
-        if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) thinking = m["reasoning_content"].get<std::string>();
-        out.conversation.turns.push_back({role, *text, thinking});
+        ChatTurn turn{.role = role, .text = *text};
+        if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
+            turn.thinking = m["reasoning_content"].get<std::string>();
+        if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+            auto calls = assistant_tool_calls(m["tool_calls"], param + ".tool_calls");
+            if (auto * e = std::get_if<ApiError>(&calls)) return *e;
+            turn.tool_calls = std::get<std::string>(calls);
+        }
+        if (role == "tool" && m.contains("tool_call_id") && m["tool_call_id"].is_string())
+            turn.tool_call_id = m["tool_call_id"].get<std::string>();
+        out.conversation.turns.push_back(std::move(turn));
     }
-    if (out.conversation.turns.back().role != "user") {
-        return invalid_request("the last message must be the user's", "messages");
-    }
+    const std::string & last = out.conversation.turns.back().role;
+    if (last == "tool") return std::nullopt;  // the model goes on from the tools' results
+    if (last != "user") return invalid_request("the last message must be the user's (or a tool's result)", "messages");
     out.user_text = std::move(out.conversation.turns.back().text);
     out.conversation.turns.pop_back();
     return std::nullopt;
@@ -159,12 +190,7 @@ std::optional<ApiError> refuse_unsupported(const json & body, CompletionKind kin
                 "response_format");
         }
     }
-    const auto choice = body.find("tool_choice");
-    const bool no_tools = choice != body.end() && choice->is_string() && *choice == "none";
-    for (const char * name : {"tools", "functions"}) {
-        if (present(name) && !no_tools)
-            return invalid_request(std::string(name) + " (function calling) are not supported by this server", name);
-    }
+    if (present("functions")) return invalid_request("functions (the old form of tools) are not supported: send tools", "functions");
     if (present("logit_bias")) return invalid_request("logit_bias is not supported by this server", "logit_bias");
     if (kind == CompletionKind::text) {
         if (present("suffix")) return invalid_request("suffix (insertion) is not supported by this server", "suffix");
@@ -192,6 +218,32 @@ std::optional<ApiError> read_logprobs(FieldReader & r, CompletionKind kind, Gene
     if (r.error) return r.error;
     if (top && !wanted.value_or(false)) return invalid_request("top_logprobs needs logprobs to be true", "top_logprobs");
     if (wanted.value_or(false)) out.logprobs = int32_t(top.value_or(0));
+    return std::nullopt;
+}
+
+// Chat: the tools the model may call (each {"type": "function", "function": {"name", ...}}),
+// unless tool_choice is "none"; "auto" is the only other choice (Longread cannot force a call).
+std::optional<ApiError> read_tools(const json & body, std::string & out) {
+    const auto tools = body.find("tools");
+    if (tools == body.end() || tools->is_null() || (tools->is_array() && tools->empty())) return std::nullopt;
+    if (!tools->is_array()) return invalid_request("tools must be an array", "tools");
+    const auto choice = body.find("tool_choice");
+    if (choice != body.end() && !choice->is_null()) {
+        if (*choice == "none") return std::nullopt;
+        if (*choice != "auto") {
+            return invalid_request("tool_choice must be \"auto\" or \"none\": Longread lets the model decide whether to call a tool",
+                                   "tool_choice");
+        }
+    }
+    for (size_t i = 0; i < tools->size(); ++i) {
+        const json & t = (*tools)[i];
+        if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") || !t["function"].is_object() ||
+            !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+            const std::string param = "tools[" + std::to_string(i) + "]";
+            return invalid_request(param + " must be {\"type\": \"function\", \"function\": {\"name\": ...}}", param);
+        }
+    }
+    out = tools->dump();
     return std::nullopt;
 }
 
@@ -243,6 +295,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(CompletionKin
     if (kind == CompletionKind::chat) {
         out.conversation.thinking = defaults.thinking;
         if (auto e = read_thinking(body, out.conversation.thinking)) return *e;
+        if (auto e = read_tools(body, out.conversation.tools)) return *e;
     }
     if (auto e = read_stop(body, out)) return *e;
 

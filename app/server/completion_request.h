@@ -3,8 +3,9 @@
 // fields Longread honours (and llama.cpp's top_k, min_p, repeat_penalty, repeat_last_n,
 // chat_template_kwargs' enable_thinking and reasoning_effort),
 // the `longread` object's cache settings, and an OpenAI-style 400 naming the field for
-// anything wrong or for a feature it does not have (tools, response_format, logit_bias,
-// echo, suffix). Unknown fields are ignored, as OpenAI's clients expect.
+// anything wrong or for a feature it does not have (response_format, logit_bias, echo,
+// suffix, functions). Tools and the messages of a call (an assistant's tool_calls, "tool"
+// results) go to the chat template. Unknown fields are ignored, as OpenAI's clients expect.
 
 #include <string>
 #include <string_view>
@@ -25,8 +26,8 @@ enum class CompletionKind { chat, text };
 
 struct CompletionRequest {
     CompletionKind kind = CompletionKind::chat;
-    Conversation conversation;  // chat: the messages before the last user message
-    std::string user_text;      // chat: the last user message
+    Conversation conversation;  // chat: the messages before the last user message (all of them when a tool's result ends them)
+    std::string user_text;      // chat: the last user message; empty when a tool's result is last
     std::string prompt;         // text: the prompt
     GenerateParams generate;
     std::vector<std::string> stop;

@@ -27,6 +27,10 @@ bool write_event_stream(Job & job, const ReplyIdentity & who, std::chrono::milli
                     return false;
                 break;
             }
+            case JobEvent::Kind::tool_calls:
+                if (!write(sse_event(chat_chunk(who, {{"tool_calls", tool_calls_json(e->tool_calls, who.id, true)}}, std::nullopt))))
+                    return false;
+                break;
             case JobEvent::Kind::thinking:
                 if (!write(sse_event(chat_chunk(who, {{"reasoning_content", e->text}}, std::nullopt)))) return false;
                 break;

@@ -2,16 +2,12 @@
 
 #include <exception>
 
-#include "app/server/stop_matcher.h"
+#include "app/server/reply_stream.h"
 #include "engine/runtime/chat_prompt.h"
 #include "engine/runtime/reply_generator.h"
 
 namespace lr::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 ApiError context_exceeded(uint64_t prompt_tokens, uint32_t n_ctx) {
     ApiError e = invalid_request(
@@ -22,71 +18,6 @@ ApiError context_exceeded(uint64_t prompt_tokens, uint32_t n_ctx) {
     e.extra = {{"n_prompt_tokens", prompt_tokens}, {"n_ctx", n_ctx}};
     return e;
 }
-
-const char * finish_reason(StopReason reason) {
-    return reason == StopReason::max_tokens || reason == StopReason::context_full ? "length" : "stop";
-}
-
-// Streams generated text to a job: stop strings held back, latencies recorded, and each
-// token's log-probabilities (when asked for) sent with the answer text it starts in, so
-// that a token after a stop string is never reported.
-class ReplyStream {
-public:
-    ReplyStream(Job & job, ServerMetrics & metrics) : job_(job), metrics_(metrics), stops_(job.request.stop) {}
-
-    // The log-probabilities of the token whose answer text answer() gets next.
-    void logprob(LogprobEntry entry) {
-        entry.text_offset = fed_;
-        pending_.push_back(std::move(entry));
-    }
-    bool answer(std::string_view text) {
-        token_arrived();
-        fed_ += text.size();
-        send_answer(stops_.feed(text));
-        return !stops_.stopped();
-    }
-    void thinking(std::string_view text) {
-        token_arrived();
-        job_.channel.push({.kind = JobEvent::Kind::thinking, .text = std::string(text)});
-    }
-    void finish(const GenerateResult & result, uint64_t prompt_tokens) {
-        send_answer(stops_.flush());
-        if (!stops_.stopped() && !pending_.empty()) {  // tokens without text of their own at the end
-            job_.channel.push({.kind = JobEvent::Kind::answer, .logprobs = {pending_.begin(), pending_.end()}});
-        }
-        const Usage usage{prompt_tokens, result.tokens.size()};
-        metrics_.add_tokens(usage.prompt_tokens, usage.completion_tokens);
-        job_.channel.push(
-            {.kind = JobEvent::Kind::finished, .finish_reason = stops_.stopped() ? "stop" : finish_reason(result.reason), .usage = usage});
-    }
-
-private:
-    void token_arrived() {
-        const Clock::time_point now = Clock::now();
-        if (!first_) metrics_.observe_time_to_first_token(seconds_between(job_.arrived, now));
-        else metrics_.observe_inter_token(seconds_between(last_, now));
-        first_ = true;
-        last_ = now;
-    }
-    void send_answer(std::string text) {
-        sent_ += text.size();
-        JobEvent e{.kind = JobEvent::Kind::answer, .text = std::move(text)};
-        while (!pending_.empty() && pending_.front().text_offset < sent_) {
-            e.logprobs.push_back(std::move(pending_.front()));
-            pending_.pop_front();
-        }
-        if (!e.text.empty() || !e.logprobs.empty()) job_.channel.push(std::move(e));
-    }
-
-    Job & job_;
-    ServerMetrics & metrics_;
-    StopMatcher stops_;
-    bool first_ = false;
-    Clock::time_point last_;
-    uint64_t fed_ = 0;   // answer bytes given to the stop strings' matcher
-    uint64_t sent_ = 0;  // of them, sent
-    std::deque<LogprobEntry> pending_;
-};
 
 // A token's log-probabilities with the tokens' texts.
 LogprobEntry logprob_entry(const Tokenizer & tokenizer, const TokenLogprobs & lp) {
@@ -164,8 +95,9 @@ Result<std::unique_ptr<GenerationQueue>> GenerationQueue::create(std::shared_ptr
 
 GenerationQueue::GenerationQueue(std::shared_ptr<const Model> model, SessionOptions base, uint32_t parallel,
                                  std::unique_ptr<SequenceBatch> batch, ServerMetrics & metrics)
-    : model_(std::move(model)), base_(std::move(base)), parallel_(parallel), batch_(std::move(batch)), metrics_(metrics),
-      health_(system_health_probe(&model_->backend())), thread_([this] { serve(); }) {}
+    : model_(std::move(model)), base_(std::move(base)), parallel_(parallel), batch_(std::move(batch)),
+      tool_format_(tool_call_format(*model_)), metrics_(metrics), health_(system_health_probe(&model_->backend())),
+      thread_([this] { serve(); }) {}
 
 GenerationQueue::~GenerationQueue() {
     cancel_all();
@@ -298,8 +230,15 @@ bool GenerationQueue::try_start(const std::shared_ptr<Job> & job) {
         batch_ = std::move(*rebuilt);
     }
     const bool chat = r.kind == CompletionKind::chat;
+    if (!r.conversation.tools.empty() && tool_format_ == chat::ToolCallFormat::none) {
+        job->channel.push({.kind = JobEvent::Kind::rejected,
+                           .error = invalid_request("this model's chat template does not offer tools in a format Longread reads (Hermes' "
+                                                    "<tool_call> JSON, as Qwen2.5 and Qwen3; or Qwen3.5's XML)",
+                                                    "tools")});
+        return true;
+    }
     const std::vector<int32_t> prompt = chat ? render_chat_tokens(*model_, conversation_messages(r.conversation, r.user_text), true,
-                                                                  r.conversation.thinking)
+                                                                  r.conversation.thinking, r.conversation.tools)
                                              : model_->tokenizer().encode(r.prompt, true, false);
     const uint32_t n_ctx = batch_->config().n_ctx;
     if (r.kv.policy != KvPolicy::streaming && prompt.size() >= n_ctx) {
@@ -316,7 +255,9 @@ bool GenerationQueue::try_start(const std::shared_ptr<Job> & job) {
         return true;
     }
     if (!batch_->fits_now(*reservation)) return false;
-    auto running = std::make_unique<Running>(Running{.job = job, .stream = ReplyStream(*job, metrics_), .prompt_tokens = prompt.size()});
+    const chat::ToolCallFormat tools = r.conversation.tools.empty() ? chat::ToolCallFormat::none : tool_format_;
+    auto running = std::make_unique<Running>(
+        Running{.job = job, .stream = ReplyStream(*job, metrics_, tools), .prompt_tokens = prompt.size()});
     if (chat) running->splitter = reply_splitter(*model_, prompt);
     request.sink = [r = running.get()](int32_t, std::string_view piece) { return r->deliver(piece); };
     if (r.generate.logprobs >= 0) {

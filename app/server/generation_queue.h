@@ -28,19 +28,21 @@
 #include "app/server/openai_json.h"
 #include "app/server/server_metrics.h"
 #include "engine/api/session_options.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/runtime/sequence_batch.h"
 #include "kvcache/kv_health.h"
 
 namespace lr::server {
 
 struct JobEvent {
-    enum class Kind { admitted, rejected, answer, thinking, finished, failed };
+    enum class Kind { admitted, rejected, answer, thinking, tool_calls, finished, failed };
     Kind kind = Kind::answer;
-    std::string text;                    // answer, thinking
-    std::vector<LogprobEntry> logprobs;  // answer, when asked for: the tokens whose text starts in it (or, at the end, none)
-    std::string finish_reason;           // finished: "stop" or "length"
-    Usage usage;                         // admitted (prompt tokens), finished
-    ApiError error;                      // rejected, failed
+    std::string text;                        // answer, thinking
+    std::vector<LogprobEntry> logprobs;      // answer, when asked for: the tokens whose text starts in it (or, at the end, none)
+    std::vector<chat::ToolCall> tool_calls;  // tool_calls: the reply's, at its end
+    std::string finish_reason;               // finished: "stop", "length" or "tool_calls"
+    Usage usage;                             // admitted (prompt tokens), finished
+    ApiError error;                          // rejected, failed
 };
 
 // Events from the engine thread to one HTTP thread.
@@ -103,6 +105,7 @@ private:
     SessionOptions base_;
     const uint32_t parallel_;
     std::unique_ptr<SequenceBatch> batch_;
+    const chat::ToolCallFormat tool_format_;  // how the model calls tools (none: requests with tools are refused)
     ServerMetrics & metrics_;
     KvHealthMonitor health_;
     std::chrono::steady_clock::time_point last_health_{};   // the first check runs at once

@@ -9,6 +9,9 @@
 #include "app/server/event_stream.h"
 
 namespace lr::server {
+
+using nlohmann::json;
+
 namespace {
 
 constexpr const char * kJson = "application/json";
@@ -124,6 +127,7 @@ void HttpRoutes::complete(CompletionKind kind, const httplib::Request & req, htt
 void HttpRoutes::wait_reply(const std::shared_ptr<Job> & job, const ReplyIdentity & who, httplib::Response & res) {
     std::string text, thinking;
     std::vector<LogprobEntry> logprobs;
+    json tool_calls;  // null: none
     const bool chat = job->request.kind == CompletionKind::chat;
     for (;;) {
         const std::optional<JobEvent> e = job->channel.next(std::chrono::hours(1));
@@ -134,10 +138,12 @@ void HttpRoutes::wait_reply(const std::shared_ptr<Job> & job, const ReplyIdentit
                 logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
                 break;
             case JobEvent::Kind::thinking: thinking += e->text; break;
+            case JobEvent::Kind::tool_calls: tool_calls = tool_calls_json(e->tool_calls, who.id); break;
             case JobEvent::Kind::failed: return send_error(res, e->error);
             case JobEvent::Kind::finished: {
                 const std::vector<LogprobEntry> * asked = job->request.generate.logprobs >= 0 ? &logprobs : nullptr;
-                res.set_content(dump(chat ? chat_completion(who, text, thinking, e->finish_reason, e->usage, chat_logprobs(asked))
+                res.set_content(dump(chat ? chat_completion(who, text, thinking, e->finish_reason, e->usage, chat_logprobs(asked),
+                                                            tool_calls)
                                           : text_completion(who, text, e->finish_reason, e->usage, text_logprobs(asked))),
                                 kJson);
                 return;

@@ -64,9 +64,25 @@ json model_list(const std::string & model, int64_t created) {
             {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "longread"}}})}};
 }
 
+json tool_calls_json(const std::vector<chat::ToolCall> & calls, const std::string & reply_id, bool indexed) {
+    json out = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json call = {{"id", "call_" + reply_id + "_" + std::to_string(i)},
+                     {"type", "function"},
+                     {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+        if (indexed) call["index"] = i;
+        out.push_back(std::move(call));
+    }
+    return out;
+}
+
 json chat_completion(const ReplyIdentity & who, const std::string & text, const std::string & reasoning, const std::string & finish_reason,
-                     const Usage & usage, const json & logprobs) {
+                     const Usage & usage, const json & logprobs, const json & tool_calls) {
     json message = {{"role", "assistant"}, {"content", text}};
+    if (!tool_calls.is_null()) {
+        message["tool_calls"] = tool_calls;
+        if (text.empty()) message["content"] = nullptr;
+    }
     if (!reasoning.empty()) message["reasoning_content"] = reasoning;
     json out = envelope(who, "chat.completion");
     out["choices"] = json::array({{{"index", 0}, {"message", message}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}});

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/tool_calls.h"
+
 namespace lr::server {
 
 struct Usage {
@@ -41,10 +43,17 @@ nlohmann::json chat_logprobs(const std::vector<LogprobEntry> * entries);
 nlohmann::json text_logprobs(const std::vector<LogprobEntry> * entries);
 nlohmann::json model_list(const std::string & model, int64_t created);
 
+// A reply's tool calls as OpenAI's message.tool_calls: [{"id", "type": "function",
+// "function": {"name", "arguments"}}], the ids `reply_id` + "_" + the call's index; with
+// `indexed`, each has its "index" too (a streamed delta's form).
+nlohmann::json tool_calls_json(const std::vector<chat::ToolCall> & calls, const std::string & reply_id, bool indexed = false);
+
 // Non-streaming replies. `reasoning` goes to message.reasoning_content when not empty;
-// `logprobs` is the choice's (from the functions above).
+// `logprobs` is the choice's (from the functions above); with `tool_calls` (tool_calls_json)
+// the message has them, and its content is null when it has no text.
 nlohmann::json chat_completion(const ReplyIdentity & who, const std::string & text, const std::string & reasoning,
-                               const std::string & finish_reason, const Usage & usage, const nlohmann::json & logprobs = nullptr);
+                               const std::string & finish_reason, const Usage & usage, const nlohmann::json & logprobs = nullptr,
+                               const nlohmann::json & tool_calls = nullptr);
 nlohmann::json text_completion(const ReplyIdentity & who, const std::string & text, const std::string & finish_reason, const Usage & usage,
                                const nlohmann::json & logprobs = nullptr);
 

@@ -12,11 +12,13 @@
 namespace lr {
 
 struct ChatTurn {
-    std::string role;  // "user", "assistant" (or "system": an instruction, as `chat -s` gives)
+    std::string role;  // "user", "assistant", "tool" (a call's result), or "system" (an instruction, as `chat -s` gives)
     std::string text;
     // An assistant reply's thinking, apart from its text (the answer). The chat template
     // decides whether a later prompt shows it (Qwen3 and gpt-oss drop it from past turns).
     std::string thinking;
+    std::string tool_calls;    // an assistant turn's tool calls (chat::ChatMessage::tool_calls)
+    std::string tool_call_id;  // a "tool" turn's: the call its text answers
 };
 
 struct Conversation {
@@ -24,6 +26,7 @@ struct Conversation {
     std::string document_text;   // empty: no document in the context
     std::vector<ChatTurn> turns;
     ThinkingChoice thinking;  // for the reply to come
+    std::string tools;        // the tools it may call: a JSON array as OpenAI's `tools`; empty: none
 
     bool has_document() const { return !document_text.empty(); }
 };

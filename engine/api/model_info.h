@@ -23,6 +23,9 @@ struct ModelInfo {
     // Which ThinkingChoice the template reacts to: thinking on / off, the reasoning effort.
     bool thinking_switch = false;
     bool reasoning_effort = false;
+    // How its template teaches tool calls: "hermes", "qwen-xml" (chat::ToolCallFormat); empty:
+    // it shows no tools, or in a format Longread does not read.
+    std::string tool_call_format;
     std::string backend;       // "CPU, 2 threads" or "CUDA cuda:0 (NVIDIA ..., compute 8.9)"
     std::string backend_note;  // why a CUDA device was not used, or empty
     uint64_t file_bytes = 0;

@@ -1,6 +1,7 @@
 #include "engine/chat/chat_template.h"
 
 #include "engine/chat/chat_builtin.h"
+#include "engine/chat/jinja_json.h"
 #include "engine/chat/jinja_strings.h"
 
 namespace lr::chat {
@@ -19,6 +20,10 @@ jinja::Value make_context(std::span<const ChatMessage> messages, const ChatRende
             message->set("reasoning_content", jinja::Value(m.thinking));
             message->set("thinking", jinja::Value(m.thinking));
         }
+        if (!m.tool_calls.empty()) {
+            if (Result<jinja::Value> calls = jinja::parse_json(m.tool_calls); calls.ok()) message->set("tool_calls", *calls);
+        }
+        if (!m.tool_call_id.empty()) message->set("tool_call_id", jinja::Value(m.tool_call_id));
         list.emplace_back(message);
     }
     jinja::Value context = jinja::Value::object();
@@ -29,6 +34,9 @@ jinja::Value make_context(std::span<const ChatMessage> messages, const ChatRende
     vars.set("eos_token", jinja::Value(options.eos_token));
     if (options.enable_thinking) vars.set("enable_thinking", jinja::Value(*options.enable_thinking));
     if (!options.reasoning_effort.empty()) vars.set("reasoning_effort", jinja::Value(options.reasoning_effort));
+    if (!options.tools.empty()) {
+        if (Result<jinja::Value> tools = jinja::parse_json(options.tools); tools.ok()) vars.set("tools", *tools);
+    }
     return context;
 }
 

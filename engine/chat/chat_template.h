@@ -3,7 +3,7 @@
 // A GGUF chat model carries its template as Jinja source (tokenizer.chat_template).
 // ChatTemplate renders it as Hugging Face's apply_chat_template does (trim_blocks and
 // lstrip_blocks on; messages, add_generation_prompt, bos_token and eos_token defined, and
-// enable_thinking / reasoning_effort when the caller sets them; tools and documents left
+// enable_thinking / reasoning_effort / tools when the caller sets them; documents left
 // undefined), and falls back to a builtin renderer of the template's family (or of the
 // model's architecture) when the source cannot be used.
 
@@ -27,6 +27,11 @@ struct ChatMessage {
     // Qwen3.5 render it only for replies after the last user message, gpt-oss drops it from
     // earlier turns, Gemma 4 from every reply without tool calls.
     std::string thinking;
+    // An assistant's tool calls: a JSON array of OpenAI's {"id", "type", "function": {"name",
+    // "arguments"}}, the arguments an object (templates iterate them); the template sees it
+    // as `tool_calls`. Empty: none.
+    std::string tool_calls;
+    std::string tool_call_id;  // a "tool" message's: the call it answers
 };
 
 struct ChatRenderOptions {
@@ -39,6 +44,9 @@ struct ChatRenderOptions {
     // `reasoning_effort` for the template (gpt-oss: "low", "medium", "high"); undefined when
     // empty (gpt-oss then says "medium").
     std::string reasoning_effort;
+    // The tools the model may call: a JSON array as OpenAI's `tools`, the template's `tools`;
+    // empty: undefined.
+    std::string tools;
     // The clock of strftime_now() and of the builtins that write a date; empty: local time.
     std::function<std::tm()> local_time;
 };

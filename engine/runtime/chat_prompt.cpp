@@ -15,31 +15,41 @@ std::vector<chat::ChatMessage> conversation_messages(const Conversation & conver
     if (conversation.has_document()) {
         messages.push_back({"system", document_context(conversation.document_title, conversation.document_text)});
     }
-    for (const ChatTurn & t : conversation.turns) messages.push_back({t.role, t.text, t.thinking});
+    for (const ChatTurn & t : conversation.turns) messages.push_back({t.role, t.text, t.thinking, t.tool_calls, t.tool_call_id});
     if (!user_text.empty()) messages.push_back({"user", std::string(user_text)});
     return messages;
 }
 
 std::string render_chat_text(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
-                             const ThinkingChoice & thinking) {
+                             const ThinkingChoice & thinking, std::string_view tools) {
     const Tokenizer & tok = model.tokenizer();
     chat::ChatRenderOptions options{.add_generation_prompt = add_generation_prompt,
                                     .enable_thinking = thinking.enabled,
-                                    .reasoning_effort = thinking.effort};
+                                    .reasoning_effort = thinking.effort,
+                                    .tools = std::string(tools)};
     if (tok.bos() >= 0) options.bos_token = tok.token_to_piece(tok.bos(), true);
     if (tok.eos() >= 0) options.eos_token = tok.token_to_piece(tok.eos(), true);
     return model.chat_template().render_or_fallback(messages, options);
 }
 
+chat::ToolCallFormat tool_call_format(const Model & model) {
+    const chat::ChatMessage probe[] = {{"user", "Hi", "", "", ""}};
+    constexpr std::string_view kTool =
+        R"([{"type": "function", "function": {"name": "longread_probe_tool", "description": "A probe.", "parameters": {"type": "object", "properties": {}}}}])";
+    const std::string rendered = render_chat_text(model, probe, true, {}, kTool);
+    if (rendered.find("longread_probe_tool") == std::string::npos) return chat::ToolCallFormat::none;  // tools are not shown
+    return chat::tool_call_format_of(rendered);
+}
+
 bool thinking_choice_matters(const Model & model, const ThinkingChoice & a, const ThinkingChoice & b) {
-    const chat::ChatMessage probe[] = {{"user", "Hi", ""}};
+    const chat::ChatMessage probe[] = {{"user", "Hi", "", "", ""}};
     return render_chat_text(model, probe, true, a) != render_chat_text(model, probe, true, b);
 }
 
 std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
-                                        const ThinkingChoice & thinking) {
+                                        const ThinkingChoice & thinking, std::string_view tools) {
     const Tokenizer & tok = model.tokenizer();
-    std::vector<int32_t> tokens = tok.encode(render_chat_text(model, messages, add_generation_prompt, thinking), true, true);
+    std::vector<int32_t> tokens = tok.encode(render_chat_text(model, messages, add_generation_prompt, thinking, tools), true, true);
     if (tokens.size() >= 2 && tokens[0] == tok.bos() && tokens[1] == tok.bos()) tokens.erase(tokens.begin());
     return tokens;
 }

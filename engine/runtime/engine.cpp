@@ -38,6 +38,7 @@ ModelInfo describe(const Model & model, const Backend & backend, const std::stri
             .chat_template_builtin = model.chat_template().is_builtin(),
             .thinking_switch = thinking_choice_matters(model, {.enabled = true}, {.enabled = false}),
             .reasoning_effort = thinking_choice_matters(model, {.effort = "low"}, {.effort = "high"}),
+            .tool_call_format = std::string(chat::tool_call_format_name(tool_call_format(model))),
             .backend = backend_description(backend),
             .file_bytes = model.file().file_size(),
             .n_ctx_train = hp.n_ctx_train,

@@ -69,7 +69,7 @@ const PromptMemo::Entry & PromptMemo::entry_for(const Model & model, const Conve
     const chat::ChatTemplate & tmpl = model.chat_template();
     const auto same = [&](const Entry & e) {
         return e.content_hash == hash && e.model_identity == model.identity() && e.family == tmpl.family() &&
-               e.builtin_template == tmpl.is_builtin() && e.thinking == conversation.thinking;
+               e.builtin_template == tmpl.is_builtin() && e.thinking == conversation.thinking && e.tools == conversation.tools;
     };
     if (auto it = std::find_if(entries_.begin(), entries_.end(), same); it != entries_.end()) {
         entries_.splice(entries_.begin(), entries_, it);
@@ -79,10 +79,12 @@ const PromptMemo::Entry & PromptMemo::entry_for(const Model & model, const Conve
             .model_identity = model.identity(),
             .family = tmpl.family(),
             .builtin_template = tmpl.is_builtin(),
-            .thinking = conversation.thinking};
+            .thinking = conversation.thinking,
+            .tools = conversation.tools};
     const std::vector<chat::ChatMessage> system = conversation_messages(
         {.document_title = conversation.document_title, .document_text = conversation.document_text});
-    e.text = render_chat_text(model, system, false, conversation.thinking);  // gpt-oss says its effort before the document
+    // gpt-oss says its effort, Qwen its tools, before the document.
+    e.text = render_chat_text(model, system, false, conversation.thinking, conversation.tools);
     e.encoded = model.tokenizer().encode_with_offsets(e.text, true, true);
     ++n_tokenized_;
     n_bytes_tokenized_ += e.text.size();

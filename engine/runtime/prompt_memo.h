@@ -52,9 +52,10 @@ private:
         uint64_t model_identity = 0;
         chat::ChatFamily family = chat::ChatFamily::plain;
         bool builtin_template = false;
-        ThinkingChoice thinking;  // rendered with it (gpt-oss's effort comes before the document)
-        std::string text;         // the document's system message, rendered
-        EncodedText encoded;      // its tokens, offsets and resume point
+        ThinkingChoice thinking;  // rendered with these (gpt-oss's effort, Qwen's tools come before the document)
+        std::string tools;
+        std::string text;     // the document's system message, rendered
+        EncodedText encoded;  // its tokens, offsets and resume point
     };
     const Entry & entry_for(const Model & model, const Conversation & conversation);
 

@@ -154,6 +154,7 @@ private slots:
         QVERIFY2(r.out.contains("    full attn   2 layers, "), r.out.constData());  // the plan per layer kind
         QVERIFY(r.out.contains("largest context that fits"));
         QVERIFY(r.out.contains("fits"));
+        QVERIFY2(r.out.contains("tool calls:    none"), r.out.constData());  // a builtin template shows no tools
     }
 
     // How many sequences of -c tokens the KV budgets admit at once, per policy: the budget

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "app/server/http_routes.h"
 #include "engine/runtime/engine.h"
 #include "engine/runtime/session.h"
+#include "support/gguf_copy.h"
 
 using namespace lr;
 using namespace lr::server;
@@ -393,6 +395,57 @@ private slots:
             if (e->kind == JobEvent::Kind::finished) break;
         }
         QVERIFY(!answer.empty());
+    }
+
+    // Tools reach a model whose template shows them (stories260K under Qwen3's template):
+    // the prompt grows by their description, an assistant's call and a tool's result are
+    // rendered, and a model whose template shows no tools refuses them by name.
+    void toolsReachATemplateThatShowsThem() {
+        const json tools = json::parse(
+            R"([{"type":"function","function":{"name":"get_weather","description":"The weather in a city.","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+        json with_tools = chat_body("Weather in Paris?", 4);
+        with_tools["tools"] = tools;
+        const auto [status, refusal] = post("/v1/chat/completions", with_tools);  // the bundled model's plain template
+        QCOMPARE(status, 400);
+        QCOMPARE(refusal["error"]["param"], "tools");
+
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("qwen3-template.gguf").toStdString();
+        std::ifstream source(std::string(LONGREAD_SHARED_DIR) + "/data/chat-templates/Qwen-Qwen3-0.6B.jinja");
+        const std::string jinja((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
+        QVERIFY(test::copy_gguf_with_string(kModel, path, "tokenizer.chat_template", jinja).ok());
+        Engine engine;
+        QVERIFY(engine.load({.path = path, .backend = "cpu", .n_threads = 1}).ok());
+        QCOMPARE(engine.model_info().tool_call_format, std::string("hermes"));
+        ServerMetrics metrics;
+        SessionOptions options{.n_ctx = 2048, .chunk_tokens = 256};  // the tools' instructions take ~600 of its tokens
+        options.kv.prefix_cache = false;
+        auto queue = GenerationQueue::create(engine.model(), options, 1, metrics);
+        QVERIFY(queue.ok());
+        auto prompt_tokens = [&](const json & body) {
+            auto request = parse_completion_request(CompletionKind::chat, body.dump(), {});
+            if (auto * e = std::get_if<ApiError>(&request)) qFatal("refused: %s", e->message.c_str());
+            const std::shared_ptr<Job> job = (*queue)->submit(std::get<CompletionRequest>(request));
+            for (;;) {
+                const std::optional<JobEvent> e = job->channel.next(std::chrono::minutes(5));
+                if (!e || e->kind == JobEvent::Kind::rejected || e->kind == JobEvent::Kind::failed)
+                    qFatal("no reply: %s", e ? e->error.message.c_str() : "timeout");
+                if (e->kind == JobEvent::Kind::finished) return e->usage.prompt_tokens;
+            }
+        };
+        const uint64_t plain = prompt_tokens(chat_body("Weather in Paris?", 4));
+        const uint64_t offered = prompt_tokens(with_tools);
+        QVERIFY2(offered > plain + 40, qPrintable(QString("%1 vs %2").arg(offered).arg(plain)));  // the tools' description and format
+
+        json answered = with_tools;
+        answered["messages"].push_back({{"role", "assistant"},
+                                        {"content", nullptr},
+                                        {"tool_calls",
+                                         {{{"id", "call_1"},
+                                           {"type", "function"},
+                                           {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}});
+        answered["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C and sunny"}});
+        QVERIFY(prompt_tokens(answered) > offered + 10);  // the call and its result are in the prompt
     }
 
     void aPromptOverTheContextIs400() {

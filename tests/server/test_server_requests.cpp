@@ -60,7 +60,7 @@ private slots:
     void badMessagesNameTheField() {
         QCOMPARE(refused(chat(R"({})")).param, std::string("messages"));
         QCOMPARE(refused(chat(R"({"messages":[]})")).param, std::string("messages"));
-        QCOMPARE(refused(chat(R"({"messages":[{"role":"tool","content":"x"}]})")).param, std::string("messages[0].role"));
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"function","content":"x"}]})")).param, std::string("messages[0].role"));
         QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})")).param,
                  std::string("messages[0].content"));
         // A part whose type is not a string threw, and the server answered 500.
@@ -120,10 +120,11 @@ private slots:
     // naming them: a client must not get a reply that quietly ignored them.
     void whatTheServerCannotDoIsRefused() {
         const std::string tool = R"([{"type":"function","function":{"name":"f","parameters":{}}}])";
-        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":)" + tool + "}")).param, std::string("tools"));
-        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"auto"})")).param, std::string("tools"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"required"})")).param,
+                 std::string("tool_choice"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":{"type":"function"}})")).param,
+                 std::string("tool_choice"));
         QCOMPARE(refused(chat(R"({)" + kHello + R"(,"functions":[{"name":"f"}]})")).param, std::string("functions"));
-        QCOMPARE(ok(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"none"})")).user_text, std::string("hello"));
         for (const char * format : {R"({"type":"json_object"})", R"({"type":"json_schema","json_schema":{"name":"x","schema":{}}})", "5"}) {
             const ApiError e = refused(chat(R"({)" + kHello + R"(,"response_format":)" + format + "}"));
             QCOMPARE(e.param, std::string("response_format"));
@@ -134,6 +135,39 @@ private slots:
         QCOMPARE(refused(text(R"({"prompt":"x","suffix":"end"})")).param, std::string("suffix"));
         QCOMPARE(refused(text(R"({"prompt":"x","best_of":3})")).param, std::string("best_of"));
         ok(text(R"({"prompt":"x","echo":false,"suffix":"","best_of":1})"));
+    }
+
+    // Tools go to the template as JSON (tool_choice none: not at all); an assistant's calls
+    // get their arguments as objects; a tool's result may end the messages.
+    void toolsAndTheMessagesOfACall() {
+        const std::string tool = R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
+        const CompletionRequest offered = ok(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"auto"})"));
+        QCOMPARE(nlohmann::json::parse(offered.conversation.tools), nlohmann::json::parse(tool));
+        QVERIFY(ok(chat(R"({)" + kHello + R"(,"tools":)" + tool + R"(,"tool_choice":"none"})")).conversation.tools.empty());
+        QVERIFY(ok(chat(R"({)" + kHello + R"(,"tools":[]})")).conversation.tools.empty());
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":{"a":1}})")).param, std::string("tools"));
+        QCOMPARE(refused(chat(R"({)" + kHello + R"(,"tools":[{"type":"function"}]})")).param, std::string("tools[0]"));
+
+        nlohmann::json body = {{"tools", nlohmann::json::parse(tool)}};
+        body["messages"] = {
+            {{"role", "user"}, {"content", "Weather in Paris?"}},
+            {{"role", "assistant"},
+             {"content", nullptr},
+             {"tool_calls",
+              {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}},
+            {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C"}}};
+        const CompletionRequest r = ok(chat(body.dump()));
+        QVERIFY(r.user_text.empty());  // the tool's result ends the messages: all of them are the conversation
+        QCOMPARE(r.conversation.turns.size(), size_t(3));
+        const nlohmann::json calls = nlohmann::json::parse(r.conversation.turns[1].tool_calls);
+        QCOMPARE(calls[0]["function"]["arguments"], nlohmann::json({{"city", "Paris"}}));  // an object for the template
+        QCOMPARE(r.conversation.turns[2].role, std::string("tool"));
+        QCOMPARE(r.conversation.turns[2].tool_call_id, std::string("call_1"));
+        QCOMPARE(r.conversation.turns[2].text, std::string("18 C"));
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":5}]})")).param,
+                 std::string("messages[1].tool_calls"));
+        QCOMPARE(refused(chat(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"function":{}}]}]})")).param,
+                 std::string("messages[1].tool_calls"));
     }
 
     void logprobsFields() {

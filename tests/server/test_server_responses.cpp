@@ -145,6 +145,38 @@ private slots:
         QCOMPARE(sent, expected);
     }
 
+    // OpenAI's shapes of tool calls: the message's (content null without text) and a
+    // streamed delta's, with each call's index.
+    void toolCalls() {
+        const std::vector<chat::ToolCall> calls = {{"get_weather", R"({"city": "Paris"})"}, {"get_time", "{}"}};
+        const json message = chat_completion(kWho, "", "", "tool_calls", {}, nullptr,
+                                             tool_calls_json(calls, kWho.id))["choices"][0]["message"];
+        QVERIFY(message["content"].is_null());
+        QCOMPARE(message["tool_calls"].size(), size_t(2));
+        QCOMPARE(message["tool_calls"][0]["id"], "call_chatcmpl-1_0");
+        QCOMPARE(message["tool_calls"][0]["type"], "function");
+        QCOMPARE(message["tool_calls"][0]["function"]["name"], "get_weather");
+        QCOMPARE(message["tool_calls"][0]["function"]["arguments"], R"({"city": "Paris"})");  // a string, as OpenAI sends it
+        QVERIFY(!message["tool_calls"][0].contains("index"));
+        QCOMPARE(chat_completion(kWho, "Checking.", "", "tool_calls", {}, nullptr,
+                                 tool_calls_json(calls, kWho.id))["choices"][0]["message"]["content"],
+                 "Checking.");
+
+        Job job;
+        job.channel.push({.kind = JobEvent::Kind::tool_calls, .tool_calls = calls});
+        job.channel.push({.kind = JobEvent::Kind::finished, .finish_reason = "tool_calls", .usage = {3, 1}});
+        std::string sent;
+        QVERIFY(write_event_stream(job, kWho, std::chrono::milliseconds(1000), [&](std::string_view data) {
+            sent += data;
+            return true;
+        }));
+        const std::string expected = sse_event(chat_chunk(kWho, {{"role", "assistant"}, {"content", ""}}, std::nullopt)) +
+                                     sse_event(chat_chunk(kWho, {{"tool_calls", tool_calls_json(calls, kWho.id, true)}}, std::nullopt)) +
+                                     sse_event(chat_chunk(kWho, json::object(), "tool_calls")) + std::string(kSseDone);
+        QCOMPARE(sent, expected);
+        QCOMPARE(tool_calls_json(calls, kWho.id, true)[1]["index"], 1);
+    }
+
     void aFailedWriteStopsTheJob() {
         Job job;
         job.request.kind = CompletionKind::text;
