@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds Longread and runs every test (ctest labels unit, model,
 # gui, gpu, slow; gpu tests skip without a device), then a short libFuzzer run of each
-# reader of untrusted input (tests/fuzz: GGUF, tokenizers, chat templates, server requests,
-# settings JSON, documents).
+# reader of untrusted input (tests/fuzz: GGUF, tokenizers, chat templates, tool calls,
+# server requests, settings JSON, documents).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
