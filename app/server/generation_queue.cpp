@@ -233,7 +233,7 @@ bool GenerationQueue::try_start(const std::shared_ptr<Job> & job) {
     if (!r.conversation.tools.empty() && tool_format_ == chat::ToolCallFormat::none) {
         job->channel.push({.kind = JobEvent::Kind::rejected,
                            .error = invalid_request("this model's chat template does not offer tools in a format Longread reads (Hermes' "
-                                                    "<tool_call> JSON, as Qwen2.5 and Qwen3; or Qwen3.5's XML)",
+                                                    "<tool_call> JSON, as Qwen2.5 and Qwen3; Qwen3.5's XML; Llama 3.1-3.3's JSON)",
                                                     "tools")});
         return true;
     }

@@ -79,6 +79,7 @@ std::string ReplyStream::take_calls(std::string_view text) {
         return {};
     }
     held_ += text;
+    if (tools_ == chat::ToolCallFormat::llama3_json) return take_leading_call();
     const size_t at = held_.find(chat::kToolCallOpen);
     if (at != std::string::npos) {
         call_text_ = held_.substr(at);
@@ -94,6 +95,25 @@ std::string ReplyStream::take_calls(std::string_view text) {
     std::string out = held_.substr(0, held_.size() - keep);
     held_.erase(0, held_.size() - keep);
     return out;
+}
+
+std::string ReplyStream::take_leading_call() {
+    if (plain_) {
+        std::string out = std::move(held_);
+        held_.clear();
+        return out;
+    }
+    const size_t first = held_.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return {};  // only whitespace yet
+    const std::string_view rest = std::string_view(held_).substr(first);
+    if (rest.starts_with('{') || rest.starts_with(chat::kPythonTag)) {
+        call_text_ = std::move(held_);
+        held_.clear();
+        return {};
+    }
+    if (chat::kPythonTag.starts_with(rest)) return {};  // may still become the tag
+    plain_ = true;
+    return take_leading_call();
 }
 
 void ReplyStream::send_answer(std::string text) {

@@ -3,8 +3,8 @@
 // sees any part of one), the latencies recorded, each token's log-probabilities (when asked
 // for) sent with the answer text it starts in, so that a token after a stop string is never
 // reported, and, when the request offers tools, everything from the first "<tool_call>" on
-// kept back and parsed into the reply's tool calls at its end (a malformed call is sent as
-// text: nothing the model wrote is lost).
+// (Llama 3: a reply that opens with "{") kept back and parsed into the reply's tool calls at
+// its end (a malformed call is sent as text: nothing the model wrote is lost).
 
 #include <chrono>
 #include <cstdint>
@@ -41,6 +41,8 @@ private:
     // With tools: the text before a call goes on as content; from "<tool_call>" on it is kept
     // for finish() (a partial marker at the end waits for the next piece).
     std::string take_calls(std::string_view text);
+    // Llama 3's form: a reply that starts with "{" or the python tag is kept whole.
+    std::string take_leading_call();
     void send_answer(std::string text);
 
     Job & job_;
@@ -53,7 +55,8 @@ private:
     std::deque<LogprobEntry> pending_;
     const chat::ToolCallFormat tools_;
     std::string held_;       // text that may begin a call's marker
-    std::string call_text_;  // from the first "<tool_call>" on
+    std::string call_text_;  // from the first "<tool_call>" on (Llama 3: the whole reply)
+    bool plain_ = false;     // Llama 3: the reply began as text, so it is not a call
 };
 
 }  // namespace lr::server

@@ -22,7 +22,7 @@ std::optional<std::string> object_text(const jinja::Value & v) {
     return jinja::to_json(v);
 }
 
-// {"name": "...", "arguments": {...} or "{...}"}
+// {"name": "...", "arguments" (or Llama's "parameters"): {...} or "{...}"}
 std::optional<ToolCall> hermes_call(std::string_view body) {
     const Result<jinja::Value> parsed = jinja::parse_json(trim(body));
     if (!parsed.ok() || !parsed->is_mapping()) return std::nullopt;
@@ -76,18 +76,27 @@ std::string_view tool_call_format_name(ToolCallFormat format) {
     switch (format) {
         case ToolCallFormat::hermes: return "hermes";
         case ToolCallFormat::qwen_xml: return "qwen-xml";
+        case ToolCallFormat::llama3_json: return "llama3-json";
         case ToolCallFormat::none: break;
     }
     return "";
 }
 
 ToolCallFormat tool_call_format_of(std::string_view rendered) {
+    if (rendered.find(R"("parameters": dictionary of argument name)") != std::string_view::npos) return ToolCallFormat::llama3_json;
     if (rendered.find(kToolCallOpen) == std::string_view::npos) return ToolCallFormat::none;
     return rendered.find("<function=") != std::string_view::npos ? ToolCallFormat::qwen_xml : ToolCallFormat::hermes;
 }
 
 ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text) {
     ParsedToolCalls out;
+    if (format == ToolCallFormat::llama3_json) {  // the whole reply is the call, or it is text
+        std::string_view body = trim(text);
+        if (body.starts_with(kPythonTag)) body.remove_prefix(kPythonTag.size());
+        if (std::optional<ToolCall> call = hermes_call(body)) out.calls.push_back(std::move(*call));
+        else out.content = std::string(text);
+        return out;
+    }
     const size_t first = text.find(kToolCallOpen);
     if (format == ToolCallFormat::none || first == std::string_view::npos) {
         out.content = std::string(text);

@@ -1,9 +1,10 @@
 #pragma once
 // Tool calls in a model's reply, in the formats chat templates teach: Hermes' (Qwen2.5,
-// Qwen3, Hermes and their fine-tunes), <tool_call>{"name": ..., "arguments": {...}}</tool_call>,
-// and Qwen3-Coder's and Qwen3.5's XML, <tool_call><function=NAME><parameter=P>value
-// </parameter>...</function></tool_call>. Which one a model uses is read from the prompt its
-// template renders for a tool, not from the template's name.
+// Qwen3, Hermes and their fine-tunes), <tool_call>{"name": ..., "arguments": {...}}</tool_call>;
+// Qwen3-Coder's and Qwen3.5's XML, <tool_call><function=NAME><parameter=P>value
+// </parameter>...</function></tool_call>; and Llama 3.1-3.3's, a reply that is one JSON
+// object {"name": ..., "parameters": {...}} (after <|python_tag|> or not). Which one a model
+// uses is read from the prompt its template renders for a tool, not from the template's name.
 
 #include <string>
 #include <string_view>
@@ -11,16 +12,18 @@
 
 namespace lr::chat {
 
-enum class ToolCallFormat { none, hermes, qwen_xml };
+enum class ToolCallFormat { none, hermes, qwen_xml, llama3_json };
 
-// "hermes", "qwen-xml", or "" for none.
+// "hermes", "qwen-xml", "llama3-json", or "" for none.
 std::string_view tool_call_format_name(ToolCallFormat format);
 
 // The format that `rendered`, a prompt rendered with a tool, teaches its model.
 ToolCallFormat tool_call_format_of(std::string_view rendered);
 
-// Where a call starts, in both formats.
+// Where a call starts: anywhere in Hermes' and Qwen3.5's replies; Llama 3's reply is a call
+// when it starts with "{" or the python tag.
 inline constexpr std::string_view kToolCallOpen = "<tool_call>";
+inline constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 struct ToolCall {
     std::string name;

@@ -35,6 +35,9 @@ private slots:
         QCOMPARE(tool_call_format_of("<tools>...</tools> return <tool_call>{\"name\": ...}</tool_call>"), ToolCallFormat::hermes);
         QCOMPARE(tool_call_format_of("reply <tool_call>\n<function=example>\n<parameter=x>"), ToolCallFormat::qwen_xml);
         QCOMPARE(tool_call_format_of("{\"name\": function name, \"parameters\": ...}"), ToolCallFormat::none);
+        QCOMPARE(tool_call_format_of(
+                     "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its value}."),
+                 ToolCallFormat::llama3_json);
         QCOMPARE(tool_call_format_name(ToolCallFormat::qwen_xml), std::string_view("qwen-xml"));
         QCOMPARE(tool_call_format_name(ToolCallFormat::none), std::string_view(""));
     }
@@ -72,6 +75,22 @@ private slots:
         QCOMPARE(parse_tool_calls(ToolCallFormat::none, "<tool_call>{\"name\": \"f\"}</tool_call>").calls.size(), size_t(0));
     }
 
+    void llama3Calls() {
+        for (const char * text : {"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+                                  " <|python_tag|>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"}) {
+            const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::llama3_json, text);
+            QCOMPARE(p.calls.size(), size_t(1));
+            QCOMPARE(p.calls[0].name, std::string("get_weather"));
+            QCOMPARE(p.calls[0].arguments, std::string("{\"city\": \"Paris\"}"));
+            QCOMPARE(p.content, std::string());
+        }
+        for (const char * text : {"It is {\"name\": \"x\"}", "{not json}", "{\"city\": \"Paris\"}", "{\"name\": \"f\"} and more"}) {
+            const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::llama3_json, text);
+            QVERIFY2(p.calls.empty(), text);
+            QCOMPARE(p.content, std::string(text));
+        }
+    }
+
     void qwenXmlCalls() {
         const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::qwen_xml,
                                                    "I will check.\n<tool_call>\n<function=get_weather>\n"
@@ -102,6 +121,10 @@ private slots:
                                << "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}";
         QTest::newRow("qwen2.5") << "Qwen-Qwen2.5-7B-Instruct.jinja" << int(ToolCallFormat::hermes) << "\"name\": \"get_weather\"";
         QTest::newRow("hermes3") << "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja" << int(ToolCallFormat::hermes) << "get_weather";
+        QTest::newRow("llama3.1") << "meta-llama-Llama-3.1-8B-Instruct.jinja" << int(ToolCallFormat::llama3_json)
+                                  << "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
+        QTest::newRow("llama3.3") << "meta-llama-Llama-3.3-70B-Instruct.jinja" << int(ToolCallFormat::llama3_json)
+                                  << "\"name\": \"get_weather\"";
         QTest::newRow("qwen3.5") << "Qwen3.5-4B.jinja" << int(ToolCallFormat::qwen_xml)
                                  << "<function=get_weather>\n<parameter=city>\nParis";
     }

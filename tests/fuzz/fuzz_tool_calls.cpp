@@ -1,5 +1,5 @@
-// libFuzzer entry point for reading tool calls out of a reply (chat/tool_calls.h), in both
-// formats: never a crash; either the calls, each with a name and arguments that are a JSON
+// libFuzzer entry point for reading tool calls out of a reply (chat/tool_calls.h), in each
+// format: never a crash; either the calls, each with a name and arguments that are a JSON
 // object, or no calls and the whole text as content.
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +11,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     const std::string_view text(reinterpret_cast<const char *>(data), size);
-    for (const lr::chat::ToolCallFormat format : {lr::chat::ToolCallFormat::hermes, lr::chat::ToolCallFormat::qwen_xml}) {
+    using lr::chat::ToolCallFormat;
+    for (const ToolCallFormat format : {ToolCallFormat::hermes, ToolCallFormat::qwen_xml, ToolCallFormat::llama3_json}) {
         const lr::chat::ParsedToolCalls p = lr::chat::parse_tool_calls(format, text);
         if (p.calls.empty()) {
             if (p.content != text) std::abort();  // nothing the model wrote is lost

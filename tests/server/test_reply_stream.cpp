@@ -79,6 +79,27 @@ private slots:
         QVERIFY(r.calls.empty());
     }
 
+    // Llama 3: a reply that opens with "{" (or the python tag) is kept whole and read as one
+    // call; any other reply streams as it comes.
+    void llama3RepliesThatOpenWithABrace() {
+        const Reply call = stream(chat::ToolCallFormat::llama3_json, {" \n", "{\"name\": \"f\", ", "\"parameters\": {\"x\": 1}}"});
+        QCOMPARE(call.calls.size(), size_t(1));
+        QCOMPARE(call.calls[0].arguments, std::string("{\"x\": 1}"));
+        QCOMPARE(call.content, std::string());
+        QCOMPARE(call.finish_reason, std::string("tool_calls"));
+        const Reply tagged = stream(chat::ToolCallFormat::llama3_json, {"<|python", "_tag|>{\"name\": \"f\"}"});
+        QCOMPARE(tagged.calls.size(), size_t(1));
+        const Reply text = stream(chat::ToolCallFormat::llama3_json, {"Hello", " {there}", " <b>"});
+        QCOMPARE(text.content, std::string("Hello {there} <b>"));
+        QCOMPARE(text.content_events, size_t(3));  // streamed, nothing held
+        QVERIFY(text.calls.empty());
+        const Reply html = stream(chat::ToolCallFormat::llama3_json, {"<", "b>bold</b>"});
+        QCOMPARE(html.content, std::string("<b>bold</b>"));
+        const Reply broken = stream(chat::ToolCallFormat::llama3_json, {"{\"name\": ", "oops"});
+        QCOMPARE(broken.content, std::string("{\"name\": oops"));  // not a call: the text, at the end
+        QVERIFY(broken.calls.empty());
+    }
+
     void aStopStringBeforeTheCallEndsTheReply() {
         const Reply r = stream(chat::ToolCallFormat::hermes, {"Done. END", " <tool_call>{\"name\": \"f\"}</tool_call>"}, {"END"});
         QCOMPARE(r.content, std::string("Done. "));
