@@ -1,6 +1,7 @@
 #include "cache_settings_panel.h"
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -82,6 +83,42 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
     m_effort->addItem(tr("high"), QStringLiteral("high"));
     form->addRow(tr("Reasoning effort"), m_effort);
     updateThinkingTips();
+
+    // Sampling, as llama.cpp names and orders it.
+    auto decimal = [this](double max, double step, int decimals) {
+        auto * b = new QDoubleSpinBox(this);
+        b->setRange(0, max);
+        b->setSingleStep(step);
+        b->setDecimals(decimals);
+        return b;
+    };
+    m_temperature = decimal(2, 0.05, 2);
+    m_temperature->setSpecialValueText(tr("0 (greedy)"));
+    setTip(m_temperature, tr("Temperature"), tr("How adventurous the replies are: 0 always takes the likeliest token."));
+    form->addRow(tr("Temperature"), m_temperature);
+    m_topK = new QSpinBox(this);
+    m_topK->setRange(0, 100000);
+    m_topK->setSpecialValueText(tr("off"));
+    setTip(m_topK, tr("Top-k"), tr("Sample among the k likeliest tokens only."));
+    form->addRow(tr("Top-k"), m_topK);
+    m_topP = decimal(1, 0.05, 2);
+    setTip(m_topP, tr("Top-p"), tr("Sample among the likeliest tokens whose probabilities add up to p (1 turns it off)."));
+    form->addRow(tr("Top-p"), m_topP);
+    m_minP = decimal(1, 0.01, 2);
+    m_minP->setSpecialValueText(tr("off"));
+    setTip(m_minP, tr("Min-p"), tr("Drop tokens less likely than this share of the likeliest one."));
+    form->addRow(tr("Min-p"), m_minP);
+    m_repeatPenalty = decimal(5, 0.05, 2);
+    m_repeatPenalty->setMinimum(0.05);
+    setTip(m_repeatPenalty, tr("Repeat penalty"), tr("Makes recently used tokens less likely (1 turns it off)."));
+    form->addRow(tr("Repeat penalty"), m_repeatPenalty);
+    m_maxReply = new QSpinBox(this);
+    m_maxReply->setRange(0, 1 << 24);
+    m_maxReply->setSingleStep(256);
+    m_maxReply->setSuffix(tr(" tokens"));
+    m_maxReply->setSpecialValueText(tr("until the context is full"));
+    setTip(m_maxReply, tr("Reply length"), tr("The most tokens a reply may take."));
+    form->addRow(tr("Reply length"), m_maxReply);
 
     m_context = new QSpinBox(this);
     m_context->setRange(0, 1 << 24);
@@ -255,12 +292,14 @@ CacheSettingsPanel::CacheSettingsPanel(QWidget * parent) : QWidget(parent) {
         const app::EngineSettings s = settings();
         if (app::validationError(s).isEmpty()) emit settingsEdited(s);
     });
-    for (QSpinBox * b : {m_context, m_chunk, m_sinks, m_device, m_host, m_disk, m_warmup})
+    for (QSpinBox * b : {m_topK, m_maxReply, m_context, m_chunk, m_sinks, m_device, m_host, m_disk, m_warmup})
         connect(b, &QSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
     for (QComboBox * b :
          {m_thinking, m_effort, m_policy, m_kBits, m_vBits, m_hostBits, m_diskBits, m_adapt, m_demotion, m_prefetch, m_layerBudget})
         connect(b, &QComboBox::currentIndexChanged, this, &CacheSettingsPanel::edited);
     for (QSlider * s : {m_keep, m_recent}) connect(s, &QSlider::valueChanged, this, &CacheSettingsPanel::edited);
+    for (QDoubleSpinBox * b : {m_temperature, m_topP, m_minP, m_repeatPenalty})
+        connect(b, &QDoubleSpinBox::valueChanged, this, &CacheSettingsPanel::edited);
     connect(m_defaults, &QPushButton::clicked, this, &CacheSettingsPanel::saveAsDefaultsRequested);
     setSettings(app::EngineSettings{});
     refreshStyle();
@@ -271,6 +310,12 @@ void CacheSettingsPanel::setSettings(const app::EngineSettings & s) {
     m_base = s;
     m_thinking->setCurrentIndex(m_thinking->findData(s.thinking.enabled ? int(*s.thinking.enabled) : -1));
     m_effort->setCurrentIndex(std::max(0, m_effort->findData(QString::fromStdString(s.thinking.effort))));
+    m_temperature->setValue(s.sampler.temperature);
+    m_topK->setValue(s.sampler.top_k);
+    m_topP->setValue(s.sampler.top_p);
+    m_minP->setValue(s.sampler.min_p);
+    m_repeatPenalty->setValue(s.sampler.repeat_penalty);
+    m_maxReply->setValue(std::max(0, s.maxReplyTokens));
     m_context->setValue(int(s.contextTokens));
     m_chunk->setValue(int(s.chunkTokens));
     m_policy->setCurrentIndex(m_policy->findData(int(s.kv.policy)));
@@ -326,6 +371,12 @@ app::EngineSettings CacheSettingsPanel::settings() const {
     const int thinking = m_thinking->currentData().toInt();
     s.thinking.enabled = thinking < 0 ? std::nullopt : std::optional<bool>(thinking == 1);
     s.thinking.effort = m_effort->currentData().toString().toStdString();
+    s.sampler.temperature = float(m_temperature->value());
+    s.sampler.top_k = m_topK->value();
+    s.sampler.top_p = float(m_topP->value());
+    s.sampler.min_p = float(m_minP->value());
+    s.sampler.repeat_penalty = float(m_repeatPenalty->value());
+    s.maxReplyTokens = m_maxReply->value();
     s.contextTokens = uint32_t(m_context->value());
     s.chunkTokens = uint32_t(m_chunk->value());
     s.kv.policy = KvPolicy(m_policy->currentData().toInt());

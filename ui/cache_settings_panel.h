@@ -1,6 +1,7 @@
 #pragma once
 // The conversation's settings: thinking (on, off, the reasoning effort: enabled where the
-// loaded model's template offers them), then the cache sliders: context, prefill chunk (or
+// loaded model's template offers them), sampling (temperature, top-k, top-p, min-p, repeat
+// penalty) and the reply's length, then the cache sliders: context, prefill chunk (or
 // automatic), policy, keep ratio, recent window,
 // sink tokens, K/V bits, tier budgets, warm-up, the layer budget's shape, and placement
 // (tier management, demotion order, prefetch). Each has a one-sentence tooltip; the
@@ -15,6 +16,7 @@
 #include "app/core/engine_settings.h"
 
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QSlider;
 class QSpinBox;
@@ -52,6 +54,9 @@ public:
     QComboBox * layerBudgetBox() const { return m_layerBudget; }
     QComboBox * thinkingBox() const { return m_thinking; }
     QComboBox * effortBox() const { return m_effort; }
+    QDoubleSpinBox * temperatureBox() const { return m_temperature; }
+    QDoubleSpinBox * topPBox() const { return m_topP; }
+    QSpinBox * maxReplyBox() const { return m_maxReply; }
 
 signals:
     // After the user changed something (debounced), with the valid settings.
@@ -79,6 +84,12 @@ private:
     QTimer m_debounce;
     QComboBox * m_thinking;
     QComboBox * m_effort;
+    QDoubleSpinBox * m_temperature;
+    QSpinBox * m_topK;
+    QDoubleSpinBox * m_topP;
+    QDoubleSpinBox * m_minP;
+    QDoubleSpinBox * m_repeatPenalty;
+    QSpinBox * m_maxReply;
     QSpinBox * m_context;
     QSpinBox * m_chunk;
     QComboBox * m_policy;

@@ -1,7 +1,10 @@
-// The settings panel's Thinking and Reasoning effort: enabled only where the loaded model's
-// template offers them (the tooltip says why not), and the choices reach the settings.
+// The settings panel's reply settings: Thinking and Reasoning effort, enabled only where the
+// loaded model's template offers them (the tooltip says why not), sampling and the reply's
+// length; every choice reaches the settings.
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QtTest>
 
 #include "app/core/engine_settings.h"
@@ -13,7 +16,7 @@ using namespace lr::app;
 using namespace lr::ui;
 using namespace lr::test;
 
-class TestThinkingChoicePanel : public QObject {
+class TestReplySettingsPanel : public QObject {
     Q_OBJECT
 
 private slots:
@@ -59,7 +62,31 @@ private slots:
         panel.effortBox()->setCurrentIndex(panel.effortBox()->findData(QString()));
         QCOMPARE(panel.settings().thinking, ThinkingChoice{});  // the model's defaults
     }
+
+    void samplingAndLengthReachTheSettings() {
+        CacheSettingsPanel panel;
+        EngineSettings s;
+        s.sampler.temperature = 0.3f;
+        s.sampler.top_p = 0.9f;
+        s.maxReplyTokens = 2048;
+        panel.setSettings(s);
+        QCOMPARE(panel.temperatureBox()->value(), 0.3);
+        QCOMPARE(panel.topPBox()->value(), 0.9);
+        QCOMPARE(panel.maxReplyBox()->value(), 2048);
+        QCOMPARE(panel.settings().sampler.temperature, 0.3f);  // the same float back
+        QCOMPARE(panel.settings().sampler.top_k, s.sampler.top_k);
+        QVERIFY(!panel.temperatureBox()->toolTip().isEmpty());
+
+        QSignalSpy edited(&panel, &CacheSettingsPanel::settingsEdited);
+        panel.temperatureBox()->setValue(0);
+        panel.maxReplyBox()->setValue(0);
+        QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 1, kEventuallyMs);
+        const EngineSettings out = edited.first().at(0).value<EngineSettings>();
+        QCOMPARE(out.sampler.temperature, 0.0f);  // greedy
+        QCOMPARE(out.maxReplyTokens, 0);          // until the context is full
+        QCOMPARE(panel.temperatureBox()->text(), QStringLiteral("0 (greedy)"));
+    }
 };
 
-QTEST_MAIN(TestThinkingChoicePanel)
-#include "test_thinking_choice_panel.moc"
+QTEST_MAIN(TestReplySettingsPanel)
+#include "test_reply_settings_panel.moc"
