@@ -3,6 +3,7 @@
 #include <QDateTime>
 #include <QFileInfo>
 #include <QFutureWatcher>
+#include <QRandomGenerator>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "app/core/engine_host.h"
@@ -184,10 +185,11 @@ void SessionController::sendMessage(const QString & rawText) {
     if (!stored(user.has_value(), QStringLiteral("your message"))) return;
     m_messages.append(*user);
     retitleIfNew(conversation, text);
-    startReply(JobKind::chat, context, text);
+    startReply(JobKind::chat, context, text, m_settings);
 }
 
-void SessionController::startReply(JobKind kind, const ConversationContext & context, const QString & userText) {
+void SessionController::startReply(JobKind kind, const ConversationContext & context, const QString & userText,
+                                   const EngineSettings & settings) {
     std::optional<MessageRecord> reply = m_messageRepo.insert(
         {.conversationId = m_current, .role = QStringLiteral("assistant"), .state = MessageState::streaming});
     if (!stored(reply.has_value(), QStringLiteral("the reply"))) return;
@@ -195,11 +197,11 @@ void SessionController::startReply(JobKind kind, const ConversationContext & con
     m_conversations.moveToTop(m_current, reply->createdAt);
     EngineJob * job = nullptr;
     if (kind == JobKind::chat) {
-        job = m_engine.chat({.conversationId = m_current, .context = context, .userText = userText, .settings = m_settings});
+        job = m_engine.chat({.conversationId = m_current, .context = context, .userText = userText, .settings = settings});
     } else {
         const std::optional<DocumentRecord> d = m_documentRepo.forConversation(m_current);
         job = m_engine.summarize(
-            {.conversationId = m_current, .title = d ? d->title : QString(), .text = d ? d->text : QString(), .settings = m_settings});
+            {.conversationId = m_current, .title = d ? d->title : QString(), .text = d ? d->text : QString(), .settings = settings});
         m_document.setSummarizing(m_current, true);
     }
     connect(job, &EngineJob::token, this, &SessionController::onToken);
@@ -241,7 +243,10 @@ void SessionController::regenerate() {
     if (!stored(m_messageRepo.remove(answer.id), QStringLiteral("the removal of the old reply"))) return;
     m_messages.remove(answer.id);
     const bool summary = prompt.text.startsWith(QStringLiteral("Summarize \u201C"));
-    startReply(summary ? JobKind::summarize : JobKind::chat, contextFor(m_current, prompt.id), prompt.text);
+    // Another draw: with the settings' seed the sampler would give the same reply again.
+    EngineSettings settings = m_settings;
+    settings.sampler.seed = QRandomGenerator::global()->generate64();
+    startReply(summary ? JobKind::summarize : JobKind::chat, contextFor(m_current, prompt.id), prompt.text, settings);
 }
 
 void SessionController::resendEdited(const QString & text) {
@@ -472,7 +477,7 @@ void SessionController::summarizeDocument() {
     std::optional<MessageRecord> user = m_messageRepo.insert({.conversationId = m_current, .role = QStringLiteral("user"), .text = prompt});
     if (!stored(user.has_value(), QStringLiteral("the request"))) return;
     m_messages.append(*user);
-    startReply(JobKind::summarize, {}, prompt);
+    startReply(JobKind::summarize, {}, prompt, m_settings);
 }
 
 void SessionController::onRetention(const std::optional<RetentionSnapshot> & retention) {

@@ -141,7 +141,8 @@ private:
     qint64 ensureConversation();
     void retitleIfNew(qint64 conversationId, const QString & basis);
     ConversationContext contextFor(qint64 conversationId, qint64 beforeMessageId = 0) const;
-    void startReply(JobKind kind, const ConversationContext & context, const QString & userText);
+    // `settings`: the conversation's, or a copy with another seed (regenerate).
+    void startReply(JobKind kind, const ConversationContext & context, const QString & userText, const EngineSettings & settings);
     void endReply(const ReplyEnding & ending);
     void showDocument();
     void requestDocumentRead();

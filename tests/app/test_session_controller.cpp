@@ -280,6 +280,8 @@ private slots:
     void regenerateReplacesTheLastReply() {
         c()->sendMessage(QStringLiteral("question"));
         waitIdle();
+        const uint64_t firstSeed = m_script->lastSeed;
+        QCOMPARE(firstSeed, c()->settings().sampler.seed);  // a sent message: the settings' seed (reproducible)
         QVERIFY(c()->canRegenerate());
         m_script->tokens = {QStringLiteral("Another"), QStringLiteral(" answer")};
         QSignalSpy removed(c()->messages(), &QAbstractItemModel::rowsRemoved);
@@ -292,6 +294,13 @@ private slots:
         QCOMPARE(m_script->lastUserText, QStringLiteral("question"));
         QCOMPARE(m_script->lastContext.turns.size(), size_t(0));  // the old reply is gone
         QCOMPARE(m_script->replies.load(), 2);
+        // Another draw: the same seed would give the same reply again.
+        QVERIFY(m_script->lastSeed != firstSeed);
+        const uint64_t secondSeed = m_script->lastSeed;
+        c()->regenerate();
+        waitIdle();
+        QVERIFY(m_script->lastSeed != secondSeed);
+        QCOMPARE(c()->settings().sampler.seed, firstSeed);  // the conversation's settings are unchanged
     }
 
     void editAndResendTheLastPrompt() {

@@ -39,6 +39,7 @@ struct FakeScript {
     std::atomic<int> tokensRun{0};  // tokens generated, all calls together
     QString lastUserText;           // written on the engine thread, read after the job ends
     app::ConversationContext lastContext;
+    uint64_t lastSeed = 0;  // the sampler seed of the last reply
 };
 
 class FakeEngine final : public app::InferenceEngine {
@@ -82,11 +83,12 @@ public:
         return runPrefill(progress, stop);
     }
 
-    Result<GenerateResult> reply(const app::ConversationContext & context, const QString & userText, const app::EngineSettings &,
+    Result<GenerateResult> reply(const app::ConversationContext & context, const QString & userText, const app::EngineSettings & settings,
                                  const ProgressFn & progress, const TokenSink & sink, const app::ThinkingSink & thinkingSink,
                                  std::stop_token stop) override {
         ++m_script->replies;
         m_script->lastUserText = userText;
+        m_script->lastSeed = settings.sampler.seed;
         m_script->lastContext = context;
         if (Status s = runPrefill(progress, stop); s.code() == StatusCode::cancelled)
             return GenerateResult{.reason = StopReason::cancelled};
