@@ -81,14 +81,19 @@ std::optional<std::string> message_text(const json & content, std::string & prob
     return text;
 }
 
+// {"function": {"name": "...", ...}}: a tool's or a call's function, named.
+bool has_named_function(const json & item) {
+    return item.is_object() && item.contains("function") && item["function"].is_object() && item["function"].contains("name") &&
+           item["function"]["name"].is_string();
+}
+
 // An assistant message's tool_calls as the template reads them: each call's arguments (JSON
 // text in the API) as an object, which templates iterate.
 std::variant<std::string, ApiError> assistant_tool_calls(const json & calls, const std::string & param) {
     if (!calls.is_array()) return invalid_request(param + " must be an array", param);
     json out = json::array();
     for (const json & call : calls) {
-        if (!call.is_object() || !call.contains("function") || !call["function"].is_object() || !call["function"].contains("name") ||
-            !call["function"]["name"].is_string()) {
+        if (!has_named_function(call)) {
             return invalid_request(param + " must hold {\"function\": {\"name\", \"arguments\"}} objects", param);
         }
         json c = call;
@@ -237,8 +242,7 @@ std::optional<ApiError> read_tools(const json & body, std::string & out) {
     }
     for (size_t i = 0; i < tools->size(); ++i) {
         const json & t = (*tools)[i];
-        if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") || !t["function"].is_object() ||
-            !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+        if (!has_named_function(t) || t.value("type", json()) != "function") {
             const std::string param = "tools[" + std::to_string(i) + "]";
             return invalid_request(param + " must be {\"type\": \"function\", \"function\": {\"name\": ...}}", param);
         }

@@ -32,18 +32,23 @@ std::string render_chat_text(const Model & model, std::span<const chat::ChatMess
     return model.chat_template().render_or_fallback(messages, options);
 }
 
+namespace {
+
+// The conversation the probes below render: what a template does with a choice or a tool.
+const chat::ChatMessage kProbe[] = {{"user", "Hi", "", "", ""}};
+
+}  // namespace
+
 chat::ToolCallFormat tool_call_format(const Model & model) {
-    const chat::ChatMessage probe[] = {{"user", "Hi", "", "", ""}};
     constexpr std::string_view kTool =
         R"([{"type": "function", "function": {"name": "longread_probe_tool", "description": "A probe.", "parameters": {"type": "object", "properties": {}}}}])";
-    const std::string rendered = render_chat_text(model, probe, true, {}, kTool);
+    const std::string rendered = render_chat_text(model, kProbe, true, {}, kTool);
     if (rendered.find("longread_probe_tool") == std::string::npos) return chat::ToolCallFormat::none;  // tools are not shown
     return chat::tool_call_format_of(rendered);
 }
 
 bool thinking_choice_matters(const Model & model, const ThinkingChoice & a, const ThinkingChoice & b) {
-    const chat::ChatMessage probe[] = {{"user", "Hi", "", "", ""}};
-    return render_chat_text(model, probe, true, a) != render_chat_text(model, probe, true, b);
+    return render_chat_text(model, kProbe, true, a) != render_chat_text(model, kProbe, true, b);
 }
 
 std::vector<int32_t> render_chat_tokens(const Model & model, std::span<const chat::ChatMessage> messages, bool add_generation_prompt,
